@@ -1,0 +1,23 @@
+"""poolgpu: exact, fast pooling as WGSL compute shaders on any GPU wgpu-py reaches.
+
+The public names of the contract (shared/API.md); nothing here touches a GPU until a
+Device is made.
+"""
+
+from .descs import MaxPooling1Desc, MaxPooling2Desc, MaxPoolingDesc
+from .device import Device, Op, Tensor, default_device, list_adapters
+from .dtypes import DataType
+from .errors import DeviceError, ValidationError
+from .functional import max_pool
+from .shapes import pooling_output_sizes
+from .tensor_desc import TensorDesc
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DataType", "TensorDesc", "ValidationError", "DeviceError",
+    "MaxPoolingDesc", "MaxPooling1Desc", "MaxPooling2Desc",
+    "pooling_output_sizes",
+    "Device", "Tensor", "Op", "list_adapters", "default_device",
+    "max_pool",
+]

@@ -1,0 +1,483 @@
+"""The device layer: adapters, tensors, compiled operators, caches and submission.
+
+Data flows one way: a validated description -> the registry's kernel and launch geometry
+-> a cached pipeline -> per-call bind groups (cached per set of tensors) -> a dispatch,
+recorded into the current thread's batch or submitted at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import weakref
+from collections import OrderedDict
+from typing import Optional
+
+import numpy as np
+import wgpu
+
+from . import kernels
+from .dtypes import DataType
+from .errors import DeviceError, ValidationError
+from .tensor_desc import TensorDesc
+
+_BACKENDS = {"vulkan": "vulkan", "metal": "metal", "d3d12": "d3d12", "opengl": "opengl", "gl": "opengl"}
+# Adapter preference: real GPUs before software ones, native APIs before OpenGL.
+_TYPE_RANK = {"discretegpu": 0, "integratedgpu": 1, "virtualgpu": 2, "cpu": 3}
+_BACKEND_RANK = {"vulkan": 0, "metal": 0, "d3d12": 0, "opengl": 1}
+# Features used where present; nothing requires them.
+_OPTIONAL_FEATURES = ("timestamp-query", "shader-f16", "subgroup")
+_LIMITS = (
+    "max-storage-buffer-binding-size",
+    "max-buffer-size",
+    "max-storage-buffers-per-shader-stage",
+    "max-compute-workgroup-storage-size",
+    "max-compute-invocations-per-workgroup",
+    "max-compute-workgroup-size-x",
+)
+_NO_ADAPTER_HELP = (
+    "poolgpu needs a WebGPU adapter (Vulkan, Metal, D3D12 or OpenGL). On Linux without a GPU, "
+    "install a software driver: `apt-get install mesa-vulkan-drivers` (lavapipe) or Mesa's OpenGL "
+    "(llvmpipe, libgl1-mesa-dri)."
+)
+_BUFFER_USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+_BIND_GROUP_CACHE_SIZE = 16
+
+
+def _describe(adapter) -> dict:
+    info = adapter.info
+    return {
+        "name": info["device"],
+        "backend": info["backend_type"].lower(),
+        "type": info["adapter_type"].lower(),
+        "description": info.get("description", ""),
+        "features": sorted(adapter.features),
+    }
+
+
+def _enumerate():
+    try:
+        return list(wgpu.gpu.enumerate_adapters_sync())
+    except Exception as exc:  # no loader, no driver, broken install
+        raise DeviceError(f"could not list WebGPU adapters ({exc}). {_NO_ADAPTER_HELP}") from exc
+
+
+def list_adapters() -> list:
+    """The adapters wgpu offers: dicts with name, backend, type, description and features."""
+    return [_describe(a) for a in _enumerate()]
+
+
+def _pick_adapter(backend: Optional[str], adapter: Optional[str]):
+    candidates = _enumerate()
+    if backend is not None:
+        wanted = _BACKENDS.get(backend.lower())
+        if wanted is None:
+            raise DeviceError(f"unknown backend {backend!r}; expected one of vulkan, metal, d3d12, opengl")
+        candidates = [a for a in candidates if _describe(a)["backend"] == wanted]
+    if adapter is not None:
+        candidates = [a for a in candidates if adapter.lower() in _describe(a)["name"].lower()]
+    if not candidates:
+        found = ", ".join(f"{d['name']} ({d['backend']})" for d in list_adapters()) or "none"
+        raise DeviceError(
+            f"no adapter matches backend={backend!r} adapter={adapter!r}; adapters found: {found}. "
+            + _NO_ADAPTER_HELP
+        )
+    return min(
+        candidates,
+        key=lambda a: (_TYPE_RANK.get(_describe(a)["type"], 4), _BACKEND_RANK.get(_describe(a)["backend"], 2)),
+    )
+
+
+class Tensor:
+    """A tensor in a GPU buffer: ``desc`` says how its logical values sit from ``offset``."""
+
+    __slots__ = ("device", "desc", "buffer", "offset", "__weakref__")
+
+    def __init__(self, device: "Device", desc: TensorDesc, buffer, offset: int = 0):
+        self.device = device
+        self.desc = desc
+        self.buffer = buffer
+        self.offset = offset
+
+    @property
+    def sizes(self) -> tuple:
+        return self.desc.sizes
+
+    @property
+    def data_type(self) -> DataType:
+        return self.desc.data_type
+
+    def numpy(self) -> np.ndarray:
+        """The logical values, as a new packed array of ``sizes``."""
+        desc = self.desc
+        raw = self.device._read(self.buffer, self.offset, desc.total_size_in_bytes)
+        item = desc.data_type.size
+        flat = np.frombuffer(raw, dtype=desc.data_type.numpy, count=len(raw) // item)
+        view = np.lib.stride_tricks.as_strided(flat, desc.sizes, tuple(s * item for s in desc.strides))
+        return np.array(view)
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.desc.data_type.name}, sizes={self.sizes}, offset={self.offset})"
+
+
+class Device:
+    """A WebGPU device with poolgpu's caches.
+
+    ``Device()`` takes the best adapter; ``backend=`` ("vulkan", "metal", "d3d12",
+    "opengl") and ``adapter=`` (a substring of the adapter's name) narrow the choice;
+    ``wgpu_device=`` shares an existing wgpu GPUDevice instead.
+
+    Thread safety: one Device may be shared by threads.  Recording and submission are
+    serialised by a lock; ``batch()`` collects only the calling thread's operations.
+    """
+
+    def __init__(self, backend: Optional[str] = None, adapter: Optional[str] = None, wgpu_device=None):
+        if wgpu_device is not None:
+            self.wgpu_device = wgpu_device
+            self.adapter = wgpu_device.adapter
+        else:
+            self.adapter = _pick_adapter(backend, adapter)
+            limits = self.adapter.limits
+            try:
+                self.wgpu_device = self.adapter.request_device_sync(
+                    label="poolgpu",
+                    required_features=[f for f in _OPTIONAL_FEATURES if f in self.adapter.features],
+                    required_limits={k: limits[k] for k in _LIMITS if k in limits},
+                )
+            except Exception as exc:
+                raise DeviceError(f"could not open a device on {self.adapter.summary}: {exc}") from exc
+        self.info = _describe(self.adapter)
+        self.features = frozenset(self.wgpu_device.features)
+        self.limits = dict(self.wgpu_device.limits)
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self._pipelines = {}
+        self._ops = {}
+
+    def __repr__(self) -> str:
+        return f"Device({self.info['name']!r}, backend={self.info['backend']!r})"
+
+    @property
+    def name(self) -> str:
+        return self.info["name"]
+
+    @property
+    def backend(self) -> str:
+        return self.info["backend"]
+
+    # -- tensors ------------------------------------------------------------------------
+
+    def _create_buffer(self, size: int, usage=_BUFFER_USAGE, data=None):
+        size = max(4, (size + 3) & ~3)
+        if size > self.limits["max-buffer-size"]:
+            raise DeviceError(
+                f"a buffer of {size} bytes exceeds this device's max-buffer-size "
+                f"({self.limits['max-buffer-size']}); split the tensor along N"
+            )
+        if data is not None:
+            return self.wgpu_device.create_buffer_with_data(data=data, usage=usage)
+        return self.wgpu_device.create_buffer(size=size, usage=usage)
+
+    def empty(self, desc: TensorDesc) -> Tensor:
+        """A new zero-filled tensor laid out as ``desc``."""
+        return Tensor(self, desc, self._create_buffer(desc.total_size_in_bytes))
+
+    def upload(self, array, strides=None) -> Tensor:
+        """A new tensor holding ``array``'s values, laid out by ``strides`` (elements)."""
+        array = np.asarray(array)
+        data_type = DataType.of(array.dtype, "array")
+        desc = TensorDesc(data_type, array.shape, strides)
+        item = data_type.size
+        raw = np.zeros(max(4, (desc.total_size_in_bytes + 3) & ~3), dtype=np.uint8)
+        flat = raw[: len(raw) // item * item].view(data_type.numpy)
+        # A zero stride repeats one element: write the first entry along such dimensions.
+        keep = tuple(slice(0, 1) if st == 0 else slice(None) for st in desc.strides)
+        source = array[keep]
+        target = np.lib.stride_tricks.as_strided(flat, source.shape, tuple(s * item for s in desc.strides))
+        target[...] = source
+        return Tensor(self, desc, self._create_buffer(len(raw), data=raw))
+
+    def wrap(self, buffer, desc: TensorDesc, offset: int = 0) -> Tensor:
+        """A tensor over an existing GPUBuffer of this device (no copy)."""
+        if not isinstance(desc, TensorDesc):
+            raise ValidationError("desc", f"expected a TensorDesc, got {type(desc).__name__}")
+        if offset < 0 or offset % desc.data_type.size:
+            raise ValidationError("offset", f"{offset} must be a non-negative multiple of the element size {desc.data_type.size}")
+        if offset + desc.total_size_in_bytes > buffer.size:
+            raise ValidationError(
+                "desc.total_size_in_bytes",
+                f"the tensor needs bytes [{offset}, {offset + desc.total_size_in_bytes}) but the buffer holds {buffer.size}",
+            )
+        if not buffer.usage & wgpu.BufferUsage.STORAGE:
+            raise ValidationError("buffer", "the buffer needs STORAGE usage (and COPY_SRC to be read back)")
+        return Tensor(self, desc, buffer, offset)
+
+    # -- operators ----------------------------------------------------------------------
+
+    def compile(self, desc) -> "Op":
+        """A callable operator for the (already validated) description ``desc``; cached."""
+        op = self._ops.get(desc)
+        if op is None:
+            if not hasattr(desc, "kernel"):
+                raise ValidationError("desc", f"{type(desc).__name__} is not an operator description")
+            op = Op(self, desc)
+            with self._lock:
+                op = self._ops.setdefault(desc, op)
+        return op
+
+    def _pipeline(self, kernel, data_types: tuple, writable_inputs: frozenset, constants: tuple):
+        key = (kernel, data_types, writable_inputs, constants)
+        entry = self._pipelines.get(key)
+        if entry is not None:
+            return entry
+        with self._lock:
+            entry = self._pipelines.get(key)
+            if entry is not None:
+                return entry
+            source = kernels.shader_source(kernel, data_types, writable_inputs)
+            entries = [{"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": "uniform"}}]
+            for binding, (slot, data_type) in enumerate(zip(kernel.slots, data_types), start=1):
+                if data_type is None:
+                    continue
+                writable = slot.output or slot.name in writable_inputs
+                entries.append({
+                    "binding": binding,
+                    "visibility": wgpu.ShaderStage.COMPUTE,
+                    "buffer": {"type": "storage" if writable else "read-only-storage"},
+                })
+            device = self.wgpu_device
+            layout = device.create_bind_group_layout(entries=entries)
+            module = device.create_shader_module(label=kernel.file, code=source)
+            pipeline = device.create_compute_pipeline(
+                label=kernel.file,
+                layout=device.create_pipeline_layout(bind_group_layouts=[layout]),
+                compute={"module": module, "entry_point": "main", "constants": dict(constants)},
+            )
+            entry = (pipeline, layout)
+            self._pipelines[key] = entry
+            return entry
+
+    # -- submission ---------------------------------------------------------------------
+
+    def _dispatch(self, pipeline, bind_group, grid) -> None:
+        local = self._local
+        with self._lock:
+            compute_pass = getattr(local, "compute_pass", None)
+            if compute_pass is not None:
+                compute_pass.set_pipeline(pipeline)
+                compute_pass.set_bind_group(0, bind_group)
+                compute_pass.dispatch_workgroups(*grid)
+                return
+            encoder = self.wgpu_device.create_command_encoder()
+            compute_pass = encoder.begin_compute_pass()
+            compute_pass.set_pipeline(pipeline)
+            compute_pass.set_bind_group(0, bind_group)
+            compute_pass.dispatch_workgroups(*grid)
+            compute_pass.end()
+            self.wgpu_device.queue.submit([encoder.finish()])
+
+    @contextlib.contextmanager
+    def batch(self):
+        """Operations called inside are recorded into one submission, made at exit."""
+        local = self._local
+        depth = getattr(local, "depth", 0)
+        if depth == 0:
+            self._begin_batch()
+        local.depth = depth + 1
+        try:
+            yield self
+        finally:
+            local.depth -= 1
+            if local.depth == 0:
+                self._end_batch()
+
+    def _begin_batch(self) -> None:
+        self._local.encoder = self.wgpu_device.create_command_encoder()
+        self._local.compute_pass = self._local.encoder.begin_compute_pass()
+
+    def _end_batch(self) -> None:
+        local = self._local
+        compute_pass, encoder = local.compute_pass, local.encoder
+        local.compute_pass = local.encoder = None
+        with self._lock:
+            compute_pass.end()
+            self.wgpu_device.queue.submit([encoder.finish()])
+
+    def _flush(self) -> None:
+        """Submit what the current thread's batch recorded so far (before a read-back)."""
+        if getattr(self._local, "compute_pass", None) is not None:
+            self._end_batch()
+            self._begin_batch()
+
+    def _read(self, buffer, offset: int, size: int) -> memoryview:
+        self._flush()
+        start = offset & ~3
+        end = min(buffer.size, (offset + size + 3) & ~3)
+        with self._lock:
+            data = self.wgpu_device.queue.read_buffer(buffer, start, end - start)
+        return memoryview(data)[offset - start: offset - start + size]
+
+    def synchronize(self) -> None:
+        """Wait until all work submitted to this device has finished."""
+        self._flush()
+        with self._lock:
+            poll = getattr(self.wgpu_device, "_poll_wait", None)
+            if poll is not None:
+                poll()
+            else:  # another backend: a read-back waits for everything submitted before it
+                self.wgpu_device.queue.read_buffer(self._create_buffer(4), 0, 4)
+
+
+class _Bound:
+    """A bind group and its uniform buffer for one set of tensors, with weak references to
+    their buffers so the cache entry dies with them."""
+
+    __slots__ = ("bind_group", "uniform", "refs")
+
+
+class Op:
+    """A compiled operator: ``op(*inputs, out=None)`` -> output Tensor(s)."""
+
+    def __init__(self, device: Device, desc):
+        self.device = device
+        self.desc = desc
+        self._kernel = kernels.kernel_for(desc)
+        self._launch = self._kernel.launch(desc)
+        self._slot_descs = kernels.slot_tensors(self._kernel, desc)
+        self._data_types = tuple(None if t is None else t.data_type for t in self._slot_descs)
+        self._inputs = desc.input_tensors()
+        self._outputs = tuple((role, t) for role, t in desc.output_tensors() if t is not None)
+        align = device.limits.get("min-storage-buffer-offset-alignment", 256)
+        self._align = max(align, 8)
+        self._max_binding = device.limits["max-storage-buffer-binding-size"]
+        self._bound = OrderedDict()
+        for role, tensor in self._inputs + self._outputs:
+            self._binding_range(role, tensor, 0, None)  # refuses tensors too large up front
+        self._pipeline, self._layout = device._pipeline(self._kernel, self._data_types, frozenset(), self._launch.constants)
+
+    def __repr__(self) -> str:
+        return f"Op({type(self.desc).__name__})"
+
+    def _binding_range(self, role: str, desc: TensorDesc, offset: int, buffer):
+        """(bind offset, bind size, element index of the tensor's start in the binding)."""
+        start = offset - offset % self._align
+        end = offset + desc.total_size_in_bytes
+        size = (end - start + 3) & ~3
+        if buffer is not None:
+            size = min(size, buffer.size - start)
+        if size > self._max_binding:
+            raise DeviceError(
+                f"{role}: the tensor spans {size} bytes, more than this device's largest storage binding "
+                f"({self._max_binding} bytes); split it along N or C"
+            )
+        return start, size, (offset - start) // desc.data_type.size
+
+    def _check(self, role: str, tensor, expected: TensorDesc) -> None:
+        if not isinstance(tensor, Tensor):
+            raise ValidationError(role, f"expected a poolgpu Tensor, got {type(tensor).__name__} (use device.upload)")
+        if tensor.device is not self.device:
+            raise ValidationError(role, "the tensor lives on another Device")
+        got = tensor.desc
+        if (got.data_type, got.sizes, got.strides) != (expected.data_type, expected.sizes, expected.strides):
+            raise ValidationError(
+                role,
+                f"the tensor is {got.data_type.name} {got.sizes} strides {got.strides}, the description expects "
+                f"{expected.data_type.name} {expected.sizes} strides {expected.strides}",
+            )
+
+    def __call__(self, *inputs, out=None):
+        if len(inputs) != len(self._inputs):
+            names = ", ".join(role for role, _ in self._inputs)
+            raise TypeError(f"{self!r} takes {len(self._inputs)} input tensor(s) ({names}), got {len(inputs)}")
+        for tensor, (role, expected) in zip(inputs, self._inputs):
+            self._check(role, tensor, expected)
+        if out is None:
+            outputs = tuple(self.device.empty(t) for _, t in self._outputs)
+        else:
+            outputs = (out,) if isinstance(out, Tensor) else tuple(out)
+            if len(outputs) != len(self._outputs):
+                raise ValidationError("out", f"expected {len(self._outputs)} output tensor(s), got {len(outputs)}")
+            for tensor, (role, expected) in zip(outputs, self._outputs):
+                self._check(role, tensor, expected)
+        by_role = dict(zip((r for r, _ in self._inputs), inputs))
+        by_role.update(zip((r for r, _ in self._outputs), outputs))
+        tensors = tuple(by_role.get(slot.role) for slot in self._kernel.slots)
+        bound = self._bind(tensors)
+        self.device._dispatch(bound[0], bound[1].bind_group, self._launch.grid)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def _bind(self, tensors: tuple):
+        key = tuple(None if t is None else (id(t.buffer), t.offset) for t in tensors)
+        bound = self._bound.get(key)
+        if bound is not None and all(ref() is not None for ref in bound[1].refs):
+            self._bound.move_to_end(key)
+            return bound
+        writable_inputs = self._check_overlaps(tensors)
+        pipeline, layout = self._pipeline, self._layout
+        if writable_inputs:
+            pipeline, layout = self.device._pipeline(
+                self._kernel, self._data_types, writable_inputs, self._launch.constants
+            )
+        params = dict(self._launch.params)
+        entries = []
+        for binding, (slot, tensor) in enumerate(zip(self._kernel.slots, tensors), start=1):
+            if tensor is None:
+                params[f"{slot.name}_base"] = 0
+                continue
+            start, size, base = self._binding_range(slot.role, tensor.desc, tensor.offset, tensor.buffer)
+            params[f"{slot.name}_base"] = base
+            entries.append({"binding": binding, "resource": {"buffer": tensor.buffer, "offset": start, "size": size}})
+        device = self.device
+        uniform = device.wgpu_device.create_buffer_with_data(
+            data=kernels.pack_params(self._kernel.file, params), usage=wgpu.BufferUsage.UNIFORM
+        )
+        entries.insert(0, {"binding": 0, "resource": {"buffer": uniform, "offset": 0, "size": uniform.size}})
+        entry = _Bound()
+        entry.bind_group = device.wgpu_device.create_bind_group(layout=layout, entries=entries)
+        entry.uniform = uniform
+        entry.refs = tuple(weakref.ref(t.buffer) for t in tensors if t is not None)
+        with device._lock:
+            self._bound[key] = (pipeline, entry)
+            while len(self._bound) > _BIND_GROUP_CACHE_SIZE:
+                self._bound.popitem(last=False)
+        return pipeline, entry
+
+    def _check_overlaps(self, tensors: tuple) -> frozenset:
+        """Refuse outputs overlapping any other tensor; name inputs sharing a buffer with one."""
+        ranges = [
+            (slot, t.buffer, t.offset, t.offset + t.desc.total_size_in_bytes)
+            for slot, t in zip(self._kernel.slots, tensors)
+            if t is not None
+        ]
+        writable = set()
+        for i, (slot, buffer, lo, hi) in enumerate(ranges):
+            if not slot.output:
+                continue
+            for j, (other, other_buffer, other_lo, other_hi) in enumerate(ranges):
+                if i == j or other_buffer is not buffer:
+                    continue
+                if lo < other_hi and other_lo < hi:
+                    raise ValidationError(
+                        slot.role, f"the output's bytes [{lo}, {hi}) overlap those of {other.role} [{other_lo}, {other_hi})"
+                    )
+                if not other.output:
+                    writable.add(other.name)
+        return frozenset(writable)
+
+
+_default_device: Optional[Device] = None
+_default_lock = threading.Lock()
+
+
+def default_device() -> Device:
+    """The shared Device, made on first use; POOLGPU_BACKEND / POOLGPU_ADAPTER choose it."""
+    global _default_device
+    if _default_device is None:
+        with _default_lock:
+            if _default_device is None:
+                _default_device = Device(
+                    backend=os.environ.get("POOLGPU_BACKEND") or None,
+                    adapter=os.environ.get("POOLGPU_ADAPTER") or None,
+                )
+    return _default_device

@@ -1,0 +1,40 @@
+"""The functional API: NumPy arrays in, NumPy arrays out; Tensors in, Tensors out."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .descs import MaxPooling2Desc
+from .device import Tensor, default_device
+from .dtypes import DataType
+
+
+def _run(desc_factory, inputs, device):
+    """Build the description from the inputs' TensorDescs, run it, and answer in kind.
+
+    NumPy inputs are uploaded (packed) and the outputs read back; Tensors stay on the GPU."""
+    as_numpy = not isinstance(inputs[0], Tensor)
+    if device is None:
+        device = inputs[0].device if not as_numpy else default_device()
+    tensors = [x if isinstance(x, Tensor) else device.upload(np.asarray(x)) for x in inputs]
+    desc = desc_factory(*(t.desc for t in tensors))
+    outputs = device.compile(desc)(*tensors)
+    if not as_numpy:
+        return outputs
+    if isinstance(outputs, Tensor):
+        return outputs.numpy()
+    return tuple(t.numpy() for t in outputs)
+
+
+def max_pool(x, window_size, strides=None, start_padding=None, end_padding=None, dilations=None,
+             return_indices=False, indices_type="uint32", device=None):
+    """Max pooling; with ``return_indices`` also the flat logical index of each maximum."""
+    indices = DataType.of(indices_type, "indices_type") if return_indices else None
+
+    def describe(input):
+        return MaxPooling2Desc(
+            input, output_indices=indices, window_size=window_size, strides=strides,
+            start_padding=start_padding, end_padding=end_padding, dilations=dilations,
+        )
+
+    return _run(describe, (x,), device)

@@ -1,0 +1,191 @@
+"""The kernel registry: each operator variant's .wgsl file, tensors and dispatch geometry.
+
+A shader is one file in ``wgsl/``.  Before compiling, one small visible step prepends:
+
+1. the value snippet of its main tensor's data type (``wgsl/common/value_*.wgsl``: the
+   ``Raw`` and ``Key`` types and how values compare), and
+2. one I/O snippet per tensor (``wgsl/common/{read,write}_b{8,16,32,64}.wgsl`` or
+   ``absent.wgsl``), with ``$name``, ``$binding`` and ``$access`` substituted, giving the
+   kernel ``x_load(e)``, ``y_store(e, v)``, ... over u32 words whatever the type.
+
+Everything else is specialised by override constants.  Binding 0 is the kernel's
+``struct Params`` uniform; Python fills it by field name (see :func:`params_fields`), so
+the shader's struct is the one place that fixes its layout.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from string import Template
+from typing import Callable, Mapping, Optional
+
+from .dtypes import DataType
+
+WGSL_DIR = Path(__file__).parent / "wgsl"
+MAX_WORKGROUPS_PER_DIM = 65535
+
+
+@lru_cache(maxsize=None)
+def read_wgsl(name: str) -> str:
+    return (WGSL_DIR / name).read_text()
+
+
+@dataclass(frozen=True)
+class TensorSlot:
+    """A tensor of a kernel: its prefix in WGSL and the description field it comes from."""
+
+    name: str
+    role: str
+    output: bool
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What one compiled operator dispatches: constants, uniform values and workgroup grid."""
+
+    constants: tuple  # sorted (name, value) pairs: hashable, part of the pipeline key
+    params: Mapping[str, int]  # everything but the per-tensor `<name>_base` offsets
+    grid: tuple
+
+
+@dataclass(frozen=True)
+class Kernel:
+    file: str
+    slots: tuple
+    value_role: str  # the tensor whose data type picks the value snippet
+    launch: Callable[[object], Launch]
+
+
+def _value_snippet(data_type: DataType) -> str:
+    if data_type.is_float:
+        return read_wgsl(f"common/value_{data_type.name.lower()}.wgsl")
+    signed = data_type.name.startswith("INT")
+    bits = 8 * data_type.size
+    file = "common/value_int64.wgsl" if bits == 64 else "common/value_int.wgsl"
+    sign_bit = 1 << (min(bits, 32) - 1) if signed else 0
+    return Template(read_wgsl(file)).substitute(sign_bit=hex(sign_bit))
+
+
+@lru_cache(maxsize=None)
+def shader_source(kernel: Kernel, data_types: tuple, writable_inputs: frozenset = frozenset()) -> str:
+    """The full WGSL of ``kernel`` for the data types of its slots (None: absent output).
+
+    ``writable_inputs`` lists inputs to declare read_write: WebGPU forbids a buffer bound
+    read-only and writable in one dispatch, so an input sharing a buffer with an output
+    must be declared writable (it is still only read)."""
+    parts = []
+    by_role = dict(zip((s.role for s in kernel.slots), data_types))
+    parts.append(_value_snippet(by_role[kernel.value_role]))
+    for binding, (slot, data_type) in enumerate(zip(kernel.slots, data_types), start=1):
+        if data_type is None:
+            parts.append(Template(read_wgsl("common/absent.wgsl")).substitute(name=slot.name))
+            continue
+        direction = "write" if slot.output else "read"
+        access = "read_write" if slot.name in writable_inputs else "read"
+        snippet = read_wgsl(f"common/{direction}_{data_type.storage}.wgsl")
+        parts.append(Template(snippet).substitute(name=slot.name, binding=binding, access=access))
+    parts.append(read_wgsl(kernel.file))
+    return "\n".join(parts)
+
+
+@lru_cache(maxsize=None)
+def params_fields(kernel_file: str) -> tuple:
+    """Field names of the kernel's ``struct Params`` (all u32), in declaration order."""
+    match = re.search(r"struct\s+Params\s*\{(.*?)\}", read_wgsl(kernel_file), re.S)
+    body = re.sub(r"//[^\n]*", "", match.group(1))
+    fields = re.findall(r"(\w+)\s*:\s*(\w+)", body)
+    assert all(t == "u32" for _, t in fields), f"{kernel_file}: Params must hold only u32 fields"
+    return tuple(name for name, _ in fields)
+
+
+def pack_params(kernel_file: str, values: Mapping[str, int]) -> bytes:
+    names = params_fields(kernel_file)
+    missing = set(names) - set(values)
+    assert not missing, f"{kernel_file}: no value for Params fields {sorted(missing)}"
+    words = [values[n] for n in names]
+    # A uniform struct's size is padded to its 16-byte alignment.
+    words += [0] * (-len(words) % 4)
+    return struct.pack(f"<{len(words)}I", *words)
+
+
+# ---------------------------------------------------------------------------------------
+# Geometry shared by the fixed-window pooling kernels
+
+
+def as_5d(sizes: tuple, strides: tuple):
+    """{N, C, spatial...} -> {N, C, D, H, W} by inserting unit leading spatial dimensions."""
+    missing = 5 - len(sizes)
+    return sizes[:2] + (1,) * missing + sizes[2:], strides[:2] + (0,) * missing + strides[2:]
+
+
+def as_3d(values: tuple, fill: int) -> tuple:
+    return (fill,) * (3 - len(values)) + tuple(values)
+
+
+def tensor_stride_params(name: str, tensor) -> dict:
+    if tensor is None:
+        return {f"{name}_{axis}": 0 for axis in "ncdhw"}
+    _, strides = as_5d(tensor.sizes, tensor.strides)
+    return {f"{name}_{axis}": s for axis, s in zip("ncdhw", strides)}
+
+
+def row_grid(columns: int, rows: int, wg_x: int) -> tuple:
+    """Workgroups for `rows` rows of `columns` invocations; rows fold over y and z."""
+    rows_per_z = min(rows, MAX_WORKGROUPS_PER_DIM)
+    return (math.ceil(columns / wg_x), rows_per_z, math.ceil(rows / rows_per_z)), rows_per_z
+
+
+def _pooling_launch(desc) -> Launch:
+    window = desc.window
+    in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
+    out_sizes, _ = as_5d(desc.output.sizes, desc.output.strides)
+    n, c, out_d, out_h, out_w = out_sizes
+    wg_x = 64
+    constants = {"PADDED": window.has_padding, "WG_X": wg_x}
+    for axis, k, s, l, p in zip(
+        "DHW",
+        as_3d(window.window_size, 1),
+        as_3d(window.strides, 1),
+        as_3d(window.dilations, 1),
+        as_3d(window.start_padding, 0),
+    ):
+        constants.update({f"K{axis}": k, f"S{axis}": s, f"L{axis}": l, f"P{axis}": p})
+    rows = n * c * out_d * out_h
+    grid, rows_per_z = row_grid(out_w, rows, wg_x)
+    params = {
+        "channels": c,
+        "in_d": in_sizes[2], "in_h": in_sizes[3], "in_w": in_sizes[4],
+        "out_d": out_d, "out_h": out_h, "out_w": out_w,
+        "rows": rows, "rows_per_z": rows_per_z,
+    }
+    for name, tensor in (("x", desc.input), ("y", desc.output), ("idx", getattr(desc, "output_indices", None))):
+        params.update(tensor_stride_params(name, tensor))
+    return Launch(tuple(sorted(constants.items())), params, grid)
+
+
+REGISTRY = {
+    "max_pool": Kernel(
+        file="max_pool.wgsl",
+        slots=(
+            TensorSlot("x", "input", output=False),
+            TensorSlot("y", "output", output=True),
+            TensorSlot("idx", "output_indices", output=True),
+        ),
+        value_role="input",
+        launch=_pooling_launch,
+    ),
+}
+
+
+def kernel_for(desc) -> Kernel:
+    return REGISTRY[desc.kernel]
+
+
+def slot_tensors(kernel: Kernel, desc) -> tuple:
+    """The TensorDesc (or None) of each slot of ``kernel`` in ``desc``."""
+    return tuple(getattr(desc, slot.role, None) for slot in kernel.slots)

@@ -1,0 +1,135 @@
+"""TensorDesc: DirectML's buffer tensor description (sizes, strides in elements, total size)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from .dtypes import DataType
+from .errors import ValidationError
+
+MAX_ELEMENTS = 2**32 - 1
+# Above this many elements the exact aliasing check (enumerating every offset) is too slow;
+# larger outputs must pass the sorted-strides rule.
+_EXACT_ALIAS_CHECK_LIMIT = 1 << 24
+
+
+def _int_tuple(value, field: str, length: Optional[int] = None) -> tuple:
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise ValidationError(field, f"expected a sequence of integers, got {value!r}")
+    items = tuple(value)
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (int, np.integer)):
+            raise ValidationError(field, f"expected integers, got {item!r} in {value!r}")
+    if length is not None and len(items) != length:
+        raise ValidationError(field, f"expected {length} values, got {len(items)}: {items}")
+    return tuple(int(i) for i in items)
+
+
+def packed_strides(sizes: Sequence[int]) -> tuple:
+    """Row-major strides in elements."""
+    strides, step = [], 1
+    for size in reversed(sizes):
+        strides.append(step)
+        step *= size
+    return tuple(reversed(strides))
+
+
+def calc_buffer_tensor_size(data_type: DataType, sizes: Sequence[int], strides: Sequence[int]) -> int:
+    """DirectML's DMLCalcBufferTensorSize: bytes spanned by the tensor, rounded up to 4."""
+    last = sum((s - 1) * st for s, st in zip(sizes, strides))
+    size = (1 + last) * data_type.size
+    return (size + 3) & ~3
+
+
+@dataclass(frozen=True, init=False)
+class TensorDesc:
+    data_type: DataType
+    sizes: tuple
+    strides: tuple
+    total_size_in_bytes: int
+
+    def __init__(self, data_type, sizes, strides=None, total_size_in_bytes=None):
+        data_type = DataType.of(data_type)
+        sizes = _int_tuple(sizes, "sizes")
+        if not 3 <= len(sizes) <= 5:
+            raise ValidationError("sizes", f"expected 3, 4 or 5 dimensions {{N, C, [D,] [H,] W}}, got {len(sizes)}: {sizes}")
+        if any(s < 1 for s in sizes):
+            raise ValidationError("sizes", f"every size must be positive, got {sizes}")
+        if math.prod(sizes) > MAX_ELEMENTS:
+            raise ValidationError("sizes", f"at most 2^32 - 1 elements, got {math.prod(sizes)} for {sizes}")
+        if strides is None:
+            strides = packed_strides(sizes)
+        else:
+            strides = _int_tuple(strides, "strides", len(sizes))
+            if any(s < 0 for s in strides):
+                raise ValidationError("strides", f"strides must be non-negative, got {strides}")
+        needed = calc_buffer_tensor_size(data_type, sizes, strides)
+        if total_size_in_bytes is None:
+            total_size_in_bytes = needed
+        else:
+            total_size_in_bytes = _int_tuple((total_size_in_bytes,), "total_size_in_bytes")[0]
+            if total_size_in_bytes < needed:
+                raise ValidationError(
+                    "total_size_in_bytes",
+                    f"{total_size_in_bytes} bytes is too small for sizes {sizes} and strides {strides}: "
+                    f"at least {needed} needed",
+                )
+        object.__setattr__(self, "data_type", data_type)
+        object.__setattr__(self, "sizes", sizes)
+        object.__setattr__(self, "strides", strides)
+        object.__setattr__(self, "total_size_in_bytes", total_size_in_bytes)
+
+    @classmethod
+    def packed(cls, data_type, sizes) -> "TensorDesc":
+        return cls(data_type, sizes)
+
+    @property
+    def rank(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def element_count(self) -> int:
+        return math.prod(self.sizes)
+
+    @property
+    def is_packed(self) -> bool:
+        return self.strides == packed_strides(self.sizes)
+
+    def __repr__(self) -> str:
+        return (
+            f"TensorDesc({self.data_type.name}, sizes={self.sizes}, strides={self.strides}, "
+            f"total_size_in_bytes={self.total_size_in_bytes})"
+        )
+
+    def check_no_aliasing(self, field: str) -> None:
+        """Raise unless every element has its own memory (required of outputs)."""
+        if not strides_alias(self.sizes, self.strides):
+            return
+        raise ValidationError(
+            field, f"strides {self.strides} make two elements of sizes {self.sizes} share memory; "
+            "an output needs distinct memory for every element",
+        )
+
+
+def strides_alias(sizes: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether two distinct indices map to the same element offset."""
+    dims = sorted((st, s) for s, st in zip(sizes, strides) if s > 1)
+    reach = 0  # the largest offset reachable with the dimensions seen so far
+    for stride, size in dims:
+        if stride <= reach:
+            break
+        reach += (size - 1) * stride
+    else:
+        return False  # sorted strides each step past everything before: no overlap
+    # Interleaved layouts can still be alias-free; decide exactly where that is affordable.
+    count = math.prod(sizes)
+    if count > _EXACT_ALIAS_CHECK_LIMIT:
+        return True
+    offsets = np.zeros(1, dtype=np.int64)
+    for size, stride in dims:
+        offsets = (offsets[:, None] + np.arange(size, dtype=np.int64)[None, :] * stride).ravel()
+    return np.unique(offsets).size != offsets.size

@@ -1,0 +1,6 @@
+// 64-bit integer values as (low, high) words.  Keys are (high ^ $sign_bit, low), compared
+// lexicographically as unsigned pairs ($sign_bit is 0x80000000 for INT64, 0 for UINT64).
+alias Raw = vec2<u32>;
+alias Key = vec2<u32>;
+fn key_of(r: Raw) -> Key { return vec2<u32>(r.y ^ ${sign_bit}u, r.x); }
+fn key_gt(a: Key, b: Key) -> bool { return a.x > b.x || (a.x == b.x && a.y > b.y); }

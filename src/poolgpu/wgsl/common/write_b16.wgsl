@@ -1,0 +1,9 @@
+// Tensor `$name`, written: two 16-bit elements per word.  Two invocations may own the two
+// halves of one word (any output strides), so each clears and sets only its own bits with
+// atomics: the word ends right whatever the interleaving, and its other half is untouched.
+@group(0) @binding($binding) var<storage, read_write> ${name}_words: array<atomic<u32>>;
+fn ${name}_store(e: u32, v: u32) {
+    let shift = (e & 1u) << 4u;
+    atomicAnd(&${name}_words[e >> 1u], ~(0xffffu << shift));
+    atomicOr(&${name}_words[e >> 1u], (v & 0xffffu) << shift);
+}

@@ -1,0 +1,4 @@
+// Tensor `$name`, written: one 64-bit element in two words, (low, high).
+@group(0) @binding($binding) var<storage, read_write> ${name}_words: array<u32>;
+fn ${name}_store(e: u32, v: vec2<u32>) { ${name}_words[2u * e] = v.x; ${name}_words[2u * e + 1u] = v.y; }
+fn ${name}_store_index(e: u32, i: u32) { ${name}_words[2u * e] = i; ${name}_words[2u * e + 1u] = 0u; }

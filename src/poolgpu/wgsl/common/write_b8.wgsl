@@ -1,0 +1,7 @@
+// Tensor `$name`, written: four 8-bit elements per word; see write_b16.wgsl for why atomics.
+@group(0) @binding($binding) var<storage, read_write> ${name}_words: array<atomic<u32>>;
+fn ${name}_store(e: u32, v: u32) {
+    let shift = (e & 3u) << 3u;
+    atomicAnd(&${name}_words[e >> 2u], ~(0xffu << shift));
+    atomicOr(&${name}_words[e >> 2u], (v & 0xffu) << shift);
+}
