@@ -130,6 +130,6 @@ def strides_alias(sizes: Sequence[int], strides: Sequence[int]) -> bool:
     if count > _EXACT_ALIAS_CHECK_LIMIT:
         return True
     offsets = np.zeros(1, dtype=np.int64)
-    for size, stride in dims:
+    for stride, size in dims:
         offsets = (offsets[:, None] + np.arange(size, dtype=np.int64)[None, :] * stride).ravel()
     return np.unique(offsets).size != offsets.size

@@ -1,0 +1,61 @@
+"""One fixture, `device`, parametrized over every adapter wgpu finds (e.g. lavapipe through
+Vulkan and llvmpipe through OpenGL here); GPU tests skip cleanly when there is none.
+
+POOLGPU_TEST_BACKENDS (comma-separated, e.g. "vulkan") restricts the adapters tested;
+POOLGPU_REQUIRE_BACKENDS makes the run fail unless adapters of those backends exist (CI)."""
+
+import os
+
+import pytest
+
+import poolgpu as pg
+
+
+def _adapters():
+    try:
+        found = pg.list_adapters()
+    except pg.DeviceError:
+        return []
+    wanted = os.environ.get("POOLGPU_TEST_BACKENDS")
+    if wanted:
+        allowed = {b.strip().lower() for b in wanted.split(",")}
+        found = [a for a in found if a["backend"] in allowed]
+    seen, unique = set(), []
+    for a in found:
+        key = (a["backend"], a["name"])
+        if key not in seen:
+            seen.add(key)
+            unique.append(a)
+    return unique
+
+
+ADAPTERS = _adapters()
+_devices = {}
+
+
+def pytest_configure(config):
+    required = os.environ.get("POOLGPU_REQUIRE_BACKENDS")
+    if required:
+        missing = {b.strip() for b in required.split(",")} - {a["backend"] for a in ADAPTERS}
+        if missing:
+            raise pytest.UsageError(f"POOLGPU_REQUIRE_BACKENDS: no adapter for {sorted(missing)}")
+
+
+def pytest_report_header(config):
+    names = ", ".join(f"{a['name']} ({a['backend']})" for a in ADAPTERS) or "none (GPU tests skip)"
+    return f"poolgpu adapters: {names}"
+
+
+@pytest.fixture(
+    scope="session",
+    params=ADAPTERS or [None],
+    ids=[a["backend"] for a in ADAPTERS] or ["no-adapter"],
+)
+def device(request):
+    adapter = request.param
+    if adapter is None:
+        pytest.skip("no WebGPU adapter found")
+    key = (adapter["backend"], adapter["name"])
+    if key not in _devices:
+        _devices[key] = pg.Device(backend=adapter["backend"], adapter=adapter["name"])
+    return _devices[key]

@@ -1,0 +1,103 @@
+"""Test helpers: random data per type, layouts expressed as strides, canary-guarded outputs."""
+
+import numpy as np
+import wgpu
+
+import poolgpu as pg
+
+ALL_TYPES = tuple(pg.DataType)
+FLOAT_TYPES = (pg.DataType.FLOAT32, pg.DataType.FLOAT16)
+CANARY = 0xA5
+
+
+def random_values(data_type, shape, rng, specials=True):
+    """Random values over the type's whole range, with its extremes (and for floats NaN,
+    infinities, signed zeros) sprinkled in, and some repeats so that ties happen."""
+    data_type = pg.DataType.of(data_type)
+    dtype = data_type.numpy
+    count = int(np.prod(shape))
+    if data_type.is_float:
+        values = rng.standard_normal(count) * 4
+        if specials:
+            extra = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-7, -65504.0], dtype=np.float64)
+            mask = rng.random(count) < 0.08
+            values[mask] = rng.choice(extra, mask.sum())
+        values = values.astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        raw = rng.integers(0, 2**64, size=count, dtype=np.uint64, endpoint=False)
+        values = raw.view(np.int64).astype(dtype) if info.min < 0 else raw.astype(dtype)
+        if specials:
+            mask = rng.random(count) < 0.1
+            values[mask] = rng.choice(np.array([info.min, info.max, 0, 1], dtype=dtype), mask.sum())
+    # repeats make ties between window elements likely
+    repeat = rng.random(count) < 0.15
+    if count > 1 and repeat.any():
+        values[repeat] = values[rng.integers(0, count, repeat.sum())]
+    return values.reshape(shape)
+
+
+def layout_strides(sizes, layout, rng=None):
+    """Strides (elements) for a named layout of a {N, C, spatial...} tensor."""
+    sizes = tuple(sizes)
+    rank = len(sizes)
+    if layout == "packed":
+        return None
+    if layout == "channels_last":  # NHWC / NDHWC / NWC
+        order = [0] + list(range(2, rank)) + [1]
+    elif layout == "reversed":  # W outermost: worst-case gathers
+        order = list(range(rank - 1, -1, -1))
+    elif layout == "gaps":  # packed, but every dimension padded by one element
+        strides, step = [0] * rank, 1
+        for d in range(rank - 1, -1, -1):
+            strides[d] = step
+            step *= sizes[d] + 1
+        return tuple(strides)
+    elif layout == "broadcast":  # N and C broadcast (inputs only)
+        return (0, 0) + pg.TensorDesc("uint8", (1, 1) + sizes[2:]).strides[2:]
+    else:
+        raise ValueError(layout)
+    strides, step = [0] * rank, 1
+    for d in reversed(order):
+        strides[d] = step
+        step *= sizes[d]
+    return tuple(strides)
+
+
+def upload(device, array, layout="packed"):
+    return device.upload(array, strides=layout_strides(array.shape, layout))
+
+
+def canary_tensor(device, desc, lead_bytes=12, tail_bytes=20):
+    """A tensor over a buffer filled with CANARY bytes, starting `lead_bytes` in."""
+    lead = lead_bytes - lead_bytes % desc.data_type.size
+    size = lead + desc.total_size_in_bytes + tail_bytes
+    size = (size + 3) & ~3
+    buffer = device.wgpu_device.create_buffer_with_data(
+        data=np.full(size, CANARY, np.uint8),
+        usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST,
+    )
+    return device.wrap(buffer, desc, offset=lead)
+
+
+def assert_canaries_intact(tensor):
+    """Every byte of the buffer outside the tensor's elements still holds CANARY."""
+    data = np.frombuffer(tensor.device.wgpu_device.queue.read_buffer(tensor.buffer), np.uint8)
+    desc = tensor.desc
+    item = desc.data_type.size
+    offsets = np.zeros(1, np.int64)
+    for size, stride in zip(desc.sizes, desc.strides):
+        offsets = (offsets[:, None] + np.arange(size) * stride).ravel()
+    owned = np.zeros(data.size, bool)
+    starts = tensor.offset + offsets * item
+    for b in range(item):
+        owned[starts + b] = True
+    outside = data[~owned]
+    bad = np.nonzero(outside != CANARY)[0]
+    assert bad.size == 0, f"{bad.size} bytes outside the tensor were overwritten"
+
+
+def same_bits(a, b):
+    """Exact equality including NaN payloads and signed zeros."""
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()

@@ -1,0 +1,558 @@
+"""Independent NumPy reference for poolgpu's operators, written from ``shared/API.md`` and
+the issue texts only (it never imports poolgpu).
+
+Conventions
+-----------
+* Tensors are logical NumPy arrays ``{N, C, [D,] [H,] W}`` (1 to 3 spatial dimensions);
+  whatever strides the caller's array has, only logical values matter.
+* Per-dimension parameters (``window_size``, ``strides``, ``start_padding``,
+  ``end_padding``, ``dilations``) are sequences of one int per spatial dimension;
+  ``None`` means all 1 (strides, dilations) or all 0 (paddings).
+* Max-type operators work on all ten data types and copy values exactly (a NaN comes back
+  bit for bit).  Comparisons are done natively in the input's dtype, so int64/uint64
+  values beyond 2**53 are never rounded through floats.
+* Float-valued results (average, Lp, gradients, adaptive average) are computed and returned
+  in float64; callers round to float32/float16 themselves.
+* Indices are flat, zero-based positions in the input's logical row-major order over all
+  dimensions (N and C included), returned as int64.
+
+Max rule (every max-type operator here): the winner of a window is the element that is
+largest, where NaN counts as larger than every number and -0.0 == +0.0; among equal
+candidates (including several NaNs) the lowest flat input index wins.  Padding is never
+a candidate.
+
+Implementation shape: loop over window taps (a handful), vectorise over N, C and all
+output positions at once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+__all__ = [
+    "output_sizes",
+    "max_pool",
+    "average_pool",
+    "lp_pool",
+    "max_pool_grad",
+    "average_pool_grad",
+    "max_unpool",
+    "roi_pool",
+    "adaptive_max_pool",
+    "adaptive_average_pool",
+]
+
+
+# --------------------------------------------------------------------------------------
+# parameters
+# --------------------------------------------------------------------------------------
+
+
+def _params(k, window_size, strides, start_padding, end_padding, dilations):
+    window = [int(v) for v in window_size]
+    if len(window) != k:
+        raise ValueError(f"window_size has {len(window)} entries, expected {k}")
+
+    def fill(v, default, name):
+        v = [default] * k if v is None else [int(a) for a in v]
+        if len(v) != k:
+            raise ValueError(f"{name} has {len(v)} entries, expected {k}")
+        return v
+
+    strides = fill(strides, 1, "strides")
+    start = fill(start_padding, 0, "start_padding")
+    end = fill(end_padding, 0, "end_padding")
+    dil = fill(dilations, 1, "dilations")
+    if any(v < 1 for v in window):
+        raise ValueError("window_size entries must be >= 1")
+    if any(v < 1 for v in strides):
+        raise ValueError("strides entries must be >= 1")
+    if any(v < 1 for v in dil):
+        raise ValueError("dilations entries must be >= 1")
+    if any(v < 0 for v in start + end):
+        raise ValueError("padding entries must be >= 0")
+    return window, strides, start, end, dil
+
+
+def output_sizes(input_sizes, window_size, strides=None, start_padding=None,
+                 end_padding=None, dilations=None):
+    """Output sizes by the dilated-extent formula.
+
+    For each spatial dimension: ``extent = (window - 1) * dilation + 1`` and
+    ``out = (in + start_pad + end_pad - extent) // stride + 1``.
+
+    ``input_sizes`` may be the full sizes ``{N, C, spatial...}`` (full sizes are
+    returned) or only the spatial sizes (spatial sizes are returned).  Raises
+    ``ValueError`` when an output size would be < 1.
+    """
+    sizes = [int(v) for v in input_sizes]
+    k = len(window_size)
+    if len(sizes) == k + 2:
+        lead, spatial = sizes[:2], sizes[2:]
+    elif len(sizes) == k:
+        lead, spatial = [], sizes
+    else:
+        raise ValueError(f"input_sizes has {len(sizes)} entries; window_size has {k}")
+    window, strides, start, end, dil = _params(
+        k, window_size, strides, start_padding, end_padding, dilations)
+    out = []
+    for i in range(k):
+        extent = (window[i] - 1) * dil[i] + 1
+        padded = spatial[i] + start[i] + end[i]
+        if padded < extent:
+            raise ValueError(f"dimension {i}: window extent {extent} exceeds padded size {padded}")
+        out.append((padded - extent) // strides[i] + 1)
+    return tuple(lead + out)
+
+
+# --------------------------------------------------------------------------------------
+# window machinery
+# --------------------------------------------------------------------------------------
+
+
+class _Windows:
+    """The windows of one pooling, described per spatial dimension.
+
+    For spatial dimension ``i`` and output position ``o``, tap ``t`` (0 <= t < taps[i])
+    reads input coordinate ``first[i][o] + t * step[i]``; that tap covers an input element
+    iff the coordinate lies in ``[lo[i][o], hi[i][o])``.  A window's covered elements are
+    the product of its per-dimension covered taps.
+    """
+
+    def __init__(self, in_spatial, first, step, taps, lo, hi):
+        self.in_spatial = tuple(int(v) for v in in_spatial)
+        self.first = [np.asarray(f, dtype=np.int64) for f in first]
+        self.step = [int(s) for s in step]
+        self.taps = [int(t) for t in taps]
+        self.lo = [np.asarray(v, dtype=np.int64) for v in lo]
+        self.hi = [np.asarray(v, dtype=np.int64) for v in hi]
+        self.out_spatial = tuple(len(f) for f in self.first)
+
+    @classmethod
+    def fixed(cls, in_spatial, window, strides, start, end, dil):
+        out = output_sizes(in_spatial, window, strides, start, end, dil)
+        first = [np.arange(out[i]) * strides[i] - start[i] for i in range(len(out))]
+        lo = [np.zeros(out[i]) for i in range(len(out))]
+        hi = [np.full(out[i], in_spatial[i]) for i in range(len(out))]
+        return cls(in_spatial, first, dil, window, lo, hi)
+
+    @classmethod
+    def bins(cls, in_spatial, begin, finish):
+        """Windows that are contiguous bins ``[begin[i][o], finish[i][o])``."""
+        begin = [np.asarray(b, dtype=np.int64) for b in begin]
+        finish = [np.asarray(f, dtype=np.int64) for f in finish]
+        taps = [int(max(1, (f - b).max(initial=1))) for b, f in zip(begin, finish)]
+        step = [1] * len(begin)
+        lo = [np.maximum(b, 0) for b in begin]
+        hi = [np.minimum(f, n) for f, n in zip(finish, in_spatial)]
+        return cls(in_spatial, begin, step, taps, lo, hi)
+
+    def each_tap(self):
+        """Yield ``(index, valid, spatial_flat)`` for every tap in row-major tap order.
+
+        ``index`` is a tuple of broadcastable (outer-product style) integer arrays, clipped to the
+        input, for indexing the spatial dims; ``valid`` (shape ``out_spatial``) says which
+        windows this tap actually covers; ``spatial_flat`` (shape ``out_spatial``) is the
+        row-major flat position of the tap inside one (n, c) plane (meaningful where valid).
+        """
+        k = len(self.out_spatial)
+        for tap in itertools.product(*[range(t) for t in self.taps]):
+            coords, masks = [], []
+            for i in range(k):
+                c = self.first[i] + tap[i] * self.step[i]
+                masks.append((c >= self.lo[i]) & (c < self.hi[i]))
+                coords.append(np.clip(c, 0, self.in_spatial[i] - 1))
+            index = _outer(coords)
+            valid = np.ones(self.out_spatial, dtype=bool)
+            for m in _outer(masks):
+                valid = valid & m
+            spatial_flat = np.zeros(self.out_spatial, dtype=np.int64)
+            for i in range(k):
+                spatial_flat = spatial_flat * self.in_spatial[i] + index[i]
+            yield index, valid, spatial_flat
+
+    def counts(self):
+        """Number of input elements each window covers (shape ``out_spatial``)."""
+        per_dim = []
+        for i in range(len(self.out_spatial)):
+            c = self.first[i][:, None] + np.arange(self.taps[i])[None, :] * self.step[i]
+            inside = (c >= self.lo[i][:, None]) & (c < self.hi[i][:, None])
+            per_dim.append(inside.sum(axis=1))
+        total = np.ones(self.out_spatial, dtype=np.int64)
+        for v in _outer(per_dim):
+            total = total * v
+        return total
+
+    def require_coverage(self):
+        if self.out_spatial and (self.counts() == 0).any():
+            raise ValueError("a window covers no input element (invalid description)")
+
+
+def _outer(arrays):
+    """Reshape 1-D arrays so that they broadcast against each other as an outer product
+    (like np.ix_, but boolean arrays stay boolean)."""
+    k = len(arrays)
+    return tuple(np.asarray(a).reshape((1,) * i + (-1,) + (1,) * (k - 1 - i))
+                 for i, a in enumerate(arrays))
+
+
+def _as_input(x):
+    x = np.asarray(x)
+    if x.ndim not in (3, 4, 5):
+        raise ValueError(f"input must have 3, 4 or 5 dims {{N, C, [D,] [H,] W}}, got {x.ndim}")
+    return x
+
+
+def _plane_base(n, c, plane, k):
+    """Flat index of element 0 of every (n, c) plane, shaped (N, C, 1...)."""
+    base = (np.arange(n, dtype=np.int64)[:, None] * c + np.arange(c, dtype=np.int64)[None, :]) * plane
+    return base.reshape((n, c) + (1,) * k)
+
+
+def _gather(x, index):
+    return x[(slice(None), slice(None)) + tuple(index)]
+
+
+def _max_over(x, windows):
+    """Max and flat argmax of every window of ``windows`` over ``x`` ({N, C, spatial...})."""
+    n, c = x.shape[:2]
+    k = x.ndim - 2
+    plane = int(np.prod(x.shape[2:], dtype=np.int64))
+    base = _plane_base(n, c, plane, k)
+    shape = (n, c) + windows.out_spatial
+    is_float = np.issubdtype(x.dtype, np.floating)
+
+    best = np.zeros(shape, dtype=x.dtype)
+    best_idx = np.full(shape, -1, dtype=np.int64)
+    have = np.zeros(shape, dtype=bool)
+    for index, valid, spatial_flat in windows.each_tap():
+        vals = _gather(x, index)
+        idx = base + spatial_flat
+        lower = idx < best_idx
+        if is_float:
+            vnan, bnan = np.isnan(vals), np.isnan(best)
+            # NaN beats every number; among two NaNs or two equal numbers the lower index wins
+            better = (vnan & ~bnan) | (vnan & bnan & lower)
+            better |= ~vnan & ~bnan & ((vals > best) | ((vals == best) & lower))
+        else:
+            better = (vals > best) | ((vals == best) & lower)
+        take = valid & (~have | better)
+        best = np.where(take, vals, best)
+        best_idx = np.where(take, idx, best_idx)
+        have |= take
+    if not have.all():
+        raise ValueError("a window covers no input element (invalid description)")
+    return best, best_idx
+
+
+# --------------------------------------------------------------------------------------
+# forward pooling
+# --------------------------------------------------------------------------------------
+
+
+def _fixed_windows(x, window_size, strides, start_padding, end_padding, dilations):
+    k = x.ndim - 2
+    window, strides, start, end, dil = _params(
+        k, window_size, strides, start_padding, end_padding, dilations)
+    return _Windows.fixed(x.shape[2:], window, strides, start, end, dil), window
+
+
+def max_pool(x, window_size, strides=None, start_padding=None, end_padding=None,
+             dilations=None):
+    """Max pooling -> ``(y, indices)``.
+
+    ``y`` has the input's dtype (values copied exactly); ``indices`` are int64 flat
+    logical input positions (see the module docstring for the max rule).
+    """
+    x = _as_input(x)
+    windows, _ = _fixed_windows(x, window_size, strides, start_padding, end_padding, dilations)
+    return _max_over(x, windows)
+
+
+def _sum_over(x, windows, fn=None):
+    """Float64 sum over every window of ``fn(x_as_float64)`` restricted to covered elements."""
+    n, c = x.shape[:2]
+    total = np.zeros((n, c) + windows.out_spatial, dtype=np.float64)
+    for index, valid, _ in windows.each_tap():
+        vals = _gather(x, index).astype(np.float64)
+        if fn is not None:
+            vals = fn(vals)
+        total += np.where(valid, vals, 0.0)
+    return total
+
+
+def average_pool(x, window_size, strides=None, start_padding=None, end_padding=None,
+                 dilations=None, include_padding=False):
+    """Average pooling in float64.
+
+    Divisor: ``prod(window_size)`` when ``include_padding`` else the number of input
+    elements the (dilated) window covers.
+    """
+    x = _as_input(x)
+    windows, window = _fixed_windows(x, window_size, strides, start_padding, end_padding, dilations)
+    windows.require_coverage()
+    total = _sum_over(x, windows)
+    if include_padding:
+        divisor = float(np.prod(window))
+    else:
+        divisor = windows.counts().astype(np.float64)
+    return total / divisor
+
+
+def _lp_over(x, windows, p):
+    """``(sum |x|^p)^(1/p)`` per window in float64, scaled by the window's largest |x|."""
+    p = float(p)
+    if not p >= 1:
+        raise ValueError("p must be >= 1")
+    n, c = x.shape[:2]
+    shape = (n, c) + windows.out_spatial
+    scale = np.zeros(shape, dtype=np.float64)   # largest |x| in the window
+    any_nan = np.zeros(shape, dtype=bool)
+    for index, valid, _ in windows.each_tap():
+        a = np.abs(_gather(x, index).astype(np.float64))
+        any_nan |= valid & np.isnan(a)
+        scale = np.where(valid & (a > scale), a, scale)
+    safe = np.where((scale > 0) & np.isfinite(scale), scale, 1.0)
+    acc = np.zeros(shape, dtype=np.float64)
+    for index, valid, _ in windows.each_tap():
+        a = np.abs(_gather(x, index).astype(np.float64))
+        r = a / safe
+        term = r if p == 1.0 else (r * r if p == 2.0 else np.power(r, p))
+        acc += np.where(valid & ~np.isnan(a), term, 0.0)
+    root = acc if p == 1.0 else (np.sqrt(acc) if p == 2.0 else np.power(acc, 1.0 / p))
+    y = np.where(scale > 0, scale * root, 0.0)
+    y = np.where(np.isinf(scale), np.inf, y)
+    y = np.where(any_nan, np.nan, y)
+    return y
+
+
+def lp_pool(x, window_size, strides=None, start_padding=None, end_padding=None,
+            dilations=None, p=2):
+    """Lp pooling ``(sum |x|^p)^(1/p)`` over covered input elements, in float64.
+
+    Computed as ``m * (sum (|x|/m)^p)^(1/p)`` with ``m`` the window's largest |x|, so
+    neither overflow nor underflow occurs where the result is representable.  An all-zero
+    window gives 0; a NaN in the window gives NaN; otherwise an infinity gives +inf.
+    """
+    x = _as_input(x)
+    windows, _ = _fixed_windows(x, window_size, strides, start_padding, end_padding, dilations)
+    windows.require_coverage()
+    return _lp_over(x, windows, p)
+
+
+# --------------------------------------------------------------------------------------
+# gradients and unpooling
+# --------------------------------------------------------------------------------------
+
+
+def max_pool_grad(x, dy, window_size, strides=None, start_padding=None, end_padding=None,
+                  dilations=None):
+    """Max pooling gradient in float64: zero except that each window's ``dy`` is added at
+    that window's argmax (forward max rule).  Overlapping windows sum."""
+    x = _as_input(x)
+    _, idx = max_pool(x, window_size, strides, start_padding, end_padding, dilations)
+    dy = np.asarray(dy)
+    if dy.shape != idx.shape:
+        raise ValueError(f"dy has shape {dy.shape}, the forward output has {idx.shape}")
+    dx = np.zeros(x.size, dtype=np.float64)
+    np.add.at(dx, idx.ravel(), dy.astype(np.float64).ravel())
+    return dx.reshape(x.shape)
+
+
+def average_pool_grad(dy, input_sizes, window_size, strides=None, start_padding=None,
+                      end_padding=None, dilations=None, include_padding=False):
+    """Average pooling gradient in float64: each window's ``dy / divisor`` is added to every
+    input element the window covers (divisor as in :func:`average_pool`).
+
+    ``input_sizes`` are the forward input's full sizes ``{N, C, spatial...}``."""
+    dy = np.asarray(dy)
+    input_sizes = tuple(int(v) for v in input_sizes)
+    if len(input_sizes) not in (3, 4, 5):
+        raise ValueError("input_sizes must have 3, 4 or 5 entries")
+    k = len(input_sizes) - 2
+    window, strides, start, end, dil = _params(
+        k, window_size, strides, start_padding, end_padding, dilations)
+    expected = output_sizes(input_sizes, window, strides, start, end, dil)
+    if dy.shape != expected:
+        raise ValueError(f"dy has shape {dy.shape}, the forward output has {expected}")
+    windows = _Windows.fixed(input_sizes[2:], window, strides, start, end, dil)
+    windows.require_coverage()
+    if include_padding:
+        share = dy.astype(np.float64) / float(np.prod(window))
+    else:
+        share = dy.astype(np.float64) / windows.counts().astype(np.float64)
+    n, c = input_sizes[:2]
+    plane = int(np.prod(input_sizes[2:], dtype=np.int64))
+    base = _plane_base(n, c, plane, k)
+    dx = np.zeros(int(np.prod(input_sizes, dtype=np.int64)), dtype=np.float64)
+    for _, valid, spatial_flat in windows.each_tap():
+        idx = base + spatial_flat
+        sel = np.broadcast_to(valid, idx.shape)
+        np.add.at(dx, idx[sel], share[sel])
+    return dx.reshape(input_sizes)
+
+
+def max_unpool(x, indices, output_sizes):
+    """Max unpooling: zeros of ``x``'s dtype except ``out.flat[indices.flat[j]] = x.flat[j]``.
+
+    Where indices repeat, the largest ``j`` wins; an index outside ``[0, out.size)`` is
+    ignored.  ``output_sizes`` is the full output shape ``{N, C, spatial...}`` or only its
+    spatial part (N and C are then taken from ``x``).
+    """
+    x = _as_input(x)
+    indices = np.asarray(indices)
+    if indices.shape != x.shape:
+        raise ValueError(f"indices have shape {indices.shape}, x has {x.shape}")
+    sizes = tuple(int(v) for v in output_sizes)
+    if len(sizes) == x.ndim - 2:
+        sizes = x.shape[:2] + sizes
+    if len(sizes) != x.ndim:
+        raise ValueError("output_sizes must give the output's full or spatial sizes")
+    size = int(np.prod(sizes, dtype=np.int64))
+    flat_idx = indices.ravel()
+    if np.issubdtype(flat_idx.dtype, np.signedinteger):
+        inside = (flat_idx >= 0) & (flat_idx < size)
+    else:  # unsigned: compare without any conversion that could wrap
+        inside = flat_idx < np.uint64(size)
+    targets = flat_idx[inside].astype(np.int64)
+    sources = np.nonzero(inside)[0].astype(np.int64)
+    winner = np.full(size, -1, dtype=np.int64)
+    np.maximum.at(winner, targets, sources)   # largest j per output element
+    out = np.zeros(size, dtype=x.dtype)
+    hit = winner >= 0
+    out[hit] = x.ravel()[winner[hit]]
+    return out.reshape(sizes)
+
+
+# --------------------------------------------------------------------------------------
+# variable-window pooling
+# --------------------------------------------------------------------------------------
+
+
+def _round_half_away(v):
+    """Round a finite float to the nearest integer, halves away from zero, exactly.
+
+    (Python floats hold every float32 value exactly, and ``a - floor(a)`` is exact.)"""
+    a = abs(float(v))
+    whole = math.floor(a)
+    r = whole + 1 if a - whole >= 0.5 else whole
+    return int(r) if v >= 0 else -int(r)
+
+
+def roi_pool(x, rois, pooled_size, spatial_scale=1.0):
+    """DirectML ROI_POOLING -> ``{R, C, ph, pw}`` of ``x``'s dtype.
+
+    For each ROI ``[batch, x1, y1, x2, y2]`` (x indexes W, y indexes H):
+
+    * corners: ``x1 = round(x1 * spatial_scale)`` etc.  The product is formed in float32
+      (ROI value and spatial_scale both as float32, one correctly rounded multiply, as an
+      f32 shader does) and ``round`` goes half away from zero (Caffe/DirectML).
+    * region size ``max(x2 - x1 + 1, 1)`` (Caffe's guard; reversed corners therefore give a
+      one-element-wide region starting at x1), likewise for y.
+    * bin ``i`` spans ``[floor(i*size/pooled) + x1, ceil((i+1)*size/pooled) + x1)``, exact
+      integer arithmetic, clamped to ``[0, W]`` (resp. ``[0, H]``).
+    * output = max over the bin (forward max rule: NaN wins); an empty bin gives 0.
+
+    Documented choices for ROIs that are data errors (never a reason to read outside x):
+
+    * batch index: the ROI's batch value truncated toward zero (C cast, as Caffe does);
+      if it is not finite or the truncated value lies outside ``[0, N)``, the whole ROI's
+      output is 0.
+    * a corner whose float32 product with spatial_scale is not finite (NaN, +-inf, or an
+      overflow) also makes the ROI's output 0.
+    """
+    x = np.asarray(x)
+    if x.ndim != 4:
+        raise ValueError("roi_pool input must be {N, C, H, W}")
+    rois = np.asarray(rois)
+    if rois.ndim == 4 and rois.shape[:2] == (1, 1):
+        rois = rois[0, 0]
+    if rois.ndim != 2 or rois.shape[1] != 5:
+        raise ValueError(f"rois must be (R, 5) or {{1, 1, R, 5}}, got {rois.shape}")
+    ph, pw = (int(v) for v in pooled_size)
+    if ph < 1 or pw < 1:
+        raise ValueError("pooled_size entries must be >= 1")
+    n, c, h, w = x.shape
+    scale = np.float32(spatial_scale)
+    out = np.zeros((rois.shape[0], c, ph, pw), dtype=x.dtype)
+    for r, roi in enumerate(rois.astype(np.float32)):
+        if not np.all(np.isfinite(roi)):
+            continue
+        batch = int(np.trunc(roi[0]))
+        if not 0 <= batch < n:
+            continue
+        with np.errstate(over="ignore"):
+            corners = roi[1:] * scale          # float32 products, correctly rounded
+        if not np.all(np.isfinite(corners)):
+            continue
+        cx1, cy1, cx2, cy2 = (_round_half_away(v) for v in corners)
+        rh = max(cy2 - cy1 + 1, 1)
+        rw = max(cx2 - cx1 + 1, 1)
+        hs = [min(max((i * rh) // ph + cy1, 0), h) for i in range(ph)]
+        he = [min(max(-((-(i + 1) * rh) // ph) + cy1, 0), h) for i in range(ph)]
+        ws = [min(max((j * rw) // pw + cx1, 0), w) for j in range(pw)]
+        we = [min(max(-((-(j + 1) * rw) // pw) + cx1, 0), w) for j in range(pw)]
+        plane = x[batch:batch + 1]
+        windows = _Windows.bins((h, w), [hs, ws], [he, we])
+        best, _ = _max_over_allow_empty(plane, windows)
+        out[r] = best[0]
+    return out
+
+
+def _max_over_allow_empty(x, windows):
+    """Like :func:`_max_over`, but an empty window yields 0 (ROI pooling's rule)."""
+    counts = windows.counts()
+    if (counts > 0).all():
+        return _max_over(x, windows)
+    # give every empty window a dummy valid range, then zero it afterwards
+    lo = [v.copy() for v in windows.lo]
+    hi = [v.copy() for v in windows.hi]
+    first = [v.copy() for v in windows.first]
+    for i in range(len(lo)):
+        empty = hi[i] <= lo[i]
+        first[i] = np.where(empty, 0, first[i])
+        lo[i] = np.where(empty, 0, lo[i])
+        hi[i] = np.where(empty, 1, hi[i])
+    patched = _Windows(windows.in_spatial, first, windows.step, windows.taps, lo, hi)
+    best, idx = _max_over(x, patched)
+    empty = np.broadcast_to(counts == 0, best.shape)
+    best = np.where(empty, np.zeros((), dtype=x.dtype), best)
+    idx = np.where(empty, -1, idx)
+    return best, idx
+
+
+def _adaptive_windows(x, output_size):
+    k = x.ndim - 2
+    if np.ndim(output_size) == 0:
+        output_size = [int(output_size)] * k
+    out = [int(v) for v in output_size]
+    if len(out) != k:
+        raise ValueError(f"output_size has {len(out)} entries, expected {k}")
+    if any(v < 1 for v in out):
+        raise ValueError("output_size entries must be >= 1")
+    begin, finish = [], []
+    for i in range(k):
+        size = x.shape[2 + i]
+        o = np.arange(out[i], dtype=np.int64)
+        begin.append((o * size) // out[i])                    # floor(i * in / out)
+        finish.append(-((-(o + 1) * size) // out[i]))         # ceil((i + 1) * in / out)
+    return _Windows.bins(x.shape[2:], begin, finish)
+
+
+def adaptive_max_pool(x, output_size):
+    """PyTorch-style adaptive max pooling -> ``(y, indices)`` (int64 flat logical indices).
+
+    Along each spatial dimension output ``i`` pools input
+    ``[floor(i*in/out), ceil((i+1)*in/out))``; the forward max rule applies."""
+    x = _as_input(x)
+    return _max_over(x, _adaptive_windows(x, output_size))
+
+
+def adaptive_average_pool(x, output_size):
+    """PyTorch-style adaptive average pooling, in float64 (mean over each bin)."""
+    x = _as_input(x)
+    windows = _adaptive_windows(x, output_size)
+    return _sum_over(x, windows) / windows.counts().astype(np.float64)

@@ -1,0 +1,147 @@
+"""The device layer: adapters, tensors, compiled operators, batches and errors."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import wgpu
+
+import poolgpu as pg
+import reference
+from helpers import ALL_TYPES, layout_strides, random_values, same_bits
+
+
+def test_list_adapters_describes_each_adapter():
+    adapters = pg.list_adapters()
+    for a in adapters:
+        assert {"name", "backend", "type", "features"} <= set(a)
+        assert a["backend"] in {"vulkan", "metal", "d3d12", "opengl"}
+
+
+def test_unknown_backend_or_adapter_is_a_device_error_with_advice():
+    with pytest.raises(pg.DeviceError, match="unknown backend"):
+        pg.Device(backend="glide")
+    with pytest.raises(pg.DeviceError, match="mesa-vulkan-drivers"):
+        pg.Device(adapter="no adapter has this name")
+
+
+def test_default_device_follows_the_environment(device):
+    code = "import poolgpu as pg; d = pg.default_device(); assert d is pg.default_device(); print(d.backend)"
+    env = dict(os.environ, POOLGPU_BACKEND=device.backend)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == device.backend
+
+
+@pytest.mark.parametrize("data_type", ALL_TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize("layout", ["packed", "channels_last", "gaps", "reversed"])
+def test_upload_and_read_back_every_type_and_layout(device, data_type, layout):
+    x = random_values(data_type, (2, 3, 5), np.random.default_rng(0))
+    t = device.upload(x, strides=layout_strides(x.shape, layout))
+    assert t.sizes == x.shape and t.data_type == data_type and t.device is device
+    assert t.desc.strides == (layout_strides(x.shape, layout) or t.desc.strides)
+    assert same_bits(t.numpy(), x)
+
+
+def test_upload_with_broadcast_strides_stores_one_plane(device):
+    x = np.broadcast_to(np.arange(4, dtype=np.int16).reshape(1, 1, 4), (3, 2, 4))
+    t = device.upload(x, strides=(0, 0, 1))
+    assert t.desc.total_size_in_bytes == 8
+    assert same_bits(t.numpy(), np.ascontiguousarray(x))
+
+
+def test_wrap_views_an_existing_buffer_at_an_offset(device):
+    values = np.arange(40, dtype=np.float32)
+    buffer = device.wgpu_device.create_buffer_with_data(
+        data=values, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+    t = device.wrap(buffer, pg.TensorDesc("float32", (1, 2, 3, 4)), offset=8 * 4)
+    np.testing.assert_array_equal(t.numpy(), values[8:32].reshape(1, 2, 3, 4))
+    assert t.buffer is buffer and t.offset == 32
+    y = device.compile(pg.MaxPoolingDesc(t.desc, window_size=(3, 4)))(t)
+    np.testing.assert_array_equal(y.numpy().ravel(), [19, 31])
+    with pytest.raises(pg.ValidationError, match="^offset"):
+        device.wrap(buffer, pg.TensorDesc("float32", (1, 1, 4)), offset=2)
+    with pytest.raises(pg.ValidationError, match="^desc.total_size_in_bytes"):
+        device.wrap(buffer, pg.TensorDesc("float32", (1, 1, 40)), offset=4)
+
+
+def test_compile_caches_ops_and_out_writes_in_place(device):
+    desc = pg.MaxPooling1Desc(pg.TensorDesc("float32", (1, 1, 6)), output_indices="uint32", window_size=(2,), strides=(2,))
+    op = device.compile(desc)
+    assert device.compile(pg.MaxPooling1Desc(pg.TensorDesc("float32", (1, 1, 6)), output_indices="uint32",
+                                             window_size=(2,), strides=(2,))) is op
+    x = device.upload(np.array([[[3, 1, 4, 1, 5, 9]]], np.float32))
+    y, i = op(x)
+    y2, i2 = device.empty(desc.output), device.empty(desc.output_indices)
+    assert op(x, out=(y2, i2)) == (y2, i2)
+    for a, b in ((y, y2), (i, i2)):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    np.testing.assert_array_equal(y.numpy().ravel(), [3, 4, 9])
+    np.testing.assert_array_equal(i.numpy().ravel(), [0, 2, 5])
+
+
+def test_op_checks_its_tensors(device):
+    desc = pg.MaxPoolingDesc(pg.TensorDesc("float32", (1, 1, 6)), window_size=(2,))
+    op = device.compile(desc)
+    with pytest.raises(pg.ValidationError, match="^input"):
+        op(device.upload(np.zeros((1, 1, 7), np.float32)))
+    with pytest.raises(pg.ValidationError, match="^input"):
+        op(device.upload(np.zeros((1, 1, 6), np.float16)))
+    with pytest.raises(pg.ValidationError, match="^input"):
+        op(np.zeros((1, 1, 6), np.float32))
+    with pytest.raises(pg.ValidationError, match="^output"):
+        op(device.upload(np.zeros((1, 1, 6), np.float32)), out=device.empty(pg.TensorDesc("float32", (1, 1, 6))))
+    with pytest.raises(TypeError):
+        op()
+
+
+def test_an_output_overlapping_an_input_is_refused_but_sharing_a_buffer_works(device):
+    values = np.arange(16, dtype=np.float32)
+    buffer = device.wgpu_device.create_buffer_with_data(
+        data=values, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+    x = device.wrap(buffer, pg.TensorDesc("float32", (1, 1, 8)))
+    op = device.compile(pg.MaxPoolingDesc(x.desc, window_size=(2,), strides=(2,)))
+    with pytest.raises(pg.ValidationError, match="^output"):
+        op(x, out=device.wrap(buffer, pg.TensorDesc("float32", (1, 1, 4)), offset=16))
+    y = device.wrap(buffer, pg.TensorDesc("float32", (1, 1, 4)), offset=32)  # bytes after the input
+    op(x, out=y)
+    np.testing.assert_array_equal(y.numpy().ravel(), [1, 3, 5, 7])
+    np.testing.assert_array_equal(x.numpy().ravel(), values[:8])
+
+
+def test_batch_records_one_submission_and_reads_flush_it(device):
+    x = np.random.default_rng(3).standard_normal((1, 2, 16, 16)).astype(np.float32)
+    op1 = device.compile(pg.MaxPoolingDesc(pg.TensorDesc("float32", x.shape), window_size=(2, 2), strides=(2, 2)))
+    op2 = device.compile(pg.MaxPoolingDesc(op1.desc.output, window_size=(2, 2), strides=(2, 2)))
+    with device.batch():
+        with device.batch():  # nesting joins the outer batch
+            y1 = op1(device.upload(x))
+        y2 = op2(y1)
+        inside = y2.numpy()
+    expected = reference.max_pool(reference.max_pool(x, (2, 2), (2, 2))[0], (2, 2), (2, 2))[0]
+    np.testing.assert_array_equal(inside, expected)
+    np.testing.assert_array_equal(y2.numpy(), expected)
+    device.synchronize()
+
+
+def test_a_shared_wgpu_device_works(device):
+    shared = pg.Device(wgpu_device=device.wgpu_device)
+    assert shared.wgpu_device is device.wgpu_device and shared.backend == device.backend
+    y = pg.max_pool(np.arange(8, dtype=np.uint8).reshape(1, 1, 8), (4,), strides=(4,), device=shared)
+    np.testing.assert_array_equal(y.ravel(), [3, 7])
+
+
+def test_a_tensor_larger_than_a_binding_is_a_device_error(device):
+    limit = device.limits["max-storage-buffer-binding-size"]
+    big = pg.TensorDesc("float32", (1, 1, 16), total_size_in_bytes=limit + 1024)
+    with pytest.raises(pg.DeviceError, match="binding"):
+        device.compile(pg.MaxPoolingDesc(big, window_size=(2,)))
+
+
+def test_functional_api_keeps_tensors_on_the_gpu(device):
+    x = device.upload(np.arange(12, dtype=np.int32).reshape(1, 1, 3, 4))
+    y, i = pg.max_pool(x, (3, 2), strides=(1, 2), return_indices=True, indices_type="uint64")
+    assert isinstance(y, pg.Tensor) and y.device is device and i.data_type == pg.DataType.UINT64
+    np.testing.assert_array_equal(y.numpy().ravel(), [9, 11])
+    np.testing.assert_array_equal(i.numpy().ravel(), [9, 11])
