@@ -260,22 +260,22 @@ class Device:
 
     # -- submission ---------------------------------------------------------------------
 
-    def _dispatch(self, pipeline, bind_group, grid) -> None:
-        local = self._local
+    def _dispatch(self, dispatches) -> None:
+        """Record (pipeline, bind group, grid) dispatches, in order, into the current
+        thread's batch, or submit them at once."""
         with self._lock:
-            compute_pass = getattr(local, "compute_pass", None)
-            if compute_pass is not None:
+            compute_pass = getattr(self._local, "compute_pass", None)
+            encoder = None
+            if compute_pass is None:
+                encoder = self.wgpu_device.create_command_encoder()
+                compute_pass = encoder.begin_compute_pass()
+            for pipeline, bind_group, grid in dispatches:
                 compute_pass.set_pipeline(pipeline)
                 compute_pass.set_bind_group(0, bind_group)
                 compute_pass.dispatch_workgroups(*grid)
-                return
-            encoder = self.wgpu_device.create_command_encoder()
-            compute_pass = encoder.begin_compute_pass()
-            compute_pass.set_pipeline(pipeline)
-            compute_pass.set_bind_group(0, bind_group)
-            compute_pass.dispatch_workgroups(*grid)
-            compute_pass.end()
-            self.wgpu_device.queue.submit([encoder.finish()])
+            if encoder is not None:
+                compute_pass.end()
+                self.wgpu_device.queue.submit([encoder.finish()])
 
     @contextlib.contextmanager
     def batch(self):
@@ -330,34 +330,44 @@ class Device:
 
 
 class _Bound:
-    """A bind group and its uniform buffer for one set of tensors, with weak references to
-    their buffers so the cache entry dies with them."""
+    """The bind groups (one per pass) and uniform buffers for one set of tensors, with weak
+    references to their buffers so that the cache entry dies with them."""
 
-    __slots__ = ("bind_group", "uniform", "refs")
+    __slots__ = ("dispatches", "uniforms", "refs")
 
 
 class Op:
-    """A compiled operator: ``op(*inputs, out=None)`` -> output Tensor(s)."""
+    """A compiled operator: ``op(*inputs, out=None)`` -> output Tensor(s).
+
+    Its Program's passes are recorded together under the device lock, so concurrent calls
+    never interleave their passes (which share the op's scratch tensors)."""
 
     def __init__(self, device: Device, desc):
         self.device = device
         self.desc = desc
-        self._kernel = kernels.kernel_for(desc)
-        self._launch = self._kernel.launch(desc)
-        self._slot_descs = kernels.slot_tensors(self._kernel, desc)
-        self._data_types = tuple(None if t is None else t.data_type for t in self._slot_descs)
+        self._program = kernels.program_for(desc)
         self._inputs = desc.input_tensors()
         self._outputs = tuple((role, t) for role, t in desc.output_tensors() if t is not None)
+        self._descs = dict(self._inputs + self._outputs + tuple(self._program.scratch))
+        self._scratch = {name: device.empty(t) for name, t in self._program.scratch}
         align = device.limits.get("min-storage-buffer-offset-alignment", 256)
         self._align = max(align, 8)
         self._max_binding = device.limits["max-storage-buffer-binding-size"]
         self._bound = OrderedDict()
-        for role, tensor in self._inputs + self._outputs:
+        for role, tensor in self._descs.items():
             self._binding_range(role, tensor, 0, None)  # refuses tensors too large up front
-        self._pipeline, self._layout = device._pipeline(self._kernel, self._data_types, frozenset(), self._launch.constants)
+        self._pipelines = [self._pass_pipeline(p, frozenset()) for p in self._program.passes]
 
     def __repr__(self) -> str:
         return f"Op({type(self.desc).__name__})"
+
+    def _pass_pipeline(self, pass_, writable_roles: frozenset):
+        data_types = tuple(None if r is None else self._descs[r].data_type for r in pass_.tensors)
+        writable = frozenset(
+            slot.name for slot, role in zip(pass_.kernel.slots, pass_.tensors)
+            if role in writable_roles and not slot.output
+        )
+        return self.device._pipeline(pass_.kernel, data_types, writable, pass_.constants)
 
     def _binding_range(self, role: str, desc: TensorDesc, offset: int, buffer):
         """(bind offset, bind size, element index of the tensor's start in the binding)."""
@@ -400,69 +410,67 @@ class Op:
                 raise ValidationError("out", f"expected {len(self._outputs)} output tensor(s), got {len(outputs)}")
             for tensor, (role, expected) in zip(outputs, self._outputs):
                 self._check(role, tensor, expected)
-        by_role = dict(zip((r for r, _ in self._inputs), inputs))
-        by_role.update(zip((r for r, _ in self._outputs), outputs))
-        tensors = tuple(by_role.get(slot.role) for slot in self._kernel.slots)
-        bound = self._bind(tensors)
-        self.device._dispatch(bound[0], bound[1].bind_group, self._launch.grid)
+        tensors = dict(zip((r for r, _ in self._inputs), inputs))
+        tensors.update(zip((r for r, _ in self._outputs), outputs))
+        self.device._dispatch(self._bind(tensors).dispatches)
         return outputs[0] if len(outputs) == 1 else outputs
 
-    def _bind(self, tensors: tuple):
-        key = tuple(None if t is None else (id(t.buffer), t.offset) for t in tensors)
+    def _bind(self, tensors: dict) -> _Bound:
+        key = tuple((id(t.buffer), t.offset) for t in tensors.values())
         bound = self._bound.get(key)
-        if bound is not None and all(ref() is not None for ref in bound[1].refs):
+        if bound is not None and all(ref() is not None for ref in bound.refs):
             self._bound.move_to_end(key)
             return bound
-        writable_inputs = self._check_overlaps(tensors)
-        pipeline, layout = self._pipeline, self._layout
-        if writable_inputs:
-            pipeline, layout = self.device._pipeline(
-                self._kernel, self._data_types, writable_inputs, self._launch.constants
-            )
-        params = dict(self._launch.params)
-        entries = []
-        for binding, (slot, tensor) in enumerate(zip(self._kernel.slots, tensors), start=1):
-            if tensor is None:
-                params[f"{slot.name}_base"] = 0
-                continue
-            start, size, base = self._binding_range(slot.role, tensor.desc, tensor.offset, tensor.buffer)
-            params[f"{slot.name}_base"] = base
-            entries.append({"binding": binding, "resource": {"buffer": tensor.buffer, "offset": start, "size": size}})
+        writable_roles = self._check_overlaps(tensors)
+        tensors = dict(tensors, **self._scratch)
         device = self.device
-        uniform = device.wgpu_device.create_buffer_with_data(
-            data=kernels.pack_params(self._kernel.file, params), usage=wgpu.BufferUsage.UNIFORM
-        )
-        entries.insert(0, {"binding": 0, "resource": {"buffer": uniform, "offset": 0, "size": uniform.size}})
-        entry = _Bound()
-        entry.bind_group = device.wgpu_device.create_bind_group(layout=layout, entries=entries)
-        entry.uniform = uniform
-        entry.refs = tuple(weakref.ref(t.buffer) for t in tensors if t is not None)
+        bound = _Bound()
+        bound.dispatches, bound.uniforms = [], []
+        for pass_, pipeline in zip(self._program.passes, self._pipelines):
+            if writable_roles:
+                pipeline = self._pass_pipeline(pass_, writable_roles)
+            params = dict(pass_.params)
+            entries = []
+            for binding, (slot, role) in enumerate(zip(pass_.kernel.slots, pass_.tensors), start=1):
+                params[f"{slot.name}_base"] = 0
+                if role is None:
+                    continue
+                tensor = tensors[role]
+                start, size, base = self._binding_range(role, tensor.desc, tensor.offset, tensor.buffer)
+                params[f"{slot.name}_base"] = base
+                entries.append({"binding": binding, "resource": {"buffer": tensor.buffer, "offset": start, "size": size}})
+            uniform = device.wgpu_device.create_buffer_with_data(
+                data=kernels.pack_params(pass_.kernel.file, params), usage=wgpu.BufferUsage.UNIFORM
+            )
+            entries.insert(0, {"binding": 0, "resource": {"buffer": uniform, "offset": 0, "size": uniform.size}})
+            bind_group = device.wgpu_device.create_bind_group(layout=pipeline[1], entries=entries)
+            bound.dispatches.append((pipeline[0], bind_group, pass_.grid))
+            bound.uniforms.append(uniform)
+        bound.refs = tuple(weakref.ref(t.buffer) for t in tensors.values())
         with device._lock:
-            self._bound[key] = (pipeline, entry)
+            self._bound[key] = bound
             while len(self._bound) > _BIND_GROUP_CACHE_SIZE:
                 self._bound.popitem(last=False)
-        return pipeline, entry
+        return bound
 
-    def _check_overlaps(self, tensors: tuple) -> frozenset:
-        """Refuse outputs overlapping any other tensor; name inputs sharing a buffer with one."""
-        ranges = [
-            (slot, t.buffer, t.offset, t.offset + t.desc.total_size_in_bytes)
-            for slot, t in zip(self._kernel.slots, tensors)
-            if t is not None
-        ]
+    def _check_overlaps(self, tensors: dict) -> frozenset:
+        """Refuse outputs overlapping any other tensor of the call; return the roles of
+        inputs that share a buffer with an output (they must be bound read-write)."""
+        output_roles = {r for r, _ in self._outputs}
+        ranges = [(role, t.buffer, t.offset, t.offset + t.desc.total_size_in_bytes) for role, t in tensors.items()]
         writable = set()
-        for i, (slot, buffer, lo, hi) in enumerate(ranges):
-            if not slot.output:
+        for role, buffer, lo, hi in ranges:
+            if role not in output_roles:
                 continue
-            for j, (other, other_buffer, other_lo, other_hi) in enumerate(ranges):
-                if i == j or other_buffer is not buffer:
+            for other, other_buffer, other_lo, other_hi in ranges:
+                if other == role or other_buffer is not buffer:
                     continue
                 if lo < other_hi and other_lo < hi:
                     raise ValidationError(
-                        slot.role, f"the output's bytes [{lo}, {hi}) overlap those of {other.role} [{other_lo}, {other_hi})"
+                        role, f"the output's bytes [{lo}, {hi}) overlap those of {other} [{other_lo}, {other_hi})"
                     )
-                if not other.output:
-                    writable.add(other.name)
+                if other not in output_roles:
+                    writable.add(other)
         return frozenset(writable)
 
 

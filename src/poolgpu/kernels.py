@@ -1,4 +1,5 @@
-"""The kernel registry: each operator variant's .wgsl file, tensors and dispatch geometry.
+"""The kernel registry: each operator's Program (its passes: .wgsl file, tensors, override
+constants, uniform values, dispatch geometry) and how a shader's source is assembled.
 
 A shader is one file in ``wgsl/``.  Before compiling, one small visible step prepends:
 
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from string import Template
-from typing import Callable, Mapping, Optional
+from typing import Mapping
 
 from .dtypes import DataType
 
@@ -36,29 +37,43 @@ def read_wgsl(name: str) -> str:
 
 
 @dataclass(frozen=True)
-class TensorSlot:
-    """A tensor of a kernel: its prefix in WGSL and the description field it comes from."""
+class Slot:
+    """A tensor binding of a shader: its prefix in WGSL (``x`` gives ``x_load``) and whether
+    the shader writes it."""
 
     name: str
-    role: str
     output: bool
 
 
 @dataclass(frozen=True)
-class Launch:
-    """What one compiled operator dispatches: constants, uniform values and workgroup grid."""
+class Kernel:
+    """A .wgsl file and its tensor slots, bound in order from binding 1 (0 is Params)."""
 
+    file: str
+    slots: tuple
+    value_slot: str  # the slot whose data type picks the value snippet
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One dispatch of a kernel: which tensor feeds each slot (a role of the description, a
+    scratch name, or None for an absent optional output), its override constants, its
+    uniform values (all but the per-slot ``<name>_base`` offsets) and its workgroup grid."""
+
+    kernel: Kernel
+    tensors: tuple
     constants: tuple  # sorted (name, value) pairs: hashable, part of the pipeline key
-    params: Mapping[str, int]  # everything but the per-tensor `<name>_base` offsets
+    params: Mapping[str, int]
     grid: tuple
 
 
 @dataclass(frozen=True)
-class Kernel:
-    file: str
-    slots: tuple
-    value_role: str  # the tensor whose data type picks the value snippet
-    launch: Callable[[object], Launch]
+class Program:
+    """What a compiled operator dispatches, in order, plus the scratch tensors its passes
+    share (allocated once per compiled operator)."""
+
+    passes: tuple
+    scratch: tuple = ()  # (name, TensorDesc) pairs
 
 
 def _value_snippet(data_type: DataType) -> str:
@@ -75,12 +90,12 @@ def _value_snippet(data_type: DataType) -> str:
 def shader_source(kernel: Kernel, data_types: tuple, writable_inputs: frozenset = frozenset()) -> str:
     """The full WGSL of ``kernel`` for the data types of its slots (None: absent output).
 
-    ``writable_inputs`` lists inputs to declare read_write: WebGPU forbids a buffer bound
-    read-only and writable in one dispatch, so an input sharing a buffer with an output
-    must be declared writable (it is still only read)."""
+    ``writable_inputs`` names input slots to declare read_write: WebGPU forbids a buffer
+    bound read-only and writable in one dispatch, so an input sharing a buffer with an
+    output must be declared writable (it is still only read)."""
     parts = []
-    by_role = dict(zip((s.role for s in kernel.slots), data_types))
-    parts.append(_value_snippet(by_role[kernel.value_role]))
+    by_slot = dict(zip((s.name for s in kernel.slots), data_types))
+    parts.append(_value_snippet(by_slot[kernel.value_slot]))
     for binding, (slot, data_type) in enumerate(zip(kernel.slots, data_types), start=1):
         if data_type is None:
             parts.append(Template(read_wgsl("common/absent.wgsl")).substitute(name=slot.name))
@@ -140,7 +155,14 @@ def row_grid(columns: int, rows: int, wg_x: int) -> tuple:
     return (math.ceil(columns / wg_x), rows_per_z, math.ceil(rows / rows_per_z)), rows_per_z
 
 
-def _pooling_launch(desc) -> Launch:
+def sorted_constants(constants: Mapping) -> tuple:
+    return tuple(sorted(constants.items()))
+
+
+MAX_POOL = Kernel("max_pool.wgsl", (Slot("x", False), Slot("y", True), Slot("idx", True)), value_slot="x")
+
+
+def _max_pool_program(desc) -> Program:
     window = desc.window
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
     out_sizes, _ = as_5d(desc.output.sizes, desc.output.strides)
@@ -163,29 +185,18 @@ def _pooling_launch(desc) -> Launch:
         "out_d": out_d, "out_h": out_h, "out_w": out_w,
         "rows": rows, "rows_per_z": rows_per_z,
     }
-    for name, tensor in (("x", desc.input), ("y", desc.output), ("idx", getattr(desc, "output_indices", None))):
+    indices = getattr(desc, "output_indices", None)
+    for name, tensor in (("x", desc.input), ("y", desc.output), ("idx", indices)):
         params.update(tensor_stride_params(name, tensor))
-    return Launch(tuple(sorted(constants.items())), params, grid)
+    roles = ("input", "output", "output_indices" if indices is not None else None)
+    return Program((Pass(MAX_POOL, roles, sorted_constants(constants), params, grid),))
 
 
+# Operator (a description's ``kernel``) -> the function building its Program.
 REGISTRY = {
-    "max_pool": Kernel(
-        file="max_pool.wgsl",
-        slots=(
-            TensorSlot("x", "input", output=False),
-            TensorSlot("y", "output", output=True),
-            TensorSlot("idx", "output_indices", output=True),
-        ),
-        value_role="input",
-        launch=_pooling_launch,
-    ),
+    "max_pool": _max_pool_program,
 }
 
 
-def kernel_for(desc) -> Kernel:
-    return REGISTRY[desc.kernel]
-
-
-def slot_tensors(kernel: Kernel, desc) -> tuple:
-    """The TensorDesc (or None) of each slot of ``kernel`` in ``desc``."""
-    return tuple(getattr(desc, slot.role, None) for slot in kernel.slots)
+def program_for(desc) -> Program:
+    return REGISTRY[desc.kernel](desc)
