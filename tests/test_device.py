@@ -145,3 +145,57 @@ def test_functional_api_keeps_tensors_on_the_gpu(device):
     assert isinstance(y, pg.Tensor) and y.device is device and i.data_type == pg.DataType.UINT64
     np.testing.assert_array_equal(y.numpy().ravel(), [9, 11])
     np.testing.assert_array_equal(i.numpy().ravel(), [9, 11])
+
+
+def test_recording_into_a_callers_pass_with_timestamps(device):
+    x = np.random.default_rng(4).standard_normal((1, 2, 8, 8)).astype(np.float32)
+    op = device.compile(pg.MaxPoolingDesc(pg.TensorDesc("float32", x.shape), window_size=(2, 2), strides=(2, 2)))
+    xt = device.upload(x)
+    y = device.empty(op.desc.output)
+    wgpu_device = device.wgpu_device
+    timestamps = "timestamp-query" in device.features
+    writes = None
+    if timestamps:
+        query_set = wgpu_device.create_query_set(type="timestamp", count=2)
+        writes = {"query_set": query_set, "beginning_of_pass_write_index": 0, "end_of_pass_write_index": 1}
+        resolved = wgpu_device.create_buffer(size=16, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
+    encoder = wgpu_device.create_command_encoder()
+    compute_pass = encoder.begin_compute_pass(timestamp_writes=writes)
+    with device.recording_into(compute_pass):
+        op(xt, out=y)
+        with device.batch():  # joins the caller's pass
+            y2 = op(xt)
+        with pytest.raises(RuntimeError, match="recording_into"):
+            y.numpy()
+        with pytest.raises(RuntimeError, match="recording_into"):
+            device.synchronize()
+        with pytest.raises(RuntimeError, match="inside batch"):
+            with device.recording_into(compute_pass):
+                pass
+    compute_pass.end()
+    if timestamps:
+        encoder.resolve_query_set(query_set, 0, 2, resolved, 0)
+    wgpu_device.queue.submit([encoder.finish()])
+    expected = reference.max_pool(x, (2, 2), (2, 2))[0]
+    np.testing.assert_array_equal(y.numpy(), expected)
+    np.testing.assert_array_equal(y2.numpy(), expected)
+    if timestamps:
+        begin, end = np.frombuffer(wgpu_device.queue.read_buffer(resolved), np.uint64)
+        assert end >= begin
+    with device.batch():  # the device records normally again afterwards
+        y3 = op(xt)
+    np.testing.assert_array_equal(y3.numpy(), expected)
+
+
+def test_cached_bind_groups_die_with_their_tensors(device):
+    op = device.compile(pg.MaxPoolingDesc(pg.TensorDesc("float32", (1, 1, 64)), window_size=(2,), strides=(2,)))
+    kept = device.empty(op.desc.input)
+    kept_out = op(kept)
+    for _ in range(3):
+        op(device.empty(op.desc.input))
+    device.synchronize()
+    # Only the entry whose tensors are all alive remains: a bind group holds its buffers'
+    # memory, so entries of dead tensors must not wait to age out of the cache.
+    assert len(op._bound) == 1
+    del kept_out
+    assert len(op._bound) == 0

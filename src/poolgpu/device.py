@@ -292,6 +292,25 @@ class Device:
             if local.depth == 0:
                 self._end_batch()
 
+    @contextlib.contextmanager
+    def recording_into(self, compute_pass):
+        """Ops called inside (by this thread) are recorded into ``compute_pass``: a compute
+        pass of ``wgpu_device`` that the caller began and will end and submit itself.
+
+        For wgpu code that wraps poolgpu's dispatches in its own pass, e.g. between the
+        pass's timestamp writes (the bench times ops so).  Nothing is submitted inside, so
+        reading a tensor back or ``synchronize()`` there raises."""
+        local = self._local
+        if getattr(local, "compute_pass", None) is not None:
+            raise RuntimeError("recording_into() cannot be used inside batch() or another recording_into()")
+        local.compute_pass, local.foreign_pass = compute_pass, True
+        local.depth = getattr(local, "depth", 0) + 1  # a batch() inside records into this pass too
+        try:
+            yield self
+        finally:
+            local.depth -= 1
+            local.compute_pass, local.foreign_pass = None, False
+
     def _begin_batch(self) -> None:
         self._local.encoder = self.wgpu_device.create_command_encoder()
         self._local.compute_pass = self._local.encoder.begin_compute_pass()
@@ -306,6 +325,10 @@ class Device:
 
     def _flush(self) -> None:
         """Submit what the current thread's batch recorded so far (before a read-back)."""
+        if getattr(self._local, "foreign_pass", False):
+            raise RuntimeError(
+                "cannot read back or synchronize inside recording_into(): end and submit the pass first"
+            )
         if getattr(self._local, "compute_pass", None) is not None:
             self._end_batch()
             self._begin_batch()
@@ -446,7 +469,16 @@ class Op:
             bind_group = device.wgpu_device.create_bind_group(layout=pipeline[1], entries=entries)
             bound.dispatches.append((pipeline[0], bind_group, pass_.grid))
             bound.uniforms.append(uniform)
-        bound.refs = tuple(weakref.ref(t.buffer) for t in tensors.values())
+        cache = self._bound
+
+        def forget(ref, key=key):
+            # A bind group keeps its buffers' memory alive: drop the entry as soon as one of
+            # its buffers is gone, not only when it ages out of the cache.
+            entry = cache.get(key)
+            if entry is not None and any(r is ref for r in entry.refs):
+                cache.pop(key, None)
+
+        bound.refs = tuple(weakref.ref(t.buffer, forget) for t in tensors.values())
         with device._lock:
             self._bound[key] = bound
             while len(self._bound) > _BIND_GROUP_CACHE_SIZE:
