@@ -5,9 +5,10 @@ A shader is one file in ``wgsl/``.  Before compiling, one small visible step pre
 
 1. the value snippet of its main tensor's data type (``wgsl/common/value_*.wgsl``: the
    ``Raw`` and ``Key`` types and how values compare), and
-2. one I/O snippet per tensor (``wgsl/common/{read,write}_b{8,16,32,64}.wgsl`` or
-   ``absent.wgsl``), with ``$name``, ``$binding`` and ``$access`` substituted, giving the
-   kernel ``x_load(e)``, ``y_store(e, v)``, ... over u32 words whatever the type.
+2. one I/O snippet per tensor (``wgsl/common/{read,write}_b{8,16,32,64}.wgsl``,
+   ``{read,write}_v4.wgsl`` for a slot declared ``vec4``, or ``absent.wgsl``), with
+   ``$name``, ``$binding`` and ``$access`` substituted, giving the kernel ``x_load(e)``,
+   ``y_store(e, v)``, ... over u32 words whatever the type (``x_load4(i)``, ... for vec4).
 
 Everything else is specialised by override constants.  Binding 0 is the kernel's
 ``struct Params`` uniform; Python fills it by field name (see :func:`params_fields`), so
@@ -43,6 +44,7 @@ class Slot:
 
     name: str
     output: bool
+    vec4: bool = False  # bound as array<vec4<u32>> (common/{read,write}_v4.wgsl): 16-byte accesses
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,8 @@ def shader_source(kernel: Kernel, data_types: tuple, writable_inputs: frozenset 
             continue
         direction = "write" if slot.output else "read"
         access = "read_write" if slot.name in writable_inputs else "read"
-        snippet = read_wgsl(f"common/{direction}_{data_type.storage}.wgsl")
+        storage = "v4" if slot.vec4 else data_type.storage
+        snippet = read_wgsl(f"common/{direction}_{storage}.wgsl")
         parts.append(Template(snippet).substitute(name=slot.name, binding=binding, access=access))
     parts.append(read_wgsl(kernel.file))
     return "\n".join(parts)
@@ -192,9 +195,27 @@ def _max_pool_program(desc) -> Program:
     return Program((Pass(MAX_POOL, roles, sorted_constants(constants), params, grid),))
 
 
+COPY = Kernel("copy.wgsl", (Slot("src", False, vec4=True), Slot("dst", True, vec4=True)), value_slot="src")
+
+
+def _copy_program(desc) -> Program:
+    """The bench's bandwidth roofline (``CopyDesc`` in bench/roofline.py, not an operator):
+    ``desc.input`` read once and ``desc.output`` written once, 16 bytes per access,
+    ``desc.vec4s_per_thread`` words per invocation in workgroups of ``desc.workgroup_size``."""
+    src_vec4s = desc.input.total_size_in_bytes // 16
+    dst_vec4s = desc.output.total_size_in_bytes // 16
+    per_group = desc.workgroup_size * desc.vec4s_per_thread
+    groups = max(1, math.ceil(max(src_vec4s, dst_vec4s) / per_group))
+    grid = (min(groups, MAX_WORKGROUPS_PER_DIM), math.ceil(groups / MAX_WORKGROUPS_PER_DIM), 1)
+    params = {"src_vec4s": src_vec4s, "dst_vec4s": dst_vec4s}
+    constants = sorted_constants({"WG": desc.workgroup_size, "ITEMS": desc.vec4s_per_thread})
+    return Program((Pass(COPY, ("input", "output"), constants, params, grid),))
+
+
 # Operator (a description's ``kernel``) -> the function building its Program.
 REGISTRY = {
     "max_pool": _max_pool_program,
+    "copy": _copy_program,
 }
 
 

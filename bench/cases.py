@@ -1,0 +1,299 @@
+"""What the bench measures: the standard cases (shapes and windows) and the operators run
+on them, each as a :class:`Problem` (inputs, the poolgpu calls, expected outputs).
+
+Case names and shapes are fixed by the bench issue so that results stay comparable across
+runs and machines; ``tiny`` shapes keep the same windows for plumbing tests.  Expected
+outputs come from the independent NumPy reference (``tests/reference.py``), computed once
+per (case, data type) and shared by every layout and peer.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Callable, Optional
+
+import numpy as np
+
+from . import ROOT
+
+sys.path.insert(0, str(ROOT / "tests"))
+import reference  # noqa: E402  (tests/reference.py, independent of poolgpu)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    sizes: tuple  # input {N, C, spatial...}
+    tiny: tuple  # the same windows on a tiny input (--tiny)
+    window_size: Optional[tuple]  # None: the whole spatial extent (global pooling)
+    strides: Optional[tuple] = None
+    padding: Optional[tuple] = None  # start = end
+    ops: tuple = ()
+    note: str = ""
+
+    def geometry(self, sizes) -> dict:
+        dims = len(sizes) - 2
+        return dict(
+            window_size=tuple(self.window_size or sizes[2:]),
+            strides=tuple(self.strides or (1,) * dims),
+            start_padding=tuple(self.padding or (0,) * dims),
+            end_padding=tuple(self.padding or (0,) * dims),
+        )
+
+
+# What poolgpu must have for each operator (names in the contract): a row whose names are
+# missing is reported "not available", so operators light up as they land.
+NEEDS = {
+    "max": ("MaxPoolingDesc",),
+    "max_idx": ("MaxPooling1Desc",),
+    "max_dil2": ("MaxPooling2Desc",),
+    "avg": ("AveragePoolingDesc",),
+    "avg_incl_pad": ("AveragePoolingDesc",),
+    "lp2": ("LpPoolingDesc",),
+    "max_bwd": ("MaxPoolingGradDesc",),
+    "max_fwd_bwd": ("MaxPoolingDesc", "MaxPoolingGradDesc"),
+    "avg_bwd": ("AveragePoolingGradDesc",),
+    "unpool": ("MaxUnpoolingDesc",),
+    "adaptive_max": ("adaptive_max_pool",),
+    "adaptive_avg": ("adaptive_average_pool",),
+    "roi": ("RoiPoolingDesc",),
+}
+FORWARD_MAX = ("max", "max_idx")
+GRADIENTS = ("max_fwd_bwd", "max_bwd", "avg_bwd")
+CASES = {
+    case.name: case
+    for case in (
+        Case("A", (8, 64, 112, 112), (1, 2, 14, 14), (3, 3), (2, 2), (1, 1),
+             FORWARD_MAX + ("max_dil2", "avg", "avg_incl_pad", "lp2", "unpool") + GRADIENTS,
+             "ResNet stem: 3x3, strides 2, padding 1"),
+        Case("B", (8, 256, 56, 56), (1, 4, 8, 8), (2, 2), (2, 2), None,
+             FORWARD_MAX + ("max_dil2", "avg", "lp2", "unpool") + GRADIENTS,
+             "VGG-style 2x2, strides 2 (no padding: include_padding changes nothing)"),
+        Case("C", (8, 512, 7, 7), (1, 4, 7, 7), (7, 7), None, None,
+             FORWARD_MAX + ("avg", "lp2", "unpool") + GRADIENTS + ("adaptive_max", "adaptive_avg"),
+             "7x7 window over 7x7 = global pooling, also as adaptive pooling to 1x1"),
+        Case("G", (8, 64, 112, 112), (1, 2, 14, 14), None, None, None,
+             ("max", "avg", "lp2", "adaptive_max", "adaptive_avg"),
+             "global pooling of A's input: 12544 elements per window"),
+        Case("1D", (8, 64, 12544), (1, 2, 30), (3,), (2,), (1,),
+             FORWARD_MAX + ("avg", "avg_incl_pad", "lp2", "max_fwd_bwd"),
+             "A's elements as one spatial dimension: 3, strides 2, padding 1"),
+        Case("3D", (4, 32, 16, 56, 56), (1, 2, 6, 8, 8), (3, 3, 3), (2, 2, 2), (1, 1, 1),
+             FORWARD_MAX + ("avg", "avg_incl_pad", "lp2", "max_fwd_bwd"),
+             "3x3x3, strides 2, padding 1"),
+        Case("ROI", (8, 256, 56, 56), (1, 4, 8, 8), None, ops=("roi",),
+             note="ROI max pooling of B's input: 64 regions (8 per image), 7x7 bins"),
+    )
+}
+DEFAULT_CASES = tuple(CASES)
+DTYPES = ("float32", "float16")
+LAYOUTS = ("nchw", "nhwc")  # NHWC: channels last (NWC, NDHWC), for inputs and outputs alike
+
+
+@dataclass
+class Step:
+    """One poolgpu call: ``describe(t)`` makes the operator description from ``t`` (the
+    input tensors' descriptions by name, and ``t.new(data_type, sizes)`` for outputs in the
+    row's layout); ``inputs``/``outputs`` map the description's roles to tensor names.
+    ``function`` instead calls a functional API (operators with no description class in the
+    contract) with the input Tensors and returns the output Tensor(s)."""
+
+    describe: Optional[Callable] = None
+    inputs: dict = field(default_factory=dict)
+    outputs: dict = field(default_factory=dict)
+    function: Optional[Callable] = None
+
+
+@dataclass
+class Problem:
+    """One operator on one case and data type, independent of layout."""
+
+    op: str
+    inputs: dict  # name -> logical NumPy array
+    steps: list
+    outputs: tuple  # output tensor names, in check order
+    make_expected: Callable  # () -> {name: (array, exact)}
+    spec: dict  # the operator for peers: geometry and parameters
+    packed: frozenset = frozenset()  # inputs that keep a packed layout (ROI boxes)
+
+    @cached_property
+    def expected(self) -> dict:
+        """The reference outputs, computed once and shared by every layout and peer."""
+        return self.make_expected()
+
+
+class Data:
+    """Inputs and reference results of one case in one data type, made on first use."""
+
+    def __init__(self, case: Case, dtype: str, tiny: bool, seed: int):
+        self.case, self.dtype = case, np.dtype(dtype)
+        self.sizes = case.tiny if tiny else case.sizes
+        self.geometry = case.geometry(self.sizes)
+        self.dims = len(self.sizes) - 2
+        self._rng = np.random.default_rng([seed, list(CASES).index(case.name), self.dtype.itemsize])
+        self._memo = {}
+
+    def memo(self, key, make):
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
+
+    @property
+    def x(self) -> np.ndarray:
+        """Distinct values (exact in float32 up to 2**24 elements) so that no window holds a
+        tie and every peer must pick the same maximum; float16 rounds some together."""
+
+        def make():
+            count = math.prod(self.sizes)
+            scale = 2.0 ** -(max(count.bit_length() - 3, 0))  # values in about [-4, 4)
+            values = (self._rng.permutation(count) - count // 2) * scale
+            return values.astype(self.dtype).reshape(self.sizes)
+
+        return self.memo("x", make)
+
+    def out_sizes(self, dilations=None) -> tuple:
+        return reference.output_sizes(self.sizes, dilations=dilations, **self.geometry)
+
+    def dy(self, sizes) -> np.ndarray:
+        return self.memo(("dy", sizes), lambda: self._rng.standard_normal(sizes).astype(self.dtype))
+
+    def max_pool(self, dilations=None):
+        return self.memo(("max", dilations), lambda: reference.max_pool(self.x, dilations=dilations, **self.geometry))
+
+    def rois(self, count_per_image=8, scale=1 / 16):
+        """Boxes ``[batch, x1, y1, x2, y2]`` in image coordinates (``spatial_scale`` maps
+        them onto the feature map), integers so that every data type holds them exactly."""
+
+        def make():
+            n, _, h, w = self.sizes
+            boxes = []
+            for b in range(n):
+                for _ in range(count_per_image):
+                    x1, x2 = sorted(self._rng.integers(0, round(w / scale), 2))
+                    y1, y2 = sorted(self._rng.integers(0, round(h / scale), 2))
+                    boxes.append((b, x1, y1, x2, y2))
+            return np.array(boxes, dtype=self.dtype)
+
+        return self.memo("rois", make)
+
+
+def _float(array):
+    return (array, False)
+
+
+def _exact(array):
+    return (array, True)
+
+
+def build(op: str, data: Data) -> Optional[Problem]:
+    """The Problem of operator ``op`` on ``data``'s case, or None where it does not apply."""
+    g, dims, dt = data.geometry, data.dims, data.dtype
+    spec = dict(op=op, dims=dims, dtype=dt.name, x_sizes=data.sizes, **g)
+
+    def forward(make_desc, expected, out_sizes=None, extra=()):
+        out_sizes = out_sizes or data.out_sizes()
+        return Problem(
+            op, {"x": data.x},
+            [Step(lambda t: make_desc(t, out_sizes), {"input": "x"}, dict(extra) | {"output": "y"})],
+            tuple(["y"] + [name for _, name in extra]), expected, dict(spec, out_sizes=out_sizes),
+        )
+
+    import poolgpu as pg  # only attributes that exist are touched, so operators can land one by one
+
+    if op == "max":
+        return forward(lambda t, o: pg.MaxPoolingDesc(input=t["x"], output=t.new(dt, o), **g),
+                       lambda: {"y": _exact(data.max_pool()[0])})
+    if op == "max_idx":
+        return forward(lambda t, o: pg.MaxPooling1Desc(input=t["x"], output=t.new(dt, o),
+                                                       output_indices=t.new("uint32", o), **g),
+                       lambda: {"y": _exact(data.max_pool()[0]), "idx": _exact(data.max_pool()[1])},
+                       extra=(("output_indices", "idx"),))
+    if op == "max_dil2":
+        dilations = (2,) * dims
+        try:
+            out = data.out_sizes(dilations)
+        except ValueError:  # the dilated window is larger than the padded input
+            return None
+        problem = forward(lambda t, o: pg.MaxPooling2Desc(input=t["x"], output=t.new(dt, o), dilations=dilations, **g),
+                          lambda: {"y": _exact(data.max_pool(dilations)[0])}, out_sizes=out)
+        problem.spec["dilations"] = dilations
+        return problem
+    if op in ("avg", "avg_incl_pad"):
+        include = op == "avg_incl_pad"
+        problem = forward(lambda t, o: pg.AveragePoolingDesc(input=t["x"], output=t.new(dt, o),
+                                                             include_padding=include, **g),
+                          lambda: {"y": _float(reference.average_pool(data.x, include_padding=include, **g))})
+        problem.spec["include_padding"] = include
+        return problem
+    if op == "lp2":
+        problem = forward(lambda t, o: pg.LpPoolingDesc(input=t["x"], output=t.new(dt, o), p=2, **g),
+                          lambda: {"y": _float(reference.lp_pool(data.x, p=2, **g))})
+        problem.spec["p"] = 2
+        return problem
+
+    out = data.out_sizes()
+    spec["out_sizes"] = out
+    x_sizes = data.sizes
+    grad_step = Step(
+        lambda t: pg.MaxPoolingGradDesc(input=t["x"], input_gradient=t["dy"], output_gradient=t.new(dt, x_sizes), **g),
+        {"input": "x", "input_gradient": "dy"}, {"output_gradient": "dx"},
+    )
+
+    def max_grad():
+        return reference.max_pool_grad(data.x, data.dy(out), **g)
+
+    if op == "max_bwd":
+        return Problem(op, {"x": data.x, "dy": data.dy(out)}, [grad_step], ("dx",),
+                       lambda: {"dx": _float(max_grad())}, spec)
+    if op == "max_fwd_bwd":
+        forward_step = Step(lambda t: pg.MaxPoolingDesc(input=t["x"], output=t.new(dt, out), **g),
+                            {"input": "x"}, {"output": "y"})
+        return Problem(op, {"x": data.x, "dy": data.dy(out)},
+                       [forward_step, grad_step], ("y", "dx"),
+                       lambda: {"y": _exact(data.max_pool()[0]), "dx": _float(max_grad())}, spec)
+    if op == "avg_bwd":
+        return Problem(
+            op, {"dy": data.dy(out)},
+            [Step(lambda t: pg.AveragePoolingGradDesc(input_gradient=t["dy"], output_gradient=t.new(dt, x_sizes),
+                                                      include_padding=False, **g),
+                  {"input_gradient": "dy"}, {"output_gradient": "dx"})],
+            ("dx",),
+            lambda: {"dx": _float(reference.average_pool_grad(data.dy(out), x_sizes, include_padding=False, **g))},
+            dict(spec, include_padding=False),
+        )
+    if op == "unpool":
+        values, indices = data.max_pool()
+        return Problem(
+            op, {"v": values, "idx": indices.astype(np.uint32)},
+            [Step(lambda t: pg.MaxUnpoolingDesc(input=t["v"], indices=t["idx"], output=t.new(dt, x_sizes)),
+                  {"input": "v", "indices": "idx"}, {"output": "z"})],
+            ("z",), lambda: {"z": _exact(reference.max_unpool(values, indices, x_sizes))}, spec,
+        )
+    if op in ("adaptive_max", "adaptive_avg"):
+        size = (1,) * dims  # global pooling, as adaptive pooling to 1
+        if op == "adaptive_max":
+            call = lambda x: pg.adaptive_max_pool(x, size)  # noqa: E731
+            expected = lambda: {"y": _exact(reference.adaptive_max_pool(data.x, size)[0])}  # noqa: E731
+        else:
+            call = lambda x: pg.adaptive_average_pool(x, size)  # noqa: E731
+            expected = lambda: {"y": _float(reference.adaptive_average_pool(data.x, size))}  # noqa: E731
+        return Problem(op, {"x": data.x}, [Step(inputs={"input": "x"}, outputs={"output": "y"}, function=call)],
+                       ("y",), expected, dict(spec, output_size=size, out_sizes=x_sizes[:2] + size))
+    if op == "roi":
+        rois, pooled, scale = data.rois(), (7, 7), 1 / 16
+        out = (len(rois), x_sizes[1]) + pooled
+        return Problem(
+            op, {"x": data.x, "rois": rois.reshape(1, 1, -1, 5)},
+            [Step(lambda t: pg.RoiPoolingDesc(input=t["x"], roi=t["rois"], output=t.new(dt, out),
+                                              spatial_scale=scale, pooled_size=pooled),
+                  {"input": "x", "roi": "rois"}, {"output": "y"})],
+            ("y",), lambda: {"y": _exact(reference.roi_pool(data.x, rois, pooled, scale))},
+            dict(spec, pooled_size=pooled, spatial_scale=scale, out_sizes=out), packed=frozenset({"rois"}),
+        )
+    raise ValueError(f"unknown operator {op!r}")
+
+
+ALL_OPS = tuple(dict.fromkeys(op for case in CASES.values() for op in case.ops))

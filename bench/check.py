@@ -1,0 +1,48 @@
+"""Checking a measured output against the reference before its time counts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Float results (averages, norms, gradient sums) are accumulated in float32 and rounded
+# once to the output type: allow a few roundings of the output type, relative to the
+# result's scale.
+_TOLERANCE = {np.dtype(np.float32): 1e-5, np.dtype(np.float16): 2e-3}
+
+
+def compare(name: str, actual: np.ndarray, expected: np.ndarray, exact: bool) -> str:
+    """"" when ``actual`` matches, else what differs (short)."""
+    actual = np.asarray(actual)
+    if actual.shape != expected.shape:
+        return f"{name}: shape {actual.shape}, expected {expected.shape}"
+    if exact:
+        if actual.dtype.kind == "f" and expected.dtype.kind == "f":
+            same = np.array_equal(actual.astype(expected.dtype), expected, equal_nan=True)
+        else:
+            same = np.array_equal(actual.astype(np.int64), expected.astype(np.int64))
+        if same:
+            return ""
+        wrong = np.flatnonzero(actual.ravel() != expected.ravel())
+        return f"{name}: {wrong.size} of {actual.size} differ (first at {wrong[0]}: {actual.ravel()[wrong[0]]} != {expected.ravel()[wrong[0]]})"
+    rtol = _TOLERANCE.get(actual.dtype, 1e-5)
+    want = expected.astype(np.float64)
+    got = actual.astype(np.float64)
+    scale = max(float(np.abs(want).max(initial=0.0)), 1e-30)
+    error = np.abs(got - want)
+    bad = error > rtol * (np.abs(want) + scale * 1e-2)
+    if not bad.any():
+        return ""
+    worst = int(np.argmax(np.where(bad, error, -1).ravel()))
+    return (f"{name}: {int(bad.sum())} of {actual.size} off (worst at {worst}: {got.ravel()[worst]:.7g} "
+            f"vs {want.ravel()[worst]:.7g})")
+
+
+def check(outputs: dict, expected: dict) -> str:
+    """"" when every expected output matches, else the first difference."""
+    for name, (want, exact) in expected.items():
+        if name not in outputs:
+            return f"{name}: missing"
+        problem = compare(name, outputs[name], want, exact)
+        if problem:
+            return problem
+    return ""

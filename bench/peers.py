@@ -1,0 +1,290 @@
+"""The peers: what users would pick instead of poolgpu, each found if installed.
+
+=============  =======================================  ===============================
+peer           runs                                     where
+=============  =======================================  ===============================
+torch          PyTorch, CPU                             the bench's process
+ort-cpu        ONNX Runtime, CPU execution provider     the bench's process
+ort-webgpu     onnxruntime-webgpu, WebGPU provider      worker, its own venv (a second
+                                                        wheel of the same module)
+tinygrad       tinygrad, WEBGPU backend (Dawn)          worker, the bench's venv
+=============  =======================================  ===============================
+
+A peer that is missing or cannot start is reported with the reason; one that cannot run a
+case reports it unsupported.  Dawn (ORT WebGPU, tinygrad) needs Mesa >= 25 for lavapipe.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+import re
+import select
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+from . import ROOT
+from .peer_base import Unsupported
+from .peer_worker import receive_frame, send_frame
+
+NAMES = ("torch", "ort-cpu", "ort-webgpu", "tinygrad")
+LABELS = {"torch": "PyTorch CPU", "ort-cpu": "ORT CPU", "ort-webgpu": "ORT WebGPU", "tinygrad": "tinygrad WEBGPU"}
+ORT_WEBGPU_VENV = ROOT / ".venv-ort-webgpu"
+WORKER_TIMEOUT_S = 300.0
+
+
+class WorkerError(Exception):
+    pass
+
+
+class Worker:
+    """A peer module in a process of its own (bench/peer_worker.py); restarted after a crash."""
+
+    def __init__(self, module: str, python: str, env: dict, log_path: Path):
+        self.module, self.python, self.env, self.log_path = module, python, env, log_path
+        self.process = None
+        self.hello = None
+
+    def start(self) -> dict:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            [self.python, str(ROOT / "bench" / "peer_worker.py"), self.module],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=self.env,
+        )
+        log.close()
+        self.hello = self._reply()
+        return self.hello
+
+    def _reply(self) -> dict:
+        ready, _, _ = select.select([self.process.stdout], [], [], WORKER_TIMEOUT_S)
+        reply = receive_frame(self.process.stdout) if ready else None
+        if reply is None:
+            why = "timed out" if not ready else f"exited ({self.process.poll()})"
+            self.stop()
+            raise WorkerError(f"worker {why}: {self.log_tail()}")
+        return reply
+
+    def call(self, **request) -> dict:
+        if self.process is None or self.process.poll() is not None:
+            hello = self.start()
+            if hello["status"] != "ok":
+                raise WorkerError(hello["reason"])
+        try:
+            send_frame(self.process.stdin, request)
+        except (BrokenPipeError, struct.error) as exc:
+            self.stop()
+            raise WorkerError(f"worker gone: {exc}; {self.log_tail()}") from None
+        return self._reply()
+
+    def log_tail(self, lines: int = 3) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return " | ".join(line.strip() for line in text[-lines:])[-300:]
+
+    def stop(self) -> None:
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.kill()
+            self.process.wait()
+            self.process = None
+
+
+class _Remote:
+    """A prepared operator living in a worker."""
+
+    def __init__(self, worker: Worker):
+        self.worker = worker
+
+    def _call(self, **request) -> dict:
+        reply = self.worker.call(**request)
+        if reply["status"] == "unsupported":
+            raise Unsupported(reply["reason"])
+        if reply["status"] != "ok":
+            raise WorkerError(reply["reason"])
+        return reply
+
+    def seconds(self) -> float:
+        return self._call(command="seconds")["seconds"]
+
+    def outputs(self) -> dict:
+        return self._call(command="outputs")["outputs"]
+
+    def release(self) -> None:
+        try:
+            self.worker.call(command="release")
+        except WorkerError:
+            pass
+
+
+class Peer:
+    """``status`` is None when usable, else why not; ``prepare(problem, layout)`` returns an
+    object with ``seconds()``, ``outputs()`` and ``release()``, or raises Unsupported."""
+
+    def __init__(self, name: str):
+        self.name, self.label = name, LABELS[name]
+        self.status, self.version, self.worker = None, None, None
+
+    def describe(self) -> dict:
+        return {"label": self.label, "status": self.status or "available", "version": self.version}
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+
+    def _remote(self, problem, layout, **arguments):
+        remote = _Remote(self.worker)
+        remote._call(command="prepare", arguments=dict(
+            spec=problem.spec, inputs=arguments.pop("inputs", problem.inputs), layout=layout, **arguments))
+        return remote
+
+
+class TorchPeer(Peer):
+    def __init__(self):
+        super().__init__("torch")
+        try:
+            from . import peer_torch
+
+            self._module, self.version = peer_torch, peer_torch.version()
+        except ImportError as exc:
+            self.status = f"not installed ({exc.name})"
+
+    def prepare(self, problem, layout):
+        return self._module.prepare(problem.spec, problem.inputs, layout)
+
+
+def _onnx_for(problem):
+    from . import onnx_models
+
+    feeds = onnx_models.onnx_inputs(problem.inputs)
+    return onnx_models, feeds, onnx_models.build(problem.spec, problem.inputs, problem.outputs)
+
+
+class OrtCpuPeer(Peer):
+    def __init__(self):
+        super().__init__("ort-cpu")
+        try:
+            import onnx  # noqa: F401  (models are built with onnx.helper)
+
+            from . import peer_ort
+
+            self._module, self.version = peer_ort, peer_ort.version()
+        except ImportError as exc:
+            self.status = f"not installed ({exc.name})"
+
+    def prepare(self, problem, layout):
+        _, feeds, model = _onnx_for(problem)
+        return self._module.prepare(problem.spec, feeds, layout, model=model, provider="cpu", outputs=problem.outputs)
+
+
+class OrtWebGpuPeer(Peer):
+    def __init__(self, python: str, log_dir: Path, dawn_problem: str):
+        super().__init__("ort-webgpu")
+        if importlib.util.find_spec("onnx") is None:
+            self.status = "not installed (onnx, to build the models)"
+            return
+        if not python:
+            self.status = ("not installed: onnxruntime-webgpu lives in its own venv "
+                           f"({ORT_WEBGPU_VENV.name}; bash scripts/bench.sh makes it)")
+            return
+        if dawn_problem:
+            self.status = dawn_problem
+            return
+        self.worker = Worker("peer_ort", python, dict(os.environ), log_dir / "peer-ort-webgpu.log")
+        try:
+            hello = self.worker.start()
+        except (OSError, WorkerError) as exc:
+            self.status = f"cannot start: {exc}"
+            return
+        if hello["status"] != "ok":
+            self.status = f"not installed ({hello['reason']})"
+        elif "WebGpuExecutionProvider" not in hello.get("providers", ()):
+            self.status = f"onnxruntime {hello['version']} has no WebGpuExecutionProvider"
+        else:
+            self.version = hello["version"]
+
+    def prepare(self, problem, layout):
+        onnx_models, feeds, model = _onnx_for(problem)
+        return self._remote(problem, layout, inputs=feeds, model=model, upload_model=onnx_models.identity(problem.inputs),
+                            provider="webgpu", outputs=problem.outputs)
+
+
+def _dawn_library():
+    spec = importlib.util.find_spec("pydawn")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
+    suffix = {"win32": ".dll", "darwin": ".dylib"}.get(sys.platform, ".so")
+    for path in sorted(Path(next(iter(spec.submodule_search_locations)), "lib").glob(f"libwebgpu_dawn*{suffix}")):
+        if suffix == ".dll" or machine in path.name:
+            return path
+    return None
+
+
+class TinygradPeer(Peer):
+    def __init__(self, log_dir: Path, dawn_problem: str):
+        super().__init__("tinygrad")
+        library = _dawn_library()
+        if importlib.util.find_spec("tinygrad") is None:
+            self.status = "not installed (tinygrad)"
+        elif library is None:
+            self.status = "not installed (dawn-python, tinygrad's WEBGPU runtime)"
+        elif dawn_problem:
+            self.status = dawn_problem
+        else:
+            env = dict(os.environ, DEV="WEBGPU", WEBGPU_PATH=str(library))
+            self.worker = Worker("peer_tinygrad", sys.executable, env, log_dir / "peer-tinygrad.log")
+            try:
+                hello = self.worker.start()
+                self.status = None if hello["status"] == "ok" else f"cannot start ({hello['reason']})"
+                self.version = hello.get("version")
+            except (OSError, WorkerError) as exc:
+                self.status = f"cannot start: {exc}"
+
+    def prepare(self, problem, layout):
+        return self._remote(problem, layout)
+
+
+def dawn_problem(adapters: list) -> str:
+    """Why Dawn-based peers cannot run here, or "" (Dawn needs Mesa >= 25 for lavapipe)."""
+    vulkan = [a for a in adapters if a["backend"] == "vulkan"]
+    if not vulkan and sys.platform.startswith("linux"):
+        return "unavailable: no Vulkan adapter for Dawn"
+    for adapter in vulkan:
+        match = re.search(r"Mesa (\d+)\.(\d+)", adapter.get("description", ""))
+        if match and int(match.group(1)) < 25:
+            return (f"unavailable: Dawn needs Mesa >= 25 (found {match.group(0)}); "
+                    "bash scripts/bench.sh installs it from bookworm-backports on Debian 12")
+    return ""
+
+
+def ort_webgpu_python(given: str = None) -> str:
+    """The Python of onnxruntime-webgpu: --ort-webgpu-python, POOLGPU_BENCH_ORT_WEBGPU_PYTHON,
+    the venv bench.sh makes, or this Python if its onnxruntime is the WebGPU build."""
+    for candidate in (given, os.environ.get("POOLGPU_BENCH_ORT_WEBGPU_PYTHON"), ORT_WEBGPU_VENV / "bin" / "python"):
+        if candidate and Path(candidate).exists():
+            return str(candidate)
+    try:
+        import onnxruntime
+
+        if "WebGpuExecutionProvider" in onnxruntime.get_available_providers():
+            return sys.executable
+    except ImportError:
+        pass
+    return ""
+
+
+def discover(names, adapters: list, log_dir: Path, ort_webgpu: str = None) -> list:
+    dawn = dawn_problem(adapters)
+    made = {
+        "torch": TorchPeer,
+        "ort-cpu": OrtCpuPeer,
+        "ort-webgpu": lambda: OrtWebGpuPeer(ort_webgpu_python(ort_webgpu), log_dir, dawn),
+        "tinygrad": lambda: TinygradPeer(log_dir, dawn),
+    }
+    return [made[name]() for name in names]

@@ -1,0 +1,389 @@
+"""The bench's entry point: ``python -m bench [options]`` (``bash scripts/bench.sh``).
+
+For every selected case, data type, operator and layout (a *row*): poolgpu's result is
+checked against the reference, then its time is taken interleaved with the copy roofline
+moving the same bytes; then each available peer is checked and timed on the same inputs.
+Host overhead is measured first.  Outputs: a terminal table (progress on stderr), and a
+JSON file, a Markdown table and a PNG plot under bench/results/."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import fnmatch
+import json
+import os
+import platform
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+import poolgpu as pg
+
+from . import ROOT, host, report
+from .cases import CASES, DTYPES, LAYOUTS, NEEDS, Data, build
+from .check import check
+from .peer_base import Unsupported
+from .peers import NAMES as PEER_NAMES
+from .peers import WorkerError, discover
+from .roofline import Roofline
+from .timing import GpuTimer, repeat, stats
+
+sys.path.insert(0, str(ROOT / "tests"))
+from helpers import layout_strides  # noqa: E402
+
+DEFAULT_VARIANTS = (("float32", "nchw"), ("float16", "nchw"), ("float32", "nhwc"))
+RESULTS = ROOT / "bench" / "results"
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="poolgpu's bench: every operator on the standard cases, against the copy roofline and peers.",
+    )
+    p.add_argument("--backend", help="vulkan, metal, d3d12 or opengl (default: the best adapter)")
+    p.add_argument("--adapter", help="a substring of the adapter's name")
+    p.add_argument("--cases", default=",".join(CASES), help="comma-separated case names (default: %(default)s)")
+    p.add_argument("--ops", default="*", help="comma-separated operator names or patterns, e.g. 'max*,avg' "
+                                              f"(operators: {', '.join(NEEDS)})")
+    p.add_argument("--dtype", help="float32, float16 or both, comma-separated")
+    p.add_argument("--layout", help="nchw, nhwc or both, comma-separated (NHWC: channels last, inputs and outputs)")
+    p.add_argument("--reps", type=int, default=7, help="repetitions per measurement (default: %(default)s)")
+    p.add_argument("--warmup", type=int, default=1, help="untimed runs first (default: %(default)s)")
+    p.add_argument("--budget", type=float, default=0.6,
+                   help="seconds after which a measurement stops repeating, once 3 repetitions are done "
+                        "(default: %(default)s)")
+    p.add_argument("--quick", action="store_true",
+                   help="a quick look: float32 NCHW only (unless --dtype/--layout say otherwise), 3 repetitions")
+    p.add_argument("--tiny", action="store_true", help="tiny shapes with the same windows (tests the plumbing)")
+    p.add_argument("--peers", dest="peers", action="store_true", default=True, help="measure the peers (default)")
+    p.add_argument("--no-peers", dest="peers", action="store_false", help="poolgpu and its roofline only")
+    p.add_argument("--peer", default=",".join(PEER_NAMES), help="which peers (default: %(default)s)")
+    p.add_argument("--peer-rows", choices=("float32-nchw", "all"), default="float32-nchw",
+                   help="rows the peers run on (default: %(default)s, what they all support)")
+    p.add_argument("--ort-webgpu-python", help="the Python of a venv with onnxruntime-webgpu "
+                                               "(default: .venv-ort-webgpu, made by scripts/bench.sh)")
+    p.add_argument("--timer", choices=("auto", "timestamp", "wall"), default="auto",
+                   help="GPU timestamps where the adapter has them (auto), or wall clock")
+    p.add_argument("--out", type=Path, default=RESULTS, help="directory of the outputs (default: bench/results)")
+    p.add_argument("--json", type=Path, help="the JSON file (default: OUT/bench.json)")
+    p.add_argument("--md", type=Path, help="the Markdown table (default: OUT/bench.md)")
+    p.add_argument("--png", type=Path, help="the plot (default: OUT/bench.png)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--list", action="store_true", help="list the cases and their operators, and exit")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.reps = min(args.reps, 3)
+    dtypes = _choice(args.dtype, DTYPES, "--dtype")
+    layouts = _choice(args.layout, LAYOUTS, "--layout")
+    if args.dtype is None and args.layout is None:
+        args.variants = DEFAULT_VARIANTS[:1] if args.quick else DEFAULT_VARIANTS
+    else:
+        args.variants = tuple((d, lay) for d in dtypes for lay in layouts)
+    args.case_names = _choice(args.cases, tuple(CASES), "--cases")
+    args.op_patterns = [pattern.strip() for pattern in args.ops.split(",") if pattern.strip()]
+    args.peer_names = _choice(args.peer, PEER_NAMES, "--peer") if args.peers else ()
+    args.json = args.json or args.out / "bench.json"
+    args.md = args.md or args.out / "bench.md"
+    args.png = args.png or args.out / "bench.png"
+    return args
+
+
+def _choice(value, allowed, option) -> tuple:
+    if value is None:
+        return tuple(allowed)
+    chosen = tuple(v.strip() for v in value.split(",") if v.strip())
+    unknown = [v for v in chosen if v not in allowed]
+    if unknown:
+        raise SystemExit(f"{option}: unknown {', '.join(unknown)}; expected some of {', '.join(allowed)}")
+    return chosen
+
+
+class Progress:
+    """A one-line progress bar on stderr (a line per tenth when stderr is not a terminal)."""
+
+    def __init__(self, total: int):
+        self.total, self.done, self.start = max(total, 1), 0, time.perf_counter()
+        self.tty = sys.stderr.isatty()
+        self._last_tenth = -1
+
+    def show(self, label: str) -> None:
+        fraction = self.done / self.total
+        elapsed = time.perf_counter() - self.start
+        eta = f", ~{elapsed / fraction * (1 - fraction):.0f}s left" if self.done else ""
+        bar = "#" * int(fraction * 30) + "-" * (30 - int(fraction * 30))
+        text = f"[{bar}] {self.done}/{self.total} {elapsed:.0f}s{eta}  {label}"
+        if self.tty:
+            sys.stderr.write("\r\033[K" + text[: os.get_terminal_size(2).columns - 1])
+            sys.stderr.flush()
+        elif int(fraction * 10) != self._last_tenth:
+            self._last_tenth = int(fraction * 10)
+            print(text, file=sys.stderr, flush=True)
+
+    def step(self, label: str = "") -> None:
+        self.done += 1
+        self.show(label)
+
+    def close(self) -> None:
+        if self.tty:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+class PoolgpuRun:
+    """A Problem set up on the device in one layout: tensors uploaded (laid out), operators
+    compiled, outputs allocated; ``record()`` calls the operators through the public API."""
+
+    def __init__(self, device, problem, layout: str):
+        self.problem = problem
+        named = "channels_last" if layout == "nhwc" else "packed"
+        self._strides = lambda sizes: layout_strides(sizes, named)
+        self.tensors = {
+            name: device.upload(array, strides=None if name in problem.packed else self._strides(array.shape))
+            for name, array in problem.inputs.items()
+        }
+        self.read_bytes = sum(t.desc.total_size_in_bytes for t in self.tensors.values())
+        self.calls = []
+        for step in problem.steps:
+            inputs = list(step.inputs.values())
+            if step.function is not None:
+                self.calls.append((step.function, inputs, list(step.outputs.values()), True))
+                continue
+            desc = step.describe(_Descs(self, {name: t.desc for name, t in self.tensors.items()}))
+            outputs = []
+            for role, tensor_desc in desc.output_tensors():
+                if tensor_desc is not None:
+                    self.tensors[step.outputs[role]] = device.empty(tensor_desc)
+                    outputs.append(step.outputs[role])
+            inputs = [step.inputs[role] for role, _ in desc.input_tensors()]
+            self.calls.append((device.compile(desc), inputs, outputs, False))
+
+    def record(self) -> None:
+        for call, inputs, outputs, functional in self.calls:
+            args = [self.tensors[name] for name in inputs]
+            if functional:  # the functional API allocates its outputs
+                result = call(*args)
+                self.tensors.update(zip(outputs, result if isinstance(result, tuple) else (result,)))
+            else:
+                call(*args, out=tuple(self.tensors[name] for name in outputs))
+
+    @property
+    def written_bytes(self) -> int:
+        return sum(self.tensors[name].desc.total_size_in_bytes for name in self.problem.outputs)
+
+    def outputs(self) -> dict:
+        return {name: self.tensors[name].numpy() for name in self.problem.outputs}
+
+
+class _Descs(dict):
+    """What a Step's ``describe`` sees: input TensorDescs by name, and ``new`` for outputs."""
+
+    def __init__(self, run: PoolgpuRun, descs: dict):
+        super().__init__(descs)
+        self._run = run
+
+    def new(self, data_type, sizes) -> pg.TensorDesc:
+        return pg.TensorDesc(data_type, sizes, self._run._strides(tuple(sizes)))
+
+
+def _error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:300]
+
+
+class Bench:
+    def __init__(self, args, device):
+        self.args, self.device = args, device
+        self.timer = GpuTimer(device, args.timer)
+        self.roofline = Roofline(device, self.timer, args.seed)
+        self.peers = discover(args.peer_names, pg.list_adapters(), args.out, args.ort_webgpu_python)
+
+    def measure(self, times_of):
+        return repeat(times_of, self.args.warmup, self.args.reps, self.args.budget)
+
+    def poolgpu_row(self, problem, layout: str) -> dict:
+        row = {}
+        missing = [name for name in NEEDS[problem.op] if not hasattr(pg, name)]
+        if missing:
+            return {"status": "not available", "reason": "poolgpu has no " + ", ".join(f"pg.{n}" for n in missing)}
+        try:
+            run = PoolgpuRun(self.device, problem, layout)
+            self.timer.seconds(run.record)
+        except pg.ValidationError as exc:
+            return {"status": "error", "reason": _error(exc)}
+        except (KeyError, NotImplementedError) as exc:  # a description whose kernel has not landed
+            return {"status": "not available", "reason": f"no kernel: {_error(exc)}"}
+        mismatch = check(run.outputs(), problem.expected)
+        row.update(read_bytes=run.read_bytes, written_bytes=run.written_bytes,
+                   tensors={name: {"sizes": t.sizes, "strides": t.desc.strides, "data_type": t.data_type.name}
+                            for name, t in run.tensors.items()})
+        if mismatch:
+            return dict(row, status="check failed", reason=mismatch)
+        copy, copy_info = self.roofline.for_bytes(run.read_bytes, run.written_bytes)
+        op_times, copy_times = self.measure([lambda: self.timer.seconds(run.record), lambda: self.timer.seconds(copy)])
+        moved = run.read_bytes + run.written_bytes
+        ours, roof = stats(op_times), stats(copy_times)
+        ours["gb_per_s"] = moved / (ours["median_ms"] * 1e6)
+        roof["gb_per_s"] = (copy_info["read_bytes"] + copy_info["written_bytes"]) / (roof["median_ms"] * 1e6)
+        roof.update(copy_info)
+        return dict(row, status="ok", check="ok", poolgpu=ours, copy=roof,
+                    pct_of_copy=100 * roof["median_ms"] / ours["median_ms"])
+
+    def peer_row(self, peer, problem, layout: str, row: dict) -> dict:
+        if peer.status:
+            return {"status": "unavailable", "reason": peer.status}
+        try:
+            prepared = peer.prepare(problem, layout)
+        except Unsupported as exc:
+            return {"status": "unsupported", "reason": str(exc)}
+        except (WorkerError, Exception) as exc:  # a peer's failure is reported, never fatal
+            return {"status": "error", "reason": _error(exc)}
+        try:
+            mismatch = check(prepared.outputs(), problem.expected)
+            (times,) = self.measure([prepared.seconds])
+        except (WorkerError, Exception) as exc:
+            return {"status": "error", "reason": _error(exc)}
+        finally:
+            prepared.release()
+        result = dict(stats(times), status="mismatch" if mismatch else "ok", check=mismatch or "ok")
+        if row.get("status") == "ok":
+            result["ratio"] = row["poolgpu"]["median_ms"] / result["median_ms"]
+            result["pct_of_copy"] = 100 * row["copy"]["median_ms"] / result["median_ms"]
+        return result
+
+    def plan(self) -> list:
+        """(case, dtype, op, layouts) in run order; a case's data type shares inputs and
+        reference results across operators, layouts and peers."""
+        plan = []
+        for name in self.args.case_names:
+            case = CASES[name]
+            ops = [op for op in case.ops if any(fnmatch.fnmatchcase(op, pat) for pat in self.args.op_patterns)]
+            for dtype in dict.fromkeys(d for d, _ in self.args.variants):
+                layouts = [lay for d, lay in self.args.variants if d == dtype]
+                plan += [(case, dtype, op, layouts) for op in ops]
+        return plan
+
+    def run(self) -> dict:
+        args = self.args
+        plan = self.plan()
+        progress = Progress(1 + sum(len(layouts) for *_, layouts in plan))
+        progress.show("host overhead")
+        results = self.header()
+        results["host"] = host.measure(self.device, args.quick)
+        progress.step()
+        data = None
+        for case, dtype, op, layouts in plan:
+            if data is None or (data.case, data.dtype) != (case, np.dtype(dtype)):
+                data = Data(case, dtype, args.tiny, args.seed)
+                self.roofline.clear()  # frees the previous case's copy buffers
+            problem = build(op, data)
+            for layout in layouts:
+                row = {"case": case.name, "op": op, "dtype": dtype, "layout": layout, "input_sizes": data.sizes,
+                       "geometry": data.geometry}
+                progress.show(report.row_label(row))
+                started = time.perf_counter()
+                if problem is None:
+                    row.update(status="not applicable", reason="the window does not fit this case")
+                else:
+                    row.update(self.poolgpu_row(problem, layout))
+                    if args.peer_rows == "all" or (dtype, layout) == ("float32", "nchw"):
+                        if row["status"] == "ok":
+                            row["peers"] = {}
+                            for peer in self.peers:
+                                peer_started = time.perf_counter()
+                                row["peers"][peer.name] = self.peer_row(peer, problem, layout, row)
+                                row["peers"][peer.name]["bench_s"] = round(time.perf_counter() - peer_started, 2)
+                row["bench_s"] = round(time.perf_counter() - started, 2)  # what the row cost the bench, peers included
+                results["rows"].append(row)
+                progress.step(report.row_label(row))
+        progress.close()
+        results["elapsed_s"] = round(time.perf_counter() - progress.start, 1)
+        results["timer"] = self.timer.describe()
+        return results
+
+    def header(self) -> dict:
+        device, args = self.device, self.args
+        info = device.adapter.info
+        return {
+            "bench": "poolgpu",
+            "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "settings": {
+                "argv": sys.argv[1:], "cases": list(args.case_names), "ops": args.op_patterns,
+                "variants": [list(v) for v in args.variants], "reps": args.reps, "warmup": args.warmup,
+                "budget_s": args.budget, "quick": args.quick, "tiny": args.tiny, "seed": args.seed,
+                "peers": list(args.peer_names), "peer_rows": args.peer_rows,
+            },
+            "adapter": dict(device.info, vendor=info.get("vendor", ""), architecture=info.get("architecture", ""),
+                            driver=info.get("description", ""), limits={k: device.limits[k] for k in sorted(device.limits)}),
+            "machine": {"platform": platform.platform(), "python": platform.python_version(),
+                        "cpus": os.cpu_count(), "processor": _processor()},
+            "versions": _versions(),
+            "peers": {peer.name: peer.describe() for peer in self.peers},
+            "rows": [],
+        }
+
+
+def _processor() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _versions() -> dict:
+    versions = {"poolgpu": pg.__version__}
+    for dist in ("wgpu", "numpy", "torch", "onnx", "onnxruntime", "tinygrad", "dawn-python", "matplotlib"):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[dist] = None
+    return versions
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.list:
+        for case in CASES.values():
+            print(f"{case.name:4} {str(case.sizes):22} {case.note}\n     {', '.join(case.ops)}")
+        return 0
+    try:
+        device = pg.Device(backend=args.backend, adapter=args.adapter)
+    except pg.DeviceError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 2
+    print(f"bench: {device.name} ({device.backend}); {len(args.variants)} variant(s), "
+          f"{'peers: ' + ', '.join(args.peer_names) if args.peer_names else 'no peers'}", file=sys.stderr)
+    bench = Bench(args, device)
+    try:
+        results = bench.run()
+    finally:
+        for peer in bench.peers:
+            peer.close()
+    for path in (args.json, args.md, args.png):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    results["outputs"] = {"json": str(args.json), "markdown": str(args.md), "png": str(args.png)}
+    why_no_plot = report.plot(results, args.png)
+    if why_no_plot:
+        results["outputs"]["png"] = None
+        print(f"bench: no plot: {why_no_plot}", file=sys.stderr)
+    args.json.write_text(json.dumps(results, indent=1, default=_jsonable) + "\n")
+    args.md.write_text(report.markdown(results))
+    print(report.text_table(results))
+    print(f"\nWritten: {args.json}, {args.md}" + ("" if why_no_plot else f", {args.png}"), f"({results['elapsed_s']} s)")
+    failed = [report.row_label(r) for r in results["rows"] if r["status"] in ("check failed", "error")]
+    if failed:
+        print(f"bench: {len(failed)} row(s) failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _jsonable(value):
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    if isinstance(value, (tuple, set, frozenset)):
+        return list(value)
+    return str(value)

@@ -1,0 +1,113 @@
+"""Timing: GPU timestamps around a compute pass where the adapter has ``timestamp-query``,
+else wall clock around one synchronised submission; repetitions after warm-up, interleaved
+between the things compared, and their statistics."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+import wgpu
+
+
+def _timestamp_period_ns(wgpu_device) -> float:
+    """Nanoseconds per timestamp tick.  WebGPU promises nanoseconds, but wgpu-native
+    resolves raw ticks unless its instance normalises them; wgpu-py does not expose the
+    period, so ask wgpu-native's C API (1.0 where that is not possible, e.g. Mesa)."""
+    try:
+        from wgpu.backends.wgpu_native._api import libf
+
+        period = float(libf.wgpuQueueGetTimestampPeriod(wgpu_device.queue._internal))
+        return period if period > 0 else 1.0
+    except Exception:
+        return 1.0
+
+
+class GpuTimer:
+    """``seconds(record)`` records poolgpu ops (``record()`` calls them) into one compute
+    pass through ``Device.recording_into``, submits it alone and waits for it."""
+
+    def __init__(self, device, mode: str = "auto"):
+        self.device = device
+        has_timestamps = "timestamp-query" in device.features
+        if mode == "timestamp" and not has_timestamps:
+            raise SystemExit(f"--timer timestamp: {device.name} has no timestamp-query feature")
+        self.kind = "timestamp" if mode != "wall" and has_timestamps else "wall"
+        self.note = "" if has_timestamps else "the adapter has no timestamp-query"
+        self.period_ns = None
+        if self.kind == "timestamp":
+            wgpu_device = device.wgpu_device
+            self.period_ns = _timestamp_period_ns(wgpu_device)
+            self._queries = wgpu_device.create_query_set(type="timestamp", count=2)
+            self._resolved = wgpu_device.create_buffer(
+                size=16, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
+            )
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "period_ns": self.period_ns, "note": self.note}
+
+    def seconds(self, record) -> float:
+        wgpu_device = self.device.wgpu_device
+        timestamps = self.kind == "timestamp"
+        writes = None
+        if timestamps:
+            writes = {"query_set": self._queries, "beginning_of_pass_write_index": 0, "end_of_pass_write_index": 1}
+        encoder = wgpu_device.create_command_encoder()
+        compute_pass = encoder.begin_compute_pass(timestamp_writes=writes)
+        with self.device.recording_into(compute_pass):
+            record()
+        compute_pass.end()
+        if timestamps:
+            encoder.resolve_query_set(self._queries, 0, 2, self._resolved, 0)
+        commands = encoder.finish()
+        start = time.perf_counter()
+        wgpu_device.queue.submit([commands])
+        if timestamps:
+            raw = wgpu_device.queue.read_buffer(self._resolved)  # waits for the submission
+        else:
+            self.device.synchronize()
+        wall = time.perf_counter() - start
+        if not timestamps:
+            return wall
+        begin, end = (int(v) for v in np.frombuffer(raw, np.uint64))
+        gpu = (end - begin) * self.period_ns * 1e-9
+        # A pass cannot take longer than its submission took to come back: where it seems
+        # to, the timestamps are not to be trusted (a driver quirk); fall back for good.
+        if end < begin or gpu > 1.5 * wall + 1e-4:
+            self.kind = "wall"
+            self.note = f"timestamps disagreed with the wall clock ({gpu * 1e3:.3f} ms > {wall * 1e3:.3f} ms)"
+            return wall
+        return gpu
+
+
+def repeat(measures, warmup: int, reps: int, budget: float, min_reps: int = 3) -> list:
+    """Run every measure (a callable returning seconds) ``warmup`` times, then up to
+    ``reps`` rounds, each measure once per round (so slow drifts hit all alike), stopping
+    early once ``budget`` seconds have passed and ``min_reps`` rounds are done."""
+    for _ in range(warmup):
+        for measure in measures:
+            measure()
+    series = [[] for _ in measures]
+    start = time.perf_counter()
+    for done in range(1, max(reps, 1) + 1):
+        for times, measure in zip(series, measures):
+            times.append(measure())
+        if done >= min(min_reps, reps) and time.perf_counter() - start > budget:
+            break
+    return series
+
+
+def wall_seconds(run) -> float:
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def stats(seconds: list) -> dict:
+    return {
+        "median_ms": statistics.median(seconds) * 1e3,
+        "min_ms": min(seconds) * 1e3,
+        "reps": len(seconds),
+        "times_ms": [round(s * 1e3, 6) for s in seconds],
+    }
