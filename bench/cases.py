@@ -33,6 +33,7 @@ class Case:
     padding: Optional[tuple] = None  # start = end
     ops: tuple = ()
     note: str = ""
+    every_variant: bool = False  # by default run in every data type and layout, not only float32 NCHW
 
     def geometry(self, sizes) -> dict:
         dims = len(sizes) - 2
@@ -68,13 +69,13 @@ CASES = {
     for case in (
         Case("A", (8, 64, 112, 112), (1, 2, 14, 14), (3, 3), (2, 2), (1, 1),
              FORWARD_MAX + ("max_dil2", "avg", "avg_incl_pad", "lp2", "unpool") + GRADIENTS,
-             "ResNet stem: 3x3, strides 2, padding 1"),
+             "ResNet stem: 3x3, strides 2, padding 1", every_variant=True),
         Case("B", (8, 256, 56, 56), (1, 4, 8, 8), (2, 2), (2, 2), None,
              FORWARD_MAX + ("max_dil2", "avg", "lp2", "unpool") + GRADIENTS,
-             "VGG-style 2x2, strides 2 (no padding: include_padding changes nothing)"),
+             "VGG-style 2x2, strides 2 (no padding: include_padding changes nothing)", every_variant=True),
         Case("C", (8, 512, 7, 7), (1, 4, 7, 7), (7, 7), None, None,
              FORWARD_MAX + ("avg", "lp2", "unpool") + GRADIENTS + ("adaptive_max", "adaptive_avg"),
-             "7x7 window over 7x7 = global pooling, also as adaptive pooling to 1x1"),
+             "7x7 window over 7x7 = global pooling, also as adaptive pooling to 1x1", every_variant=True),
         Case("G", (8, 64, 112, 112), (1, 2, 14, 14), None, None, None,
              ("max", "avg", "lp2", "adaptive_max", "adaptive_avg"),
              "global pooling of A's input: 12544 elements per window"),

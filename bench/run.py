@@ -49,11 +49,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--cases", default=",".join(CASES), help="comma-separated case names (default: %(default)s)")
     p.add_argument("--ops", default="*", help="comma-separated operator names or patterns, e.g. 'max*,avg' "
                                               f"(operators: {', '.join(NEEDS)})")
-    p.add_argument("--dtype", help="float32, float16 or both, comma-separated")
+    p.add_argument("--dtype", help="float32, float16 or both, comma-separated, for every case (default: cases "
+                                    "A, B, C in float32 NCHW, float16 NCHW and float32 NHWC; the others in float32 NCHW)")
     p.add_argument("--layout", help="nchw, nhwc or both, comma-separated (NHWC: channels last, inputs and outputs)")
-    p.add_argument("--reps", type=int, default=7, help="repetitions per measurement (default: %(default)s)")
+    p.add_argument("--reps", type=int, default=5, help="repetitions per measurement (default: %(default)s)")
     p.add_argument("--warmup", type=int, default=1, help="untimed runs first (default: %(default)s)")
-    p.add_argument("--budget", type=float, default=0.6,
+    p.add_argument("--budget", type=float, default=0.4,
                    help="seconds after which a measurement stops repeating, once 3 repetitions are done "
                         "(default: %(default)s)")
     p.add_argument("--quick", action="store_true",
@@ -79,10 +80,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         args.reps = min(args.reps, 3)
     dtypes = _choice(args.dtype, DTYPES, "--dtype")
     layouts = _choice(args.layout, LAYOUTS, "--layout")
-    if args.dtype is None and args.layout is None:
-        args.variants = DEFAULT_VARIANTS[:1] if args.quick else DEFAULT_VARIANTS
-    else:
+    args.chosen_variants = args.dtype is not None or args.layout is not None
+    if args.chosen_variants:
         args.variants = tuple((d, lay) for d in dtypes for lay in layouts)
+    else:
+        args.variants = DEFAULT_VARIANTS[:1] if args.quick else DEFAULT_VARIANTS
     args.case_names = _choice(args.cases, tuple(CASES), "--cases")
     args.op_patterns = [pattern.strip() for pattern in args.ops.split(",") if pattern.strip()]
     args.peer_names = _choice(args.peer, PEER_NAMES, "--peer") if args.peers else ()
@@ -260,8 +262,11 @@ class Bench:
         for name in self.args.case_names:
             case = CASES[name]
             ops = [op for op in case.ops if any(fnmatch.fnmatchcase(op, pat) for pat in self.args.op_patterns)]
-            for dtype in dict.fromkeys(d for d, _ in self.args.variants):
-                layouts = [lay for d, lay in self.args.variants if d == dtype]
+            variants = self.args.variants
+            if not (self.args.chosen_variants or case.every_variant):
+                variants = DEFAULT_VARIANTS[:1]  # the extra cases: float32 NCHW unless asked otherwise
+            for dtype in dict.fromkeys(d for d, _ in variants):
+                layouts = [lay for d, lay in variants if d == dtype]
                 plan += [(case, dtype, op, layouts) for op in ops]
         return plan
 

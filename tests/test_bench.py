@@ -1,0 +1,139 @@
+"""The bench's plumbing, not its speed: a ``--quick --tiny`` run through the same entry point
+as ``bash scripts/bench.sh`` (peers off) on every adapter, the copy roofline's correctness,
+a failed check keeping a time from counting, and the peer worker protocol."""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import poolgpu as pg
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench import cases, run  # noqa: E402
+from bench.roofline import CONFIGS, CopyDesc, Roofline, expected_copy  # noqa: E402
+from bench.timing import GpuTimer  # noqa: E402
+
+
+def _bench(device, tmp_path, *options):
+    argv = ["--quick", "--tiny", "--no-peers", "--backend", device.backend, "--adapter", device.name,
+            "--out", str(tmp_path), *options]
+    code = run.main(argv)
+    return code, json.loads((tmp_path / "bench.json").read_text())
+
+
+def test_a_quick_tiny_run_measures_every_available_operator_and_records_everything(device, tmp_path, capsys):
+    code, results = _bench(device, tmp_path)
+    assert code == 0
+    for key in ("date", "settings", "adapter", "machine", "versions", "timer", "host", "peers", "rows", "elapsed_s"):
+        assert key in results, key
+    assert results["adapter"]["backend"] == device.backend and results["adapter"]["driver"]
+    assert results["timer"]["kind"] in ("timestamp", "wall")
+    assert results["versions"]["poolgpu"] == pg.__version__
+    for name in ("op_call", "numpy_round_trip", "batch_per_op"):
+        assert 0 < results["host"][name]["min_us"] <= results["host"][name]["median_us"]
+
+    rows = results["rows"]
+    expected = {(c.name, op) for c in cases.CASES.values() for op in c.ops}
+    assert {(r["case"], r["op"]) for r in rows} == expected
+    assert all((r["dtype"], r["layout"]) == ("float32", "nchw") for r in rows)
+    for row in rows:
+        if row["status"] == "not available":  # only where poolgpu really lacks the operator
+            assert any(not hasattr(pg, name) for name in cases.NEEDS[row["op"]]), row
+            continue
+        if row["status"] == "not applicable":
+            continue
+        assert row["status"] == "ok" and row["check"] == "ok", row
+        for timed in ("poolgpu", "copy"):
+            stats = row[timed]
+            assert 3 <= stats["reps"] == len(stats["times_ms"])
+            assert 0 < stats["min_ms"] <= stats["median_ms"] and stats["gb_per_s"] > 0
+        assert row["copy"]["read_bytes"] >= row["read_bytes"] and row["copy"]["written_bytes"] >= row["written_bytes"]
+        assert row["pct_of_copy"] == pytest.approx(100 * row["copy"]["median_ms"] / row["poolgpu"]["median_ms"])
+    measured = {(r["case"], r["op"]) for r in rows if r["status"] == "ok"}
+    assert {("A", "max"), ("A", "max_idx"), ("B", "max_dil2"), ("1D", "max"), ("3D", "max_idx")} <= measured
+
+    table = capsys.readouterr().out
+    assert "% of copy" in table and "A     max " in table and "Host:" in table
+    assert (tmp_path / "bench.md").read_text().startswith("| case | operator |")
+
+
+def test_nhwc_and_float16_rows_are_laid_out_as_asked(device, tmp_path):
+    code, results = _bench(device, tmp_path, "--cases", "A", "--ops", "max_idx", "--dtype", "float16",
+                           "--layout", "nchw,nhwc")
+    assert code == 0
+    nchw, nhwc = results["rows"]
+    assert (nchw["layout"], nhwc["layout"]) == ("nchw", "nhwc") and nhwc["status"] == "ok"
+    x = nhwc["tensors"]["x"]
+    assert x["data_type"] == "FLOAT16" and x["strides"][1] == 1  # channels last
+    assert nhwc["tensors"]["idx"]["strides"][1] == 1 and nchw["tensors"]["x"]["strides"][-1] == 1
+
+
+def test_a_result_that_fails_its_check_is_never_timed(device, tmp_path, monkeypatch):
+    real = cases.Data.max_pool
+
+    def off_by_one(self, dilations=None):
+        y, idx = real(self, dilations)
+        return y + 1, idx
+
+    monkeypatch.setattr(cases.Data, "max_pool", off_by_one)
+    code, results = _bench(device, tmp_path, "--cases", "C", "--ops", "max")
+    assert code == 1
+    (row,) = results["rows"]
+    assert row["status"] == "check failed" and row["reason"].startswith("y:")
+    assert "poolgpu" not in row and "copy" not in row
+
+
+@pytest.mark.parametrize("read_bytes, written_bytes", [(4, 4), (1000, 52), (52, 3000), (70_000, 17_000)])
+def test_the_copy_roofline_moves_the_bytes_it_claims_for_every_launch_shape(device, read_bytes, written_bytes):
+    timer = GpuTimer(device)
+    record, info = Roofline(device, timer).for_bytes(read_bytes, written_bytes)  # checks every launch shape
+    assert (info["workgroup_size"], info["vec4s_per_thread"]) in CONFIGS
+    assert read_bytes <= info["read_bytes"] < read_bytes + 64 and written_bytes <= info["written_bytes"] < written_bytes + 64
+    assert timer.seconds(record) > 0
+
+
+def test_expected_copy_folds_each_invocations_words():
+    words = np.arange(4 * 10, dtype=np.uint32)  # 10 words of 16 bytes
+    # workgroup 2, 2 words per invocation: group 0 has invocation 0 -> words 0, 2 and 1 -> 1, 3
+    out = expected_copy(words, 6, 2, 2).reshape(-1, 4)
+    w = words.reshape(-1, 4)
+    np.testing.assert_array_equal(out[0], w[0] ^ w[2])
+    np.testing.assert_array_equal(out[1], w[1] ^ w[3])
+    np.testing.assert_array_equal(out[2], out[0])
+    np.testing.assert_array_equal(out[4], w[4] ^ w[6])
+
+
+def test_copy_descriptions_are_validated():
+    good = CopyDesc.words(100)
+    assert good.total_size_in_bytes % 16 == 0 and good.total_size_in_bytes >= 100
+    with pytest.raises(pg.ValidationError, match="^input"):
+        CopyDesc(pg.TensorDesc("float32", good.sizes), good)
+    with pytest.raises(pg.ValidationError, match="^output.sizes"):
+        CopyDesc(good, pg.TensorDesc("uint32", (1, 1, 5)))
+
+
+def test_a_peer_in_a_worker_process_answers_checked_results(tmp_path):
+    pytest.importorskip("torch")
+    from bench.peers import Worker, _Remote
+
+    data = cases.Data(cases.CASES["A"], "float32", tiny=True, seed=0)
+    problem = cases.build("max_idx", data)
+    worker = Worker("peer_torch", sys.executable, None, tmp_path / "worker.log")
+    try:
+        assert worker.start()["status"] == "ok"
+        remote = _Remote(worker)
+        remote._call(command="prepare", arguments=dict(spec=problem.spec, inputs=problem.inputs, layout="nhwc"))
+        assert remote.seconds() > 0
+        outputs = remote.outputs()
+        from bench.check import check
+
+        assert check(outputs, problem.expected) == ""
+        reply = worker.call(command="prepare", arguments=dict(spec=dict(problem.spec, op="roi"), inputs={}, layout="nchw"))
+        assert reply["status"] == "unsupported" and "torchvision" in reply["reason"]
+    finally:
+        worker.stop()
