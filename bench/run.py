@@ -28,7 +28,7 @@ from .cases import CASES, DTYPES, LAYOUTS, NEEDS, Data, build
 from .check import check
 from .peer_base import Unsupported
 from .peers import NAMES as PEER_NAMES
-from .peers import WorkerError, discover
+from .peers import discover
 from .roofline import Roofline
 from .timing import GpuTimer, repeat, stats
 
@@ -213,10 +213,10 @@ class Bench:
         try:
             run = PoolgpuRun(self.device, problem, layout)
             self.timer.seconds(run.record)
-        except pg.ValidationError as exc:
-            return {"status": "error", "reason": _error(exc)}
         except (KeyError, NotImplementedError) as exc:  # a description whose kernel has not landed
             return {"status": "not available", "reason": f"no kernel: {_error(exc)}"}
+        except Exception as exc:  # reported (and failing the run), never hiding the other rows
+            return {"status": "error", "reason": _error(exc)}
         mismatch = check(run.outputs(), problem.expected)
         row.update(read_bytes=run.read_bytes, written_bytes=run.written_bytes,
                    tensors={name: {"sizes": t.sizes, "strides": t.desc.strides, "data_type": t.data_type.name}
@@ -240,12 +240,12 @@ class Bench:
             prepared = peer.prepare(problem, layout)
         except Unsupported as exc:
             return {"status": "unsupported", "reason": str(exc)}
-        except (WorkerError, Exception) as exc:  # a peer's failure is reported, never fatal
+        except Exception as exc:  # a peer's failure (WorkerError included) is reported, never fatal
             return {"status": "error", "reason": _error(exc)}
         try:
             mismatch = check(prepared.outputs(), problem.expected)
             (times,) = self.measure([prepared.seconds])
-        except (WorkerError, Exception) as exc:
+        except Exception as exc:
             return {"status": "error", "reason": _error(exc)}
         finally:
             prepared.release()
