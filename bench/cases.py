@@ -4,7 +4,7 @@ on them, each as a :class:`Problem` (inputs, the poolgpu calls, expected outputs
 Case names and shapes are fixed by the bench issue so that results stay comparable across
 runs and machines; ``tiny`` shapes keep the same windows for plumbing tests.  Expected
 outputs come from the independent NumPy reference (``tests/reference.py``), computed once
-per (case, data type) and shared by every layout and peer.
+per operator, case and data type, and shared by every layout and peer.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from functools import cached_property
 from typing import Callable, Optional
 
 import numpy as np
+
+import poolgpu as pg  # descriptions are looked up only when called: operators may land one by one
 
 from . import ROOT
 
@@ -89,7 +91,6 @@ CASES = {
              note="ROI max pooling of B's input: 64 regions (8 per image), 7x7 bins"),
     )
 }
-DEFAULT_CASES = tuple(CASES)
 DTYPES = ("float32", "float16")
 LAYOUTS = ("nchw", "nhwc")  # NHWC: channels last (NWC, NDHWC), for inputs and outputs alike
 
@@ -202,8 +203,6 @@ def build(op: str, data: Data) -> Optional[Problem]:
             tuple(["y"] + [name for _, name in extra]), expected, dict(spec, out_sizes=out_sizes),
         )
 
-    import poolgpu as pg  # only attributes that exist are touched, so operators can land one by one
-
     if op == "max":
         return forward(lambda t, o: pg.MaxPoolingDesc(input=t["x"], output=t.new(dt, o), **g),
                        lambda: {"y": _exact(data.max_pool()[0])})
@@ -296,5 +295,3 @@ def build(op: str, data: Data) -> Optional[Problem]:
         )
     raise ValueError(f"unknown operator {op!r}")
 
-
-ALL_OPS = tuple(dict.fromkeys(op for case in CASES.values() for op in case.ops))

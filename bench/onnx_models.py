@@ -8,7 +8,7 @@ from onnx import TensorProto, helper
 
 from .peer_base import Unsupported
 
-OPSET = 19  # AveragePool with dilations; every operator used here is in ORT's CPU and WebGPU sets
+OPSET = 18  # the newest opset whose AveragePool the WebGPU provider has (1.27); MaxPool dilations since 10
 _ELEMENT = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "uint32": TensorProto.UINT32,
             "int64": TensorProto.INT64}
 

@@ -137,3 +137,31 @@ def test_a_peer_in_a_worker_process_answers_checked_results(tmp_path):
         assert reply["status"] == "unsupported" and "torchvision" in reply["reason"]
     finally:
         worker.stop()
+
+
+@pytest.mark.parametrize("peer, module", [("torch", "torch"), ("ort-cpu", "onnxruntime")])
+def test_in_process_peers_agree_with_the_reference_wherever_they_run(peer, module, tmp_path):
+    pytest.importorskip(module)
+    if peer.startswith("ort"):
+        pytest.importorskip("onnx")  # the models are built with onnx.helper
+    from bench.check import check
+    from bench.peer_base import Unsupported
+    from bench.peers import discover
+
+    (found,) = discover([peer], [], tmp_path)
+    assert found.status is None, found.status
+    ran = 0
+    for case in cases.CASES.values():
+        data = cases.Data(case, "float32", tiny=True, seed=1)
+        for op in case.ops:
+            problem = cases.build(op, data)
+            if problem is None:
+                continue
+            try:
+                prepared = found.prepare(problem, "nchw")
+            except Unsupported:
+                continue
+            assert check(prepared.outputs(), problem.expected) == "", (case.name, op)
+            assert prepared.seconds() > 0
+            ran += 1
+    assert ran >= 20
