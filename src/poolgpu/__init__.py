@@ -5,10 +5,12 @@ Device is made.
 """
 
 from .descs import MaxPooling1Desc, MaxPooling2Desc, MaxPoolingDesc
+from .descs import AveragePoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingDesc
 from .device import Device, Op, Tensor, default_device, list_adapters
 from .dtypes import DataType
 from .errors import DeviceError, ValidationError
 from .functional import max_pool
+from .functional import average_pool_grad, max_pool_grad, max_unpool
 from .shapes import pooling_output_sizes
 from .tensor_desc import TensorDesc
 
@@ -17,7 +19,9 @@ __version__ = "0.1.0"
 __all__ = [
     "DataType", "TensorDesc", "ValidationError", "DeviceError",
     "MaxPoolingDesc", "MaxPooling1Desc", "MaxPooling2Desc",
+    "MaxPoolingGradDesc", "AveragePoolingGradDesc", "MaxUnpoolingDesc",
     "pooling_output_sizes",
     "Device", "Tensor", "Op", "list_adapters", "default_device",
     "max_pool",
+    "max_pool_grad", "average_pool_grad", "max_unpool",
 ]

@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, dataclass
 from typing import Optional
 
-from .dtypes import ALL_TYPES, INDEX_TYPES, DataType
+import numpy as np
+
+from .dtypes import ALL_TYPES, FLOAT_TYPES, INDEX_TYPES, DataType
 from .errors import ValidationError
 from .shapes import Window, make_window
 from .tensor_desc import TensorDesc
@@ -161,3 +163,162 @@ class MaxPooling2Desc(MaxPooling1Desc):
     def __post_init__(self):
         super().__post_init__()
         _set(self, dilations=self.window.dilations)
+
+
+# ---------------------------------------------------------------------------------------
+# Training-side operators: the pooling gradients and max unpooling
+
+
+def _input_gradient(value, sizes: tuple, data_type: DataType) -> TensorDesc:
+    """The incoming gradient dy: a given tensor of the forward output's sizes and type."""
+    tensor = _check_tensor(value, "input_gradient")
+    if tensor.data_type != data_type:
+        raise ValidationError(
+            "input_gradient.data_type", f"expected {data_type.name} (the forward tensors' type), got {tensor.data_type.name}"
+        )
+    if tensor.sizes != sizes:
+        raise ValidationError(
+            "input_gradient.sizes", f"expected {sizes} (the forward pass's output sizes), got {tensor.sizes}"
+        )
+    return tensor
+
+
+@dataclass(frozen=True)
+class MaxPoolingGradDesc:
+    """DML_MAX_POOLING_GRAD_OPERATOR_DESC: ``output_gradient`` (dx, the forward input's sizes)
+    is zero except that each window's ``input_gradient`` (dy) is added at the window's argmax
+    under the forward max rule.  ``forward`` is the MaxPooling2 description (with UINT32
+    indices) of the forward pass whose argmax the gradient follows."""
+
+    input: TensorDesc
+    input_gradient: TensorDesc
+    output_gradient: Optional[TensorDesc] = None
+    _: KW_ONLY
+    window_size: tuple
+    strides: Optional[tuple] = None
+    start_padding: Optional[tuple] = None
+    end_padding: Optional[tuple] = None
+    dilations: Optional[tuple] = None
+
+    kernel = "max_pool_grad"
+
+    def __post_init__(self):
+        input = _check_tensor(self.input, "input")
+        _check_type(input, "input", FLOAT_TYPES)
+        forward = MaxPooling2Desc(
+            input, output_indices=DataType.UINT32, window_size=self.window_size, strides=self.strides,
+            start_padding=self.start_padding, end_padding=self.end_padding, dilations=self.dilations,
+        )
+        window = forward.window
+        _set(
+            self,
+            window_size=window.window_size, strides=window.strides, dilations=window.dilations,
+            start_padding=window.start_padding, end_padding=window.end_padding,
+            input_gradient=_input_gradient(self.input_gradient, forward.output.sizes, input.data_type),
+            output_gradient=_output_like(self.output_gradient, "output_gradient", input.sizes, input.data_type),
+            window=window, forward=forward,
+        )
+
+    @property
+    def dimension_count(self) -> int:
+        return len(self.window_size)
+
+    def input_tensors(self):
+        return (("input", self.input), ("input_gradient", self.input_gradient))
+
+    def output_tensors(self):
+        return (("output_gradient", self.output_gradient),)
+
+
+@dataclass(frozen=True)
+class AveragePoolingGradDesc:
+    """DML_AVERAGE_POOLING_GRAD_OPERATOR_DESC: each window's ``input_gradient`` (dy) divided
+    by the window's divisor is added to every input element the window covers.
+    ``output_gradient`` (dx) must be given: its sizes are the forward input's, which the
+    forward output's sizes do not determine."""
+
+    input_gradient: TensorDesc
+    output_gradient: Optional[TensorDesc] = None
+    _: KW_ONLY
+    window_size: tuple
+    strides: Optional[tuple] = None
+    start_padding: Optional[tuple] = None
+    end_padding: Optional[tuple] = None
+    dilations: Optional[tuple] = None
+    include_padding: bool = False
+
+    kernel = "average_pool_grad"
+
+    def __post_init__(self):
+        if self.output_gradient is None:
+            raise ValidationError(
+                "output_gradient",
+                "must be given: its sizes are the forward input's, which cannot be derived from input_gradient",
+            )
+        dx = _check_tensor(self.output_gradient, "output_gradient")
+        _check_type(dx, "output_gradient", FLOAT_TYPES)
+        dx.check_no_aliasing("output_gradient.strides")
+        if not isinstance(self.include_padding, (bool, np.bool_)):
+            raise ValidationError("include_padding", f"expected a bool, got {self.include_padding!r}")
+        window = _pooling_window(self, dx, self.dilations)
+        out_sizes = dx.sizes[:2] + window.output_spatial_sizes(dx.sizes[2:])
+        _set(
+            self,
+            dilations=window.dilations, include_padding=bool(self.include_padding),
+            input_gradient=_input_gradient(self.input_gradient, out_sizes, dx.data_type),
+            window=window,
+        )
+
+    @property
+    def dimension_count(self) -> int:
+        return len(self.window_size)
+
+    def input_tensors(self):
+        return (("input_gradient", self.input_gradient),)
+
+    def output_tensors(self):
+        return (("output_gradient", self.output_gradient),)
+
+
+@dataclass(frozen=True)
+class MaxUnpoolingDesc:
+    """DML_MAX_UNPOOLING_OPERATOR_DESC: ``output`` is zero except
+    ``output.flat[indices.flat[j]] = input.flat[j]`` (flat = logical row-major); where indices
+    repeat the largest ``j`` wins, and indices outside the output are ignored.
+
+    ``output`` must be given: unpooling cannot infer the forward input's sizes.  Its rank,
+    N and C equal the input's; its spatial sizes are free."""
+
+    input: TensorDesc
+    indices: TensorDesc
+    output: Optional[TensorDesc] = None
+
+    kernel = "max_unpool"
+
+    def __post_init__(self):
+        input = _check_tensor(self.input, "input")
+        _check_type(input, "input", ALL_TYPES)
+        indices = _check_tensor(self.indices, "indices")
+        _check_type(indices, "indices", INDEX_TYPES)
+        if indices.sizes != input.sizes:
+            raise ValidationError("indices.sizes", f"expected the input's sizes {input.sizes}, got {indices.sizes}")
+        if self.output is None:
+            raise ValidationError(
+                "output", "must be given: the unpooled sizes cannot be inferred from the input "
+                "(pg.max_unpool takes output_sizes)",
+            )
+        output = _check_tensor(self.output, "output")
+        if output.data_type != input.data_type:
+            raise ValidationError("output.data_type", f"expected {input.data_type.name}, got {output.data_type.name}")
+        if output.rank != input.rank or output.sizes[:2] != input.sizes[:2]:
+            raise ValidationError(
+                "output.sizes",
+                f"expected rank {input.rank} with N, C = {input.sizes[:2]} (the input's), got {output.sizes}",
+            )
+        output.check_no_aliasing("output.strides")
+
+    def input_tensors(self):
+        return (("input", self.input), ("indices", self.indices))
+
+    def output_tensors(self):
+        return (("output", self.output),)

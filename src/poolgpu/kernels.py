@@ -4,10 +4,13 @@ constants, uniform values, dispatch geometry) and how a shader's source is assem
 A shader is one file in ``wgsl/``.  Before compiling, one small visible step prepends:
 
 1. the value snippet of its main tensor's data type (``wgsl/common/value_*.wgsl``: the
-   ``Raw`` and ``Key`` types and how values compare), and
+   ``Raw`` and ``Key`` types, how values compare, and for floats ``to_f32``/``from_f32``;
+   FLOAT16's is preceded by ``float16_convert.wgsl``),
 2. one I/O snippet per tensor (``wgsl/common/{read,write}_b{8,16,32,64}.wgsl`` or
-   ``absent.wgsl``), with ``$name``, ``$binding`` and ``$access`` substituted, giving the
-   kernel ``x_load(e)``, ``y_store(e, v)``, ... over u32 words whatever the type.
+   ``absent.wgsl``, or the slot's own ``snippet``), with ``$name``, ``$binding`` and
+   ``$access`` substituted, giving the kernel ``x_load(e)``, ``y_store(e, v)``, ... over
+   u32 words whatever the type, and
+3. the kernel's ``helpers``: shared functions from ``wgsl/common``.
 
 Everything else is specialised by override constants.  Binding 0 is the kernel's
 ``struct Params`` uniform; Python fills it by field name (see :func:`params_fields`), so
@@ -19,13 +22,14 @@ from __future__ import annotations
 import math
 import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from string import Template
 from typing import Mapping
 
 from .dtypes import DataType
+from .tensor_desc import TensorDesc
 
 WGSL_DIR = Path(__file__).parent / "wgsl"
 MAX_WORKGROUPS_PER_DIM = 65535
@@ -39,10 +43,12 @@ def read_wgsl(name: str) -> str:
 @dataclass(frozen=True)
 class Slot:
     """A tensor binding of a shader: its prefix in WGSL (``x`` gives ``x_load``) and whether
-    the shader writes it."""
+    the shader writes it.  ``snippet`` names a ``wgsl/common`` I/O snippet to use instead of
+    the data type's read/write one (e.g. ``atomic_b32.wgsl`` for atomic scratch words)."""
 
     name: str
     output: bool
+    snippet: str = ""
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,7 @@ class Kernel:
     file: str
     slots: tuple
     value_slot: str  # the slot whose data type picks the value snippet
+    helpers: tuple = ()  # wgsl/common snippets of shared functions the file calls
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,9 @@ class Program:
 
 
 def _value_snippet(data_type: DataType) -> str:
+    if data_type == DataType.FLOAT16:
+        # FLOAT16's to_f32/from_f32 use the exact integer-op conversions.
+        return read_wgsl("common/float16_convert.wgsl") + read_wgsl("common/value_float16.wgsl")
     if data_type.is_float:
         return read_wgsl(f"common/value_{data_type.name.lower()}.wgsl")
     signed = data_type.name.startswith("INT")
@@ -102,8 +112,9 @@ def shader_source(kernel: Kernel, data_types: tuple, writable_inputs: frozenset 
             continue
         direction = "write" if slot.output else "read"
         access = "read_write" if slot.name in writable_inputs else "read"
-        snippet = read_wgsl(f"common/{direction}_{data_type.storage}.wgsl")
+        snippet = read_wgsl(f"common/{slot.snippet or f'{direction}_{data_type.storage}.wgsl'}")
         parts.append(Template(snippet).substitute(name=slot.name, binding=binding, access=access))
+    parts.extend(read_wgsl(f"common/{helper}") for helper in kernel.helpers)
     parts.append(read_wgsl(kernel.file))
     return "\n".join(parts)
 
@@ -159,6 +170,20 @@ def sorted_constants(constants: Mapping) -> tuple:
     return tuple(sorted(constants.items()))
 
 
+def window_constants(window) -> dict:
+    """The window geometry as the override constants K/S/L/P{D,H,W} and PADDED."""
+    constants = {"PADDED": window.has_padding}
+    for axis, k, s, l, p in zip(
+        "DHW",
+        as_3d(window.window_size, 1),
+        as_3d(window.strides, 1),
+        as_3d(window.dilations, 1),
+        as_3d(window.start_padding, 0),
+    ):
+        constants.update({f"K{axis}": k, f"S{axis}": s, f"L{axis}": l, f"P{axis}": p})
+    return constants
+
+
 MAX_POOL = Kernel("max_pool.wgsl", (Slot("x", False), Slot("y", True), Slot("idx", True)), value_slot="x")
 
 
@@ -168,15 +193,7 @@ def _max_pool_program(desc) -> Program:
     out_sizes, _ = as_5d(desc.output.sizes, desc.output.strides)
     n, c, out_d, out_h, out_w = out_sizes
     wg_x = 64
-    constants = {"PADDED": window.has_padding, "WG_X": wg_x}
-    for axis, k, s, l, p in zip(
-        "DHW",
-        as_3d(window.window_size, 1),
-        as_3d(window.strides, 1),
-        as_3d(window.dilations, 1),
-        as_3d(window.start_padding, 0),
-    ):
-        constants.update({f"K{axis}": k, f"S{axis}": s, f"L{axis}": l, f"P{axis}": p})
+    constants = {"WG_X": wg_x, **window_constants(window)}
     rows = n * c * out_d * out_h
     grid, rows_per_z = row_grid(out_w, rows, wg_x)
     params = {
@@ -192,9 +209,101 @@ def _max_pool_program(desc) -> Program:
     return Program((Pass(MAX_POOL, roles, sorted_constants(constants), params, grid),))
 
 
+# ---------------------------------------------------------------------------------------
+# Gradients: gathers, each dx element visiting the windows that cover it (deterministic)
+
+MAX_POOL_GRAD = Kernel(
+    "max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True)), value_slot="dy",
+    helpers=("windows_covering.wgsl",),
+)
+AVERAGE_POOL_GRAD = Kernel(
+    "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)), value_slot="dy",
+    helpers=("windows_covering.wgsl",),
+)
+
+
+def _gradient_gather_pass(kernel: Kernel, desc, roles: tuple, constants: dict) -> Pass:
+    """One invocation per dx element (``output_gradient``), rows folded as in max pooling."""
+    dy, dx = desc.input_gradient, desc.output_gradient
+    n, c, in_d, in_h, in_w = as_5d(dx.sizes, dx.strides)[0]
+    _, _, out_d, out_h, out_w = as_5d(dy.sizes, dy.strides)[0]
+    wg_x = 64
+    rows = n * c * in_d * in_h
+    grid, rows_per_z = row_grid(in_w, rows, wg_x)
+    params = {
+        "channels": c,
+        "in_d": in_d, "in_h": in_h, "in_w": in_w,
+        "out_d": out_d, "out_h": out_h, "out_w": out_w,
+        "rows": rows, "rows_per_z": rows_per_z,
+        **tensor_stride_params("dy", dy), **tensor_stride_params("dx", dx),
+    }
+    constants = {"WG_X": wg_x, **window_constants(desc.window), **constants}
+    return Pass(kernel, roles, sorted_constants(constants), params, grid)
+
+
+def _max_pool_grad_program(desc) -> Program:
+    """Pass 1: forward max pooling writing only the argmax of each window (into scratch);
+    pass 2: the gather adding each window's dy at its argmax."""
+    (argmax,) = _max_pool_program(desc.forward).passes
+    argmax = replace(argmax, tensors=("input", None, "argmax"))  # no forward values needed
+    gather = _gradient_gather_pass(MAX_POOL_GRAD, desc, ("input_gradient", "argmax", "output_gradient"), {})
+    return Program((argmax, gather), scratch=(("argmax", desc.forward.output_indices),))
+
+
+def _average_pool_grad_program(desc) -> Program:
+    gather = _gradient_gather_pass(
+        AVERAGE_POOL_GRAD, desc, ("input_gradient", "output_gradient"), {"INCLUDE_PADDING": desc.include_padding}
+    )
+    return Program((gather,))
+
+
+# ---------------------------------------------------------------------------------------
+# Max unpooling: deterministic winner selection (integer atomicMax), then a gather
+
+MAX_UNPOOL_WINNERS = Kernel(
+    "max_unpool_winners.wgsl", (Slot("idx", False), Slot("winner", True, snippet="atomic_b32.wgsl")),
+    value_slot="idx",
+)
+MAX_UNPOOL = Kernel(
+    "max_unpool.wgsl", (Slot("x", False), Slot("winner", True, snippet="atomic_b32.wgsl"), Slot("y", True)),
+    value_slot="x",
+)
+
+
+def _max_unpool_program(desc) -> Program:
+    x, indices, y = desc.input, desc.indices, desc.output
+    n, c, in_d, in_h, in_w = as_5d(x.sizes, x.strides)[0]
+    _, _, out_d, out_h, out_w = as_5d(y.sizes, y.strides)[0]
+    wg_x = 64
+    constants = sorted_constants({"WG_X": wg_x})
+    in_rows, out_rows = n * c * in_d * in_h, n * c * out_d * out_h
+    in_grid, in_rows_per_z = row_grid(in_w, in_rows, wg_x)
+    out_grid, out_rows_per_z = row_grid(out_w, out_rows, wg_x)
+    sizes = {"channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w}
+    winners = Pass(
+        MAX_UNPOOL_WINNERS, ("indices", "winner"),
+        sorted_constants({"WG_X": wg_x, "WIDE_INDICES": indices.data_type == DataType.UINT64}),
+        {**sizes, **tensor_stride_params("idx", indices), "out_count": y.element_count,
+         "rows": in_rows, "rows_per_z": in_rows_per_z},
+        in_grid,
+    )
+    write = Pass(
+        MAX_UNPOOL, ("input", "winner", "output"), constants,
+        {**sizes, "out_d": out_d, "out_h": out_h, "out_w": out_w,
+         **tensor_stride_params("x", x), **tensor_stride_params("y", y),
+         "rows": out_rows, "rows_per_z": out_rows_per_z},
+        out_grid,
+    )
+    # The winner scratch starts zero-filled and the write pass leaves it zeroed again.
+    return Program((winners, write), scratch=(("winner", TensorDesc(DataType.UINT32, y.sizes)),))
+
+
 # Operator (a description's ``kernel``) -> the function building its Program.
 REGISTRY = {
     "max_pool": _max_pool_program,
+    "max_pool_grad": _max_pool_grad_program,
+    "average_pool_grad": _average_pool_grad_program,
+    "max_unpool": _max_unpool_program,
 }
 
 
