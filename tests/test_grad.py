@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 import poolgpu as pg
 import reference
+from poolgpu import kernels
 from helpers import FLOAT_TYPES, assert_canaries_intact, canary_tensor, layout_strides, random_values, same_bits, upload
 
 GPU_SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -387,3 +388,25 @@ def test_functional_gradients_validate_before_running(device):
     with pytest.raises(pg.ValidationError) as e:
         pg.max_pool_grad(np.zeros((1, 1, 4), np.int32), np.zeros((1, 1, 3), np.int32), (2,), device=device)
     assert e.value.field == "input.data_type"
+
+
+# -- the one-pass variant for windows that do not overlap -------------------------------------
+
+
+@pytest.mark.parametrize("geometry", [
+    dict(window_size=(2, 2), strides=(2, 2)),
+    dict(window_size=(2, 3), strides=(3, 4), start_padding=(1, 1), end_padding=(1, 2)),  # gaps between windows
+    dict(window_size=(2, 2), strides=(4, 5), dilations=(2, 3), start_padding=(0, 1)),
+])
+def test_max_pool_grad_of_disjoint_windows_runs_in_one_pass_and_copies_dy_exactly(device, geometry):
+    rng = np.random.default_rng(13)
+    x = random_values(F32, (2, 3, 11, 13), rng)  # NaN, infinities, signed zeros, ties
+    desc = pg.MaxPoolingGradDesc(pg.TensorDesc(F32, x.shape), pg.TensorDesc(F32, pg.pooling_output_sizes(x.shape, **geometry)),
+                                 **geometry)
+    assert len(kernels.program_for(desc).passes) == 1
+    dy = random_values(F32, desc.input_gradient.sizes, rng)  # each lands alone: bits kept, NaN payloads included
+    dx = pg.max_pool_grad(x, dy, device=device, **geometry)
+    _, idx = reference.max_pool(x, **geometry)
+    want = np.zeros(x.size, np.float32)
+    want[idx.ravel()] = dy.ravel()
+    assert same_bits(dx, want.reshape(x.shape))

@@ -184,7 +184,10 @@ def window_constants(window) -> dict:
     return constants
 
 
-MAX_POOL = Kernel("max_pool.wgsl", (Slot("x", False), Slot("y", True), Slot("idx", True)), value_slot="x")
+MAX_POOL = Kernel(
+    "max_pool.wgsl", (Slot("x", False), Slot("y", True), Slot("idx", True)), value_slot="x",
+    helpers=("window_max.wgsl",),
+)
 
 
 def _max_pool_program(desc) -> Program:
@@ -210,11 +213,16 @@ def _max_pool_program(desc) -> Program:
 
 
 # ---------------------------------------------------------------------------------------
-# Gradients: gathers, each dx element visiting the windows that cover it (deterministic)
+# Gradients: each invocation owns a block of dx elements and gathers what lands on them
+# (deterministic: no atomics, a fixed summation order)
 
 MAX_POOL_GRAD = Kernel(
     "max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True)), value_slot="dy",
     helpers=("windows_covering.wgsl",),
+)
+MAX_POOL_GRAD_DISJOINT = Kernel(
+    "max_pool_grad_disjoint.wgsl", (Slot("x", False), Slot("dy", False), Slot("dx", True)), value_slot="x",
+    helpers=("windows_covering.wgsl", "window_max.wgsl"),
 )
 AVERAGE_POOL_GRAD = Kernel(
     "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)), value_slot="dy",
@@ -222,39 +230,65 @@ AVERAGE_POOL_GRAD = Kernel(
 )
 
 
-def _gradient_gather_pass(kernel: Kernel, desc, roles: tuple, constants: dict) -> Pass:
-    """One invocation per dx element (``output_gradient``), rows folded as in max pooling."""
-    dy, dx = desc.input_gradient, desc.output_gradient
+def _gradient_block_pass(kernel: Kernel, desc, tensors: dict, constants: dict) -> Pass:
+    """One invocation per block of stride-many dx elements along each dimension (see
+    wgsl/common/windows_covering.wgsl), rows of blocks folded as in max pooling.
+    ``tensors`` maps slot names to description roles."""
+    dy, dx, window = desc.input_gradient, desc.output_gradient, desc.window
     n, c, in_d, in_h, in_w = as_5d(dx.sizes, dx.strides)[0]
     _, _, out_d, out_h, out_w = as_5d(dy.sizes, dy.strides)[0]
+    # blocks b * stride - pad % stride + [0, stride) cover [0, size)
+    blocks_d, blocks_h, blocks_w = (
+        -(-(size + pad % stride) // stride)
+        for size, stride, pad in zip((in_d, in_h, in_w), as_3d(window.strides, 1), as_3d(window.start_padding, 0))
+    )
     wg_x = 64
-    rows = n * c * in_d * in_h
-    grid, rows_per_z = row_grid(in_w, rows, wg_x)
+    rows = n * c * blocks_d * blocks_h
+    grid, rows_per_z = row_grid(blocks_w, rows, wg_x)
     params = {
         "channels": c,
         "in_d": in_d, "in_h": in_h, "in_w": in_w,
         "out_d": out_d, "out_h": out_h, "out_w": out_w,
+        "blocks_d": blocks_d, "blocks_h": blocks_h, "blocks_w": blocks_w,
         "rows": rows, "rows_per_z": rows_per_z,
-        **tensor_stride_params("dy", dy), **tensor_stride_params("dx", dx),
     }
-    constants = {"WG_X": wg_x, **window_constants(desc.window), **constants}
-    return Pass(kernel, roles, sorted_constants(constants), params, grid)
+    described = dict(desc.input_tensors() + desc.output_tensors())
+    for slot, role in tensors.items():
+        if role in described:
+            params.update(tensor_stride_params(slot, described[role]))
+    constants = {"WG_X": wg_x, **window_constants(window), **constants}
+    return Pass(kernel, tuple(tensors.values()), sorted_constants(constants), params, grid)
+
+
+def _tap_steps(window) -> dict:
+    """T{D,H,W} and I{D,H,W} of windows_covering.wgsl's first_tap: the taps landing on one
+    block element recur every step = stride / gcd(dilation, stride) taps."""
+    constants = {}
+    for axis, s, l in zip("DHW", as_3d(window.strides, 1), as_3d(window.dilations, 1)):
+        step = s // math.gcd(l, s)
+        constants.update({f"T{axis}": step, f"I{axis}": pow(l // (s // step), -1, step)})
+    return constants
 
 
 def _max_pool_grad_program(desc) -> Program:
-    """Pass 1: forward max pooling writing only the argmax of each window (into scratch);
-    pass 2: the gather adding each window's dy at its argmax."""
+    window = desc.window
+    if all(s >= e for s, e in zip(window.strides, window.extents)):
+        # No dx element lies in two windows: one pass finds each argmax and writes its block.
+        tensors = {"x": "input", "dy": "input_gradient", "dx": "output_gradient"}
+        return Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT, desc, tensors, {}),))
+    # Pass 1: forward max pooling writing only each window's argmax (into scratch);
+    # pass 2: the gather adding each window's dy at its argmax.
     (argmax,) = _max_pool_program(desc.forward).passes
     argmax = replace(argmax, tensors=("input", None, "argmax"))  # no forward values needed
-    gather = _gradient_gather_pass(MAX_POOL_GRAD, desc, ("input_gradient", "argmax", "output_gradient"), {})
+    tensors = {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}
+    gather = _gradient_block_pass(MAX_POOL_GRAD, desc, tensors, _tap_steps(desc.window))
     return Program((argmax, gather), scratch=(("argmax", desc.forward.output_indices),))
 
 
 def _average_pool_grad_program(desc) -> Program:
-    gather = _gradient_gather_pass(
-        AVERAGE_POOL_GRAD, desc, ("input_gradient", "output_gradient"), {"INCLUDE_PADDING": desc.include_padding}
-    )
-    return Program((gather,))
+    tensors = {"dy": "input_gradient", "dx": "output_gradient"}
+    constants = {"INCLUDE_PADDING": desc.include_padding, **_tap_steps(desc.window)}
+    return Program((_gradient_block_pass(AVERAGE_POOL_GRAD, desc, tensors, constants),))
 
 
 # ---------------------------------------------------------------------------------------

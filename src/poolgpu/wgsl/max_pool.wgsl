@@ -4,8 +4,9 @@
 // The window geometry arrives as override constants, so the window loops unroll and the
 // bounds checks vanish when no window touches padding.  One invocation computes one output.
 //
-// Prepended by kernels.py: the value type (Raw, Key, key_of, key_gt) and the tensors
-// x (x_load), y (y_store) and idx (idx_store_index; a no-op when no indices were asked for).
+// Prepended by kernels.py: the value type (Raw, Key, key_of, key_gt), the tensors
+// x (x_load), y (y_store) and idx (idx_store_index; a no-op when no indices were asked for),
+// and window_max (common/window_max.wgsl: the max rule).
 
 override KD: u32 = 1u;  override KH: u32 = 1u;  override KW: u32 = 1u;   // window size
 override SD: u32 = 1u;  override SH: u32 = 1u;  override SW: u32 = 1u;   // strides
@@ -27,14 +28,6 @@ struct Params {
 }
 @group(0) @binding(0) var<uniform> params: Params;
 
-// Position `o * stride - pad + k * dilation` along a dimension of `size`: the clamped
-// coordinate to read (always inside the tensor) and whether it is real data.
-struct Tap { at: u32, inside: bool }
-fn tap(start: i32, k: u32, dilation: u32, size: u32) -> Tap {
-    let p = start + i32(k * dilation);
-    return Tap(u32(clamp(p, 0, i32(size) - 1)), !PADDED || (p >= 0 && p < i32(size)));
-}
-
 @compute @workgroup_size(WG_X)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
     let ow = wg.x * WG_X + lane;
@@ -48,31 +41,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 
     let x_plane = params.x_base + n * params.x_n + c * params.x_c;
     let logical_plane = nc * params.in_d * params.in_h * params.in_w;
-    let d0 = i32(od * SD) - i32(PD);
-    let h0 = i32(oh * SH) - i32(PH);
-    let w0 = i32(ow * SW) - i32(PW);
-
-    // Taps are visited in increasing flat index, so a strict `>` keeps the first maximum.
-    var best_key: Key;
-    var best_raw: Raw;
-    var best_index = 0u;
-    var found = false;
-    for (var kd = 0u; kd < KD; kd++) {
-        let d = tap(d0, kd, LD, params.in_d);
-        for (var kh = 0u; kh < KH; kh++) {
-            let h = tap(h0, kh, LH, params.in_h);
-            for (var kw = 0u; kw < KW; kw++) {
-                let w = tap(w0, kw, LW, params.in_w);
-                let raw = x_load(x_plane + d.at * params.x_d + h.at * params.x_h + w.at * params.x_w);
-                let key = key_of(raw);
-                let take = d.inside && h.inside && w.inside && (!found || key_gt(key, best_key));
-                best_key = select(best_key, key, take);
-                best_raw = select(best_raw, raw, take);
-                best_index = select(best_index, logical_plane + (d.at * params.in_h + h.at) * params.in_w + w.at, take);
-                found = found || take;
-            }
-        }
-    }
-    y_store(params.y_base + n * params.y_n + c * params.y_c + od * params.y_d + oh * params.y_h + ow * params.y_w, best_raw);
-    idx_store_index(params.idx_base + n * params.idx_n + c * params.idx_c + od * params.idx_d + oh * params.idx_h + ow * params.idx_w, best_index);
+    let start = vec3<i32>(i32(od * SD) - i32(PD), i32(oh * SH) - i32(PH), i32(ow * SW) - i32(PW));
+    let best = window_max(x_plane, logical_plane, start, vec3<u32>(params.in_d, params.in_h, params.in_w),
+                          vec3<u32>(params.x_d, params.x_h, params.x_w));
+    y_store(params.y_base + n * params.y_n + c * params.y_c + od * params.y_d + oh * params.y_h + ow * params.y_w, best.raw);
+    idx_store_index(params.idx_base + n * params.idx_n + c * params.idx_c + od * params.idx_d + oh * params.idx_h + ow * params.idx_w, best.index);
 }
