@@ -4,11 +4,12 @@ The public names of the contract (shared/API.md); nothing here touches a GPU unt
 Device is made.
 """
 
-from .descs import MaxPooling1Desc, MaxPooling2Desc, MaxPoolingDesc
+from .descs import (AveragePooling1Desc, AveragePoolingDesc, LpPooling1Desc, LpPoolingDesc, MaxPooling1Desc,
+                    MaxPooling2Desc, MaxPoolingDesc)
 from .device import Device, Op, Tensor, default_device, list_adapters
 from .dtypes import DataType
 from .errors import DeviceError, ValidationError
-from .functional import max_pool
+from .functional import average_pool, lp_pool, max_pool
 from .shapes import pooling_output_sizes
 from .tensor_desc import TensorDesc
 
@@ -17,7 +18,8 @@ __version__ = "0.1.0"
 __all__ = [
     "DataType", "TensorDesc", "ValidationError", "DeviceError",
     "MaxPoolingDesc", "MaxPooling1Desc", "MaxPooling2Desc",
+    "AveragePoolingDesc", "AveragePooling1Desc", "LpPoolingDesc", "LpPooling1Desc",
     "pooling_output_sizes",
     "Device", "Tensor", "Op", "list_adapters", "default_device",
-    "max_pool",
+    "max_pool", "average_pool", "lp_pool",
 ]

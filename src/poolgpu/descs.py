@@ -13,10 +13,13 @@ re-checking.  Besides its public fields every description answers:
 
 from __future__ import annotations
 
+import math
 from dataclasses import KW_ONLY, dataclass
 from typing import Optional
 
-from .dtypes import ALL_TYPES, INDEX_TYPES, DataType
+import numpy as np
+
+from .dtypes import ALL_TYPES, FLOAT_TYPES, INDEX_TYPES, DataType
 from .errors import ValidationError
 from .shapes import Window, make_window
 from .tensor_desc import TensorDesc
@@ -87,21 +90,41 @@ def _pooling_window(desc, input: TensorDesc, dilations=None) -> Window:
 
 
 class _FixedWindowPooling:
-    """Shared behaviour of the forward fixed-window pooling descriptions."""
+    """Shared behaviour of the forward fixed-window pooling descriptions.  Versions with a
+    ``dilations`` field get it validated and filled in; the others pool undilated."""
 
     @property
     def dimension_count(self) -> int:
         return len(self.window_size)
 
-    def _validate_forward(self, value_types, dilations=None) -> None:
+    def _validate_forward(self, value_types) -> None:
         input = _check_tensor(self.input, "input")
         _check_type(input, "input", value_types)
-        window = _pooling_window(self, input, dilations)
+        window = _pooling_window(self, input, getattr(self, "dilations", None))
         out_sizes = input.sizes[:2] + window.output_spatial_sizes(input.sizes[2:])
         _set(self, output=_output_like(self.output, "output", out_sizes, input.data_type), window=window)
+        if hasattr(self, "dilations"):
+            _set(self, dilations=window.dilations)
 
     def input_tensors(self):
         return (("input", self.input),)
+
+    def output_tensors(self):
+        return (("output", self.output),)
+
+
+def _check_bool(value, field: str) -> bool:
+    if isinstance(value, (bool, np.bool_)) or (isinstance(value, (int, np.integer)) and value in (0, 1)):
+        return bool(value)
+    raise ValidationError(field, f"expected a boolean, got {value!r}")
+
+
+def _check_p(value) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValidationError("p", f"expected a number >= 1, got {value!r}")
+    if not (math.isfinite(value) and value >= 1):
+        raise ValidationError("p", f"expected a finite number >= 1, got {value!r}")
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -120,9 +143,6 @@ class MaxPoolingDesc(_FixedWindowPooling):
 
     def __post_init__(self):
         self._validate_forward(ALL_TYPES)
-
-    def output_tensors(self):
-        return (("output", self.output),)
 
 
 @dataclass(frozen=True)
@@ -144,7 +164,7 @@ class MaxPooling1Desc(_FixedWindowPooling):
     kernel = "max_pool"
 
     def __post_init__(self):
-        self._validate_forward(ALL_TYPES, getattr(self, "dilations", None))
+        self._validate_forward(ALL_TYPES)
         _set(self, output_indices=_indices_like(self.output_indices, self.output.sizes))
 
     def output_tensors(self):
@@ -158,6 +178,61 @@ class MaxPooling2Desc(MaxPooling1Desc):
     _: KW_ONLY
     dilations: Optional[tuple] = None
 
+
+@dataclass(frozen=True)
+class AveragePoolingDesc(_FixedWindowPooling):
+    """DML_AVERAGE_POOLING_OPERATOR_DESC: the mean over each window.  The divisor is the
+    window's element count when ``include_padding``, else the number of input elements the
+    window covers."""
+
+    input: TensorDesc
+    output: Optional[TensorDesc] = None
+    _: KW_ONLY
+    window_size: tuple
+    strides: Optional[tuple] = None
+    start_padding: Optional[tuple] = None
+    end_padding: Optional[tuple] = None
+    include_padding: bool = False
+
+    kernel = "average_pool"
+
     def __post_init__(self):
-        super().__post_init__()
-        _set(self, dilations=self.window.dilations)
+        self._validate_forward(FLOAT_TYPES)
+        _set(self, include_padding=_check_bool(self.include_padding, "include_padding"))
+
+
+@dataclass(frozen=True)
+class AveragePooling1Desc(AveragePoolingDesc):
+    """DML_AVERAGE_POOLING1_OPERATOR_DESC: AveragePooling with dilations."""
+
+    _: KW_ONLY
+    dilations: Optional[tuple] = None
+
+
+@dataclass(frozen=True)
+class LpPoolingDesc(_FixedWindowPooling):
+    """DML_LP_POOLING_OPERATOR_DESC: ``(sum |x|^p)^(1/p)`` over the input elements of each
+    window.  ``p`` is any finite number >= 1 (DirectML takes integers)."""
+
+    input: TensorDesc
+    output: Optional[TensorDesc] = None
+    _: KW_ONLY
+    window_size: tuple
+    strides: Optional[tuple] = None
+    start_padding: Optional[tuple] = None
+    end_padding: Optional[tuple] = None
+    p: float = 2
+
+    kernel = "lp_pool"
+
+    def __post_init__(self):
+        self._validate_forward(FLOAT_TYPES)
+        _set(self, p=_check_p(self.p))
+
+
+@dataclass(frozen=True)
+class LpPooling1Desc(LpPoolingDesc):
+    """DML_LP_POOLING1_OPERATOR_DESC: LpPooling with dilations."""
+
+    _: KW_ONLY
+    dilations: Optional[tuple] = None

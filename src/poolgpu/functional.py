@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .descs import MaxPooling2Desc
+from .descs import AveragePooling1Desc, LpPooling1Desc, MaxPooling2Desc
 from .device import Tensor, default_device
 from .dtypes import DataType
 
@@ -35,6 +35,32 @@ def max_pool(x, window_size, strides=None, start_padding=None, end_padding=None,
         return MaxPooling2Desc(
             input, output_indices=indices, window_size=window_size, strides=strides,
             start_padding=start_padding, end_padding=end_padding, dilations=dilations,
+        )
+
+    return _run(describe, (x,), device)
+
+
+def average_pool(x, window_size, strides=None, start_padding=None, end_padding=None, dilations=None,
+                 include_padding=False, device=None):
+    """Average pooling (FLOAT32, FLOAT16): the divisor counts padding when ``include_padding``."""
+
+    def describe(input):
+        return AveragePooling1Desc(
+            input, window_size=window_size, strides=strides, start_padding=start_padding,
+            end_padding=end_padding, dilations=dilations, include_padding=include_padding,
+        )
+
+    return _run(describe, (x,), device)
+
+
+def lp_pool(x, window_size, strides=None, start_padding=None, end_padding=None, dilations=None, p=2,
+            device=None):
+    """Lp pooling (FLOAT32, FLOAT16): ``(sum |x|^p)^(1/p)`` over each window's input elements."""
+
+    def describe(input):
+        return LpPooling1Desc(
+            input, window_size=window_size, strides=strides, start_padding=start_padding,
+            end_padding=end_padding, dilations=dilations, p=p,
         )
 
     return _run(describe, (x,), device)

@@ -47,11 +47,14 @@ class Slot:
 
 @dataclass(frozen=True)
 class Kernel:
-    """A .wgsl file and its tensor slots, bound in order from binding 1 (0 is Params)."""
+    """A .wgsl file and its tensor slots, bound in order from binding 1 (0 is Params).
+    ``library`` lists shared files (``wgsl/common/``) appended after it, such as the
+    window walk that calls the operator's accumulator."""
 
     file: str
     slots: tuple
     value_slot: str  # the slot whose data type picks the value snippet
+    library: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -104,24 +107,25 @@ def shader_source(kernel: Kernel, data_types: tuple, writable_inputs: frozenset 
         access = "read_write" if slot.name in writable_inputs else "read"
         snippet = read_wgsl(f"common/{direction}_{data_type.storage}.wgsl")
         parts.append(Template(snippet).substitute(name=slot.name, binding=binding, access=access))
-    parts.append(read_wgsl(kernel.file))
+    parts += [read_wgsl(kernel.file)] + [read_wgsl(f"common/{name}") for name in kernel.library]
     return "\n".join(parts)
 
 
 @lru_cache(maxsize=None)
-def params_fields(kernel_file: str) -> tuple:
+def params_fields(kernel: Kernel) -> tuple:
     """Field names of the kernel's ``struct Params`` (all u32), in declaration order."""
-    match = re.search(r"struct\s+Params\s*\{(.*?)\}", read_wgsl(kernel_file), re.S)
+    text = "\n".join([read_wgsl(kernel.file)] + [read_wgsl(f"common/{name}") for name in kernel.library])
+    match = re.search(r"struct\s+Params\s*\{(.*?)\}", text, re.S)
     body = re.sub(r"//[^\n]*", "", match.group(1))
     fields = re.findall(r"(\w+)\s*:\s*(\w+)", body)
-    assert all(t == "u32" for _, t in fields), f"{kernel_file}: Params must hold only u32 fields"
+    assert all(t == "u32" for _, t in fields), f"{kernel.file}: Params must hold only u32 fields"
     return tuple(name for name, _ in fields)
 
 
-def pack_params(kernel_file: str, values: Mapping[str, int]) -> bytes:
-    names = params_fields(kernel_file)
+def pack_params(kernel: Kernel, values: Mapping[str, int]) -> bytes:
+    names = params_fields(kernel)
     missing = set(names) - set(values)
-    assert not missing, f"{kernel_file}: no value for Params fields {sorted(missing)}"
+    assert not missing, f"{kernel.file}: no value for Params fields {sorted(missing)}"
     words = [values[n] for n in names]
     # A uniform struct's size is padded to its 16-byte alignment.
     words += [0] * (-len(words) % 4)
@@ -159,16 +163,20 @@ def sorted_constants(constants: Mapping) -> tuple:
     return tuple(sorted(constants.items()))
 
 
-MAX_POOL = Kernel("max_pool.wgsl", (Slot("x", False), Slot("y", True), Slot("idx", True)), value_slot="x")
+_POOLING_SLOTS = (Slot("x", False), Slot("y", True), Slot("idx", True))
+MAX_POOL = Kernel("max_pool.wgsl", _POOLING_SLOTS, "x", library=("window_walk.wgsl",))
+AVERAGE_POOL = Kernel("avg_pool.wgsl", _POOLING_SLOTS, "x", library=("compensated_sum.wgsl", "window_walk.wgsl"))
+LP_POOL = Kernel("lp_pool.wgsl", _POOLING_SLOTS, "x", library=("compensated_sum.wgsl", "window_walk.wgsl"))
 
 
-def _max_pool_program(desc) -> Program:
+def _window_walk_pass(kernel: Kernel, desc, roles: tuple, **constants) -> Pass:
+    """A pass of a kernel built on common/window_walk.wgsl: one invocation per output."""
     window = desc.window
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
     out_sizes, _ = as_5d(desc.output.sizes, desc.output.strides)
     n, c, out_d, out_h, out_w = out_sizes
     wg_x = 64
-    constants = {"PADDED": window.has_padding, "WG_X": wg_x}
+    constants.update({"PADDED": window.has_padding, "WG_X": wg_x})
     for axis, k, s, l, p in zip(
         "DHW",
         as_3d(window.window_size, 1),
@@ -188,13 +196,27 @@ def _max_pool_program(desc) -> Program:
     indices = getattr(desc, "output_indices", None)
     for name, tensor in (("x", desc.input), ("y", desc.output), ("idx", indices)):
         params.update(tensor_stride_params(name, tensor))
-    roles = ("input", "output", "output_indices" if indices is not None else None)
-    return Program((Pass(MAX_POOL, roles, sorted_constants(constants), params, grid),))
+    return Pass(kernel, roles, sorted_constants(constants), params, grid)
+
+
+def _max_pool_program(desc) -> Program:
+    indices = "output_indices" if getattr(desc, "output_indices", None) is not None else None
+    return Program((_window_walk_pass(MAX_POOL, desc, ("input", "output", indices)),))
+
+
+def _average_pool_program(desc) -> Program:
+    return Program((_window_walk_pass(AVERAGE_POOL, desc, ("input", "output", None), INCLUDE_PADDING=desc.include_padding),))
+
+
+def _lp_pool_program(desc) -> Program:
+    return Program((_window_walk_pass(LP_POOL, desc, ("input", "output", None), P=desc.p),))
 
 
 # Operator (a description's ``kernel``) -> the function building its Program.
 REGISTRY = {
     "max_pool": _max_pool_program,
+    "average_pool": _average_pool_program,
+    "lp_pool": _lp_pool_program,
 }
 
 
