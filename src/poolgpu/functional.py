@@ -9,21 +9,30 @@ from .device import Tensor, default_device
 from .dtypes import DataType
 
 
-def _run(desc_factory, inputs, device):
-    """Build the description from the inputs' TensorDescs, run it, and answer in kind.
-
-    NumPy inputs are uploaded (packed) and the outputs read back; Tensors stay on the GPU."""
+def on_device(inputs, device):
+    """(tensors, device, as_numpy): NumPy inputs uploaded packed to ``device`` (default: the
+    default device); Tensor inputs kept, on their own device unless one is given."""
     as_numpy = not isinstance(inputs[0], Tensor)
     if device is None:
-        device = inputs[0].device if not as_numpy else default_device()
+        device = default_device() if as_numpy else inputs[0].device
     tensors = [x if isinstance(x, Tensor) else device.upload(np.asarray(x)) for x in inputs]
-    desc = desc_factory(*(t.desc for t in tensors))
-    outputs = device.compile(desc)(*tensors)
+    return tensors, device, as_numpy
+
+
+def answer(outputs, as_numpy: bool):
+    """Outputs in kind: read back to NumPy when the inputs were NumPy arrays."""
     if not as_numpy:
         return outputs
     if isinstance(outputs, Tensor):
         return outputs.numpy()
     return tuple(t.numpy() for t in outputs)
+
+
+def _run(desc_factory, inputs, device):
+    """Build the description from the inputs' TensorDescs, run it, and answer in kind."""
+    tensors, device, as_numpy = on_device(inputs, device)
+    desc = desc_factory(*(t.desc for t in tensors))
+    return answer(device.compile(desc)(*tensors), as_numpy)
 
 
 def max_pool(x, window_size, strides=None, start_padding=None, end_padding=None, dilations=None,

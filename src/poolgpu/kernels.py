@@ -205,7 +205,13 @@ def _max_pool_program(desc) -> Program:
 
 
 def _average_pool_program(desc) -> Program:
-    return Program((_window_walk_pass(AVERAGE_POOL, desc, ("input", "output", None), INCLUDE_PADDING=desc.include_padding),))
+    constants = {"INCLUDE_PADDING": desc.include_padding}
+    # ONNX's ceil_mode: padding past the declared end padding is not counted in the divisor
+    counted_end = getattr(desc, "counted_end_padding", None)
+    if counted_end is not None and tuple(counted_end) != desc.window.end_padding:
+        constants["CLIP_DIVISOR"] = True
+        constants.update(zip(("ED", "EH", "EW"), as_3d(counted_end, 0)))
+    return Program((_window_walk_pass(AVERAGE_POOL, desc, ("input", "output", None), **constants),))
 
 
 def _lp_pool_program(desc) -> Program:
