@@ -229,7 +229,9 @@ def _lp_pool_program(desc) -> Program:
 
 BINNED_WG_X = 64
 
-ADAPTIVE_BINS = Kernel("adaptive_bins.wgsl", (Slot("bins", True),), value_slot="bins", library=("wide_int.wgsl", "flat_index.wgsl"))
+ADAPTIVE_BINS = Kernel(
+    "adaptive_bins.wgsl", (Slot("bins", True),), value_slot="bins", library=("wide_int.wgsl", "flat_index.wgsl"),
+)
 ROI_BINS = Kernel(
     "roi_bins.wgsl", (Slot("roi", False), Slot("bins", True)), value_slot="roi",
     library=("wide_int.wgsl", "flat_index.wgsl"),
@@ -296,14 +298,13 @@ FIXED_WINDOW_MIN_ROW = 8
 
 
 def _fixed_window_for_bins(desc):
-    """(window_size, strides) of the fixed-window pooling equal to ``desc``'s adaptive bins,
-    where it exists (every input size a multiple of its output size: window = stride =
-    in / out) and is worth it (rows of at least FIXED_WINDOW_MIN_ROW outputs); else None."""
+    """The window (= stride) of the fixed-window pooling equal to ``desc``'s adaptive bins,
+    where it exists (every input size a multiple of its output size: in / out) and is worth
+    it (rows of at least FIXED_WINDOW_MIN_ROW outputs); else None."""
     in_spatial, out_spatial = desc.input.sizes[2:], desc.output.sizes[2:]
     if any(i % o for i, o in zip(in_spatial, out_spatial)) or out_spatial[-1] < FIXED_WINDOW_MIN_ROW:
         return None
-    window = tuple(i // o for i, o in zip(in_spatial, out_spatial))
-    return window, window
+    return tuple(i // o for i, o in zip(in_spatial, out_spatial))
 
 
 def _binned_program(kernel: Kernel, desc) -> Program:
@@ -312,18 +313,18 @@ def _binned_program(kernel: Kernel, desc) -> Program:
 
 
 def _adaptive_max_pool_program(desc) -> Program:
-    fixed = _fixed_window_for_bins(desc)
-    if fixed is not None:
+    window = _fixed_window_for_bins(desc)
+    if window is not None:
         return _max_pool_program(
-            MaxPooling2Desc(desc.input, desc.output, desc.output_indices, window_size=fixed[0], strides=fixed[1])
+            MaxPooling2Desc(desc.input, desc.output, desc.output_indices, window_size=window, strides=window)
         )
     return _binned_program(BINNED_MAX, desc)
 
 
 def _adaptive_average_pool_program(desc) -> Program:
-    fixed = _fixed_window_for_bins(desc)
-    if fixed is not None:  # the same compensated sum in the same order: the same bits
-        return _average_pool_program(AveragePooling1Desc(desc.input, desc.output, window_size=fixed[0], strides=fixed[1]))
+    window = _fixed_window_for_bins(desc)
+    if window is not None:  # the same compensated sum in the same order: the same bits
+        return _average_pool_program(AveragePooling1Desc(desc.input, desc.output, window_size=window, strides=window))
     return _binned_program(BINNED_AVERAGE, desc)
 
 
