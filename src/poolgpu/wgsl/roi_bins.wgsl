@@ -11,7 +11,7 @@
 // A ROI with a non-finite value or product, or whose batch (truncated toward zero) is
 // outside [0, N), gets only empty bins: its output is 0.
 //
-// One invocation per table entry group: t = 0 writes the source batch and the unit D pair,
+// One invocation per ROI r and entry t: t = 0 writes the source batch and the unit D pair,
 // t in [1, 1 + pooled_h) an H bin, the rest a W bin.
 //
 // Prepended by kernels.py: the value type (to_f32) and the tensors roi (roi_load) and bins
