@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .descs import AveragePooling1Desc, LpPooling1Desc, MaxPooling2Desc
+from .descs import (AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, AveragePooling1Desc, LpPooling1Desc,
+                    MaxPooling2Desc, RoiPoolingDesc)
 from .device import Tensor, default_device
-from .dtypes import DataType
+from .dtypes import FLOAT_TYPES, DataType
+from .errors import ValidationError
 
 
 def on_device(inputs, device):
@@ -73,3 +75,44 @@ def lp_pool(x, window_size, strides=None, start_padding=None, end_padding=None, 
         )
 
     return _run(describe, (x,), device)
+
+
+def _roi_array(rois, x) -> np.ndarray:
+    """A NumPy ``rois`` ((R, 5) or {1, 1, R, 5}) as the {1, 1, R, 5} array of the input's
+    float type that RoiPoolingDesc takes."""
+    rois = np.asarray(rois)
+    if rois.ndim == 2 and rois.shape[1] == 5:
+        rois = rois.reshape((1, 1) + rois.shape)
+    if rois.ndim != 4 or rois.shape[:2] != (1, 1) or rois.shape[3] != 5:
+        raise ValidationError("rois", f"expected an (R, 5) array of [batch, x1, y1, x2, y2], got shape {rois.shape}")
+    if rois.shape[2] == 0:
+        raise ValidationError("rois", "expected at least one ROI (a tensor cannot have a zero size)")
+    x_dtype = x.data_type.numpy if isinstance(x, Tensor) else np.asarray(x).dtype
+    if any(x_dtype == t.numpy for t in FLOAT_TYPES):
+        rois = rois.astype(x_dtype)  # the ROI tensor has the input's type (DirectML's rule)
+    return rois
+
+
+def roi_pool(x, rois, pooled_size, spatial_scale=1.0, device=None):
+    """DirectML ROI pooling: for each ROI ``[batch, x1, y1, x2, y2]`` of ``rois`` (an (R, 5)
+    array, converted to the input's type, or a {1, 1, R, 5} Tensor), the max over each of
+    ``pooled_size`` = (height, width) bins -> {R, C, pooled_h, pooled_w}."""
+    if not isinstance(rois, Tensor):
+        rois = _roi_array(rois, x)
+
+    def describe(input, roi):
+        return RoiPoolingDesc(input, roi, spatial_scale=spatial_scale, pooled_size=pooled_size)
+
+    return _run(describe, (x, rois), device)
+
+
+def adaptive_max_pool(x, output_size, return_indices=False, indices_type="uint32", device=None):
+    """PyTorch's adaptive max pooling to the spatial ``output_size``; with ``return_indices``
+    also the flat logical index of each maximum."""
+    indices = DataType.of(indices_type, "indices_type") if return_indices else None
+    return _run(lambda input: AdaptiveMaxPoolingDesc(input, output_indices=indices, output_size=output_size), (x,), device)
+
+
+def adaptive_average_pool(x, output_size, device=None):
+    """PyTorch's adaptive average pooling to the spatial ``output_size``."""
+    return _run(lambda input: AdaptiveAveragePoolingDesc(input, output_size=output_size), (x,), device)

@@ -14,6 +14,9 @@ Tensors for Tensors.  What ONNX adds to DirectML's descriptions is translated he
 - ``storage_order = 1``: column-major indices, computed by pooling a spatially transposed
   view of the same memory (no copy);
 - indices as int64.
+
+Every function also takes ``device=`` (default: the inputs' device, or the default device
+for NumPy inputs).
 """
 
 from __future__ import annotations
@@ -22,11 +25,11 @@ import math
 from dataclasses import KW_ONLY, dataclass
 from typing import Optional
 
-from .descs import AveragePooling1Desc, LpPooling1Desc, MaxPooling2Desc
+from .descs import AveragePooling1Desc, LpPooling1Desc, MaxPooling2Desc, _positive_sizes
 from .device import Tensor
 from .dtypes import DataType
 from .errors import ValidationError
-from .functional import answer, on_device
+from .functional import answer, on_device, roi_pool
 from .tensor_desc import TensorDesc
 
 _AUTO_PADS = ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER")
@@ -93,9 +96,9 @@ def _reverse_spatial(window: dict) -> dict:
 
 
 def max_pool(x, kernel_shape, auto_pad="NOTSET", ceil_mode=0, dilations=None, pads=None, storage_order=0,
-             strides=None, return_indices=False):
+             strides=None, return_indices=False, device=None):
     """ONNX MaxPool: Y, or (Y, Indices) with int64 indices when ``return_indices``."""
-    (x,), device, as_numpy = on_device((x,), None)
+    (x,), device, as_numpy = on_device((x,), device)
     window, _ = _geometry(x.sizes[2:], kernel_shape, auto_pad, ceil_mode, dilations, pads, strides)
     if storage_order not in (0, 1):
         raise ValidationError("storage_order", f"expected 0 (row-major) or 1 (column-major), got {storage_order!r}")
@@ -115,18 +118,19 @@ def max_pool(x, kernel_shape, auto_pad="NOTSET", ceil_mode=0, dilations=None, pa
 
 
 def average_pool(x, kernel_shape, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=None, pads=None,
-                 strides=None):
+                 strides=None, device=None):
     """ONNX AveragePool."""
-    (x,), device, as_numpy = on_device((x,), None)
+    (x,), device, as_numpy = on_device((x,), device)
     window, declared_end = _geometry(x.sizes[2:], kernel_shape, auto_pad, ceil_mode, dilations, pads, strides)
     desc = _CeilAveragePoolingDesc(x.desc, include_padding=bool(count_include_pad), counted_end_padding=declared_end,
                                    **window)
     return answer(device.compile(desc)(x), as_numpy)
 
 
-def lp_pool(x, kernel_shape, auto_pad="NOTSET", ceil_mode=0, dilations=None, pads=None, p=2, strides=None):
+def lp_pool(x, kernel_shape, auto_pad="NOTSET", ceil_mode=0, dilations=None, pads=None, p=2, strides=None,
+            device=None):
     """ONNX LpPool (padding contributes nothing to the sum)."""
-    (x,), device, as_numpy = on_device((x,), None)
+    (x,), device, as_numpy = on_device((x,), device)
     window, _ = _geometry(x.sizes[2:], kernel_shape, auto_pad, ceil_mode, dilations, pads, strides)
     return answer(device.compile(LpPooling1Desc(x.desc, p=p, **window))(x), as_numpy)
 
@@ -136,16 +140,26 @@ def _global_window(x) -> tuple:
     return tuple(sizes[2:])
 
 
-def global_max_pool(x):
+def global_max_pool(x, device=None):
     """ONNX GlobalMaxPool: the max over all spatial dimensions, kept as size 1."""
-    return max_pool(x, _global_window(x))
+    return max_pool(x, _global_window(x), device=device)
 
 
-def global_average_pool(x):
+def global_average_pool(x, device=None):
     """ONNX GlobalAveragePool."""
-    return average_pool(x, _global_window(x))
+    return average_pool(x, _global_window(x), device=device)
 
 
-def global_lp_pool(x, p=2):
+def global_lp_pool(x, p=2, device=None):
     """ONNX GlobalLpPool."""
-    return lp_pool(x, _global_window(x), p=p)
+    return lp_pool(x, _global_window(x), p=p, device=device)
+
+
+def max_roi_pool(x, rois, pooled_shape, spatial_scale=1.0, device=None):
+    """ONNX MaxRoiPool: ``x`` (N, C, H, W), ``rois`` (num_rois, 5) of
+    ``[batch_id, x1, y1, x2, y2]`` -> Y (num_rois, C, pooled_shape[0], pooled_shape[1]).
+
+    ONNX leaves the bin arithmetic to implementations; this is DirectML's ROI_POOLING (which
+    implements MaxRoiPool), as :func:`poolgpu.roi_pool` documents."""
+    pooled_shape = _positive_sizes(pooled_shape, "pooled_shape", 2)
+    return roi_pool(x, rois, pooled_size=pooled_shape, spatial_scale=spatial_scale, device=device)
