@@ -117,9 +117,9 @@ def shader_source(kernel: Kernel, data_types: tuple, writable_inputs: frozenset 
 def params_fields(kernel: Kernel) -> tuple:
     """Field names of the kernel's ``struct Params`` (all u32), in declaration order."""
     text = "\n".join([read_wgsl(kernel.file)] + [read_wgsl(f"common/{name}") for name in kernel.library])
+    text = re.sub(r"//[^\n]*", "", text)  # comments first: a brace in one would end the struct
     match = re.search(r"struct\s+Params\s*\{(.*?)\}", text, re.S)
-    body = re.sub(r"//[^\n]*", "", match.group(1))
-    fields = re.findall(r"(\w+)\s*:\s*(\w+)", body)
+    fields = re.findall(r"(\w+)\s*:\s*(\w+)", match.group(1))
     assert all(t == "u32" for _, t in fields), f"{kernel.file}: Params must hold only u32 fields"
     return tuple(name for name, _ in fields)
 
