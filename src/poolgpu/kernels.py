@@ -4,13 +4,10 @@ constants, uniform values, dispatch geometry) and how a shader's source is assem
 A shader is one file in ``wgsl/``.  Before compiling, one small visible step prepends:
 
 1. the value snippet of its main tensor's data type (``wgsl/common/value_*.wgsl``: the
-   ``Raw`` and ``Key`` types, how values compare, and for floats ``to_f32``/``from_f32``;
-   FLOAT16's is preceded by ``float16_convert.wgsl``),
+   ``Raw`` and ``Key`` types and how values compare), and
 2. one I/O snippet per tensor (``wgsl/common/{read,write}_b{8,16,32,64}.wgsl`` or
-   ``absent.wgsl``, or the slot's own ``snippet``), with ``$name``, ``$binding`` and
-   ``$access`` substituted, giving the kernel ``x_load(e)``, ``y_store(e, v)``, ... over
-   u32 words whatever the type, and
-3. the kernel's ``helpers``: shared functions from ``wgsl/common``.
+   ``absent.wgsl``), with ``$name``, ``$binding`` and ``$access`` substituted, giving the
+   kernel ``x_load(e)``, ``y_store(e, v)``, ... over u32 words whatever the type.
 
 Everything else is specialised by override constants.  Binding 0 is the kernel's
 ``struct Params`` uniform; Python fills it by field name (see :func:`params_fields`), so
@@ -28,6 +25,7 @@ from pathlib import Path
 from string import Template
 from typing import Mapping
 
+from .descs import AveragePooling1Desc, MaxPooling2Desc
 from .dtypes import DataType
 from .tensor_desc import TensorDesc
 
@@ -53,12 +51,14 @@ class Slot:
 
 @dataclass(frozen=True)
 class Kernel:
-    """A .wgsl file and its tensor slots, bound in order from binding 1 (0 is Params)."""
+    """A .wgsl file and its tensor slots, bound in order from binding 1 (0 is Params).
+    ``library`` lists shared files (``wgsl/common/``) appended after it, such as the
+    window walk that calls the operator's accumulator."""
 
     file: str
     slots: tuple
     value_slot: str  # the slot whose data type picks the value snippet
-    helpers: tuple = ()  # wgsl/common snippets of shared functions the file calls
+    library: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -84,9 +84,6 @@ class Program:
 
 
 def _value_snippet(data_type: DataType) -> str:
-    if data_type == DataType.FLOAT16:
-        # FLOAT16's to_f32/from_f32 use the exact integer-op conversions.
-        return read_wgsl("common/float16_convert.wgsl") + read_wgsl("common/value_float16.wgsl")
     if data_type.is_float:
         return read_wgsl(f"common/value_{data_type.name.lower()}.wgsl")
     signed = data_type.name.startswith("INT")
@@ -114,25 +111,25 @@ def shader_source(kernel: Kernel, data_types: tuple, writable_inputs: frozenset 
         access = "read_write" if slot.name in writable_inputs else "read"
         snippet = read_wgsl(f"common/{slot.snippet or f'{direction}_{data_type.storage}.wgsl'}")
         parts.append(Template(snippet).substitute(name=slot.name, binding=binding, access=access))
-    parts.extend(read_wgsl(f"common/{helper}") for helper in kernel.helpers)
-    parts.append(read_wgsl(kernel.file))
+    parts += [read_wgsl(kernel.file)] + [read_wgsl(f"common/{name}") for name in kernel.library]
     return "\n".join(parts)
 
 
 @lru_cache(maxsize=None)
-def params_fields(kernel_file: str) -> tuple:
+def params_fields(kernel: Kernel) -> tuple:
     """Field names of the kernel's ``struct Params`` (all u32), in declaration order."""
-    match = re.search(r"struct\s+Params\s*\{(.*?)\}", read_wgsl(kernel_file), re.S)
-    body = re.sub(r"//[^\n]*", "", match.group(1))
-    fields = re.findall(r"(\w+)\s*:\s*(\w+)", body)
-    assert all(t == "u32" for _, t in fields), f"{kernel_file}: Params must hold only u32 fields"
+    text = "\n".join([read_wgsl(kernel.file)] + [read_wgsl(f"common/{name}") for name in kernel.library])
+    text = re.sub(r"//[^\n]*", "", text)  # comments first: a brace in one would end the struct
+    match = re.search(r"struct\s+Params\s*\{(.*?)\}", text, re.S)
+    fields = re.findall(r"(\w+)\s*:\s*(\w+)", match.group(1))
+    assert all(t == "u32" for _, t in fields), f"{kernel.file}: Params must hold only u32 fields"
     return tuple(name for name, _ in fields)
 
 
-def pack_params(kernel_file: str, values: Mapping[str, int]) -> bytes:
-    names = params_fields(kernel_file)
+def pack_params(kernel: Kernel, values: Mapping[str, int]) -> bytes:
+    names = params_fields(kernel)
     missing = set(names) - set(values)
-    assert not missing, f"{kernel_file}: no value for Params fields {sorted(missing)}"
+    assert not missing, f"{kernel.file}: no value for Params fields {sorted(missing)}"
     words = [values[n] for n in names]
     # A uniform struct's size is padded to its 16-byte alignment.
     words += [0] * (-len(words) % 4)
@@ -166,6 +163,15 @@ def row_grid(columns: int, rows: int, wg_x: int) -> tuple:
     return (math.ceil(columns / wg_x), rows_per_z, math.ceil(rows / rows_per_z)), rows_per_z
 
 
+def flat_grid(total: int, wg_x: int) -> tuple:
+    """Workgroups for `total` invocations numbered ``group * wg_x + lane`` with
+    ``group = wg.y * num_workgroups.x + wg.x`` (x at most 65535; the kernel skips groups
+    past the end)."""
+    groups = math.ceil(total / wg_x)
+    across = min(groups, MAX_WORKGROUPS_PER_DIM)
+    return (across, math.ceil(groups / across), 1)
+
+
 def sorted_constants(constants: Mapping) -> tuple:
     return tuple(sorted(constants.items()))
 
@@ -184,19 +190,20 @@ def window_constants(window) -> dict:
     return constants
 
 
-MAX_POOL = Kernel(
-    "max_pool.wgsl", (Slot("x", False), Slot("y", True), Slot("idx", True)), value_slot="x",
-    helpers=("window_max.wgsl",),
-)
+_POOLING_SLOTS = (Slot("x", False), Slot("y", True), Slot("idx", True))
+MAX_POOL = Kernel("max_pool.wgsl", _POOLING_SLOTS, "x", library=("max_accumulator.wgsl", "window_walk.wgsl"))
+AVERAGE_POOL = Kernel("avg_pool.wgsl", _POOLING_SLOTS, "x", library=("compensated_sum.wgsl", "window_walk.wgsl"))
+LP_POOL = Kernel("lp_pool.wgsl", _POOLING_SLOTS, "x", library=("compensated_sum.wgsl", "window_walk.wgsl"))
 
 
-def _max_pool_program(desc) -> Program:
+def _window_walk_pass(kernel: Kernel, desc, roles: tuple, **constants) -> Pass:
+    """A pass of a kernel built on common/window_walk.wgsl: one invocation per output."""
     window = desc.window
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
     out_sizes, _ = as_5d(desc.output.sizes, desc.output.strides)
     n, c, out_d, out_h, out_w = out_sizes
     wg_x = 64
-    constants = {"WG_X": wg_x, **window_constants(window)}
+    constants.update({"WG_X": wg_x, **window_constants(window)})
     rows = n * c * out_d * out_h
     grid, rows_per_z = row_grid(out_w, rows, wg_x)
     params = {
@@ -208,8 +215,148 @@ def _max_pool_program(desc) -> Program:
     indices = getattr(desc, "output_indices", None)
     for name, tensor in (("x", desc.input), ("y", desc.output), ("idx", indices)):
         params.update(tensor_stride_params(name, tensor))
-    roles = ("input", "output", "output_indices" if indices is not None else None)
-    return Program((Pass(MAX_POOL, roles, sorted_constants(constants), params, grid),))
+    return Pass(kernel, roles, sorted_constants(constants), params, grid)
+
+
+def _max_pool_program(desc) -> Program:
+    indices = "output_indices" if getattr(desc, "output_indices", None) is not None else None
+    return Program((_window_walk_pass(MAX_POOL, desc, ("input", "output", indices)),))
+
+
+def _average_pool_program(desc) -> Program:
+    constants = {"INCLUDE_PADDING": desc.include_padding}
+    # ONNX's ceil_mode: padding past the declared end padding is not counted in the divisor
+    counted_end = getattr(desc, "counted_end_padding", None)
+    if counted_end is not None and tuple(counted_end) != desc.window.end_padding:
+        constants["CLIP_DIVISOR"] = True
+        constants.update(zip(("ED", "EH", "EW"), as_3d(counted_end, 0)))
+    return Program((_window_walk_pass(AVERAGE_POOL, desc, ("input", "output", None), **constants),))
+
+
+def _lp_pool_program(desc) -> Program:
+    return Program((_window_walk_pass(LP_POOL, desc, ("input", "output", None), P=desc.p),))
+
+
+# ---------------------------------------------------------------------------------------
+# Variable-bin pooling (ROI, adaptive): a bins pass writes each output coordinate's input
+# range into a bin table (wgsl/common/bin_table.wgsl), then a binned pass pools each bin.
+
+BINNED_WG_X = 64
+
+ADAPTIVE_BINS = Kernel(
+    "adaptive_bins.wgsl", (Slot("bins", True),), value_slot="bins", library=("wide_int.wgsl", "flat_index.wgsl"),
+)
+ROI_BINS = Kernel(
+    "roi_bins.wgsl", (Slot("roi", False), Slot("bins", True)), value_slot="roi",
+    library=("wide_int.wgsl", "flat_index.wgsl"),
+)
+BINNED_MAX = Kernel(
+    "binned_max.wgsl", (Slot("x", False), Slot("bins", False), Slot("y", True), Slot("idx", True)), value_slot="x",
+    library=("bin_table.wgsl", "flat_index.wgsl"),
+)
+BINNED_AVERAGE = Kernel(
+    "binned_average.wgsl", (Slot("x", False), Slot("bins", False), Slot("y", True)), value_slot="x",
+    library=("bin_table.wgsl", "compensated_sum.wgsl", "flat_index.wgsl"),
+)
+
+
+def _bin_table(rows: int, out_spatial_3d: tuple) -> TensorDesc:
+    """The bin table: per row a source batch word and a (start, end) pair per output
+    coordinate along D, H and W."""
+    return TensorDesc(DataType.UINT32, (1, rows, 1 + 2 * sum(out_spatial_3d)))
+
+
+def _binned_pass(kernel: Kernel, desc, roi: bool) -> Pass:
+    """The pass pooling each output's bin of ``desc.input`` into ``desc.output`` (and
+    ``desc.output_indices`` where the kernel has an idx slot)."""
+    in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
+    out_sizes, _ = as_5d(desc.output.sizes, desc.output.strides)
+    total = math.prod(out_sizes)
+    params = {
+        "total": total, "channels": in_sizes[1],
+        "in_d": in_sizes[2], "in_h": in_sizes[3], "in_w": in_sizes[4],
+        "out_d": out_sizes[2], "out_h": out_sizes[3], "out_w": out_sizes[4],
+    }
+    indices = getattr(desc, "output_indices", None)
+    by_slot = {  # slot -> (role, tensor); the bin table is the program's scratch
+        "x": ("input", desc.input), "bins": ("bins", None), "y": ("output", desc.output),
+        "idx": ("output_indices" if indices is not None else None, indices),
+    }
+    for slot in kernel.slots:
+        if slot.name != "bins":
+            params.update(tensor_stride_params(slot.name, by_slot[slot.name][1]))
+    roles = tuple(by_slot[slot.name][0] for slot in kernel.slots)
+    constants = sorted_constants({"ROI": roi, "WG_X": BINNED_WG_X})
+    return Pass(kernel, roles, constants, params, flat_grid(total, BINNED_WG_X))
+
+
+def _adaptive_bins_pass(desc) -> tuple:
+    """(the pass writing adaptive pooling's bin table, the table)."""
+    in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
+    out_sizes, _ = as_5d(desc.output.sizes, desc.output.strides)
+    bins = sum(out_sizes[2:])
+    params = {
+        "in_d": in_sizes[2], "in_h": in_sizes[3], "in_w": in_sizes[4],
+        "out_d": out_sizes[2], "out_h": out_sizes[3], "out_w": out_sizes[4],
+        "total": bins,
+    }
+    constants = sorted_constants({"WG_X": BINNED_WG_X})
+    pass_ = Pass(ADAPTIVE_BINS, ("bins",), constants, params, flat_grid(bins, BINNED_WG_X))
+    return pass_, _bin_table(1, out_sizes[2:])
+
+
+# The fixed-window kernels give each output row a workgroup row of 64 lanes: on rows narrower
+# than this most lanes idle (global pooling: 1 of 64), where the bin kernels pack outputs
+# flat.  Measured on lavapipe: 3 to 7 times slower for rows of 1 to 4, on par from 7 or 8.
+FIXED_WINDOW_MIN_ROW = 8
+
+
+def _fixed_window_for_bins(desc):
+    """The window (= stride) of the fixed-window pooling equal to ``desc``'s adaptive bins,
+    where it exists (every input size a multiple of its output size: in / out) and is worth
+    it (rows of at least FIXED_WINDOW_MIN_ROW outputs); else None."""
+    in_spatial, out_spatial = desc.input.sizes[2:], desc.output.sizes[2:]
+    if any(i % o for i, o in zip(in_spatial, out_spatial)) or out_spatial[-1] < FIXED_WINDOW_MIN_ROW:
+        return None
+    return tuple(i // o for i, o in zip(in_spatial, out_spatial))
+
+
+def _binned_program(kernel: Kernel, desc) -> Program:
+    bins_pass, table = _adaptive_bins_pass(desc)
+    return Program((bins_pass, _binned_pass(kernel, desc, roi=False)), scratch=(("bins", table),))
+
+
+def _adaptive_max_pool_program(desc) -> Program:
+    window = _fixed_window_for_bins(desc)
+    if window is not None:
+        return _max_pool_program(
+            MaxPooling2Desc(desc.input, desc.output, desc.output_indices, window_size=window, strides=window)
+        )
+    return _binned_program(BINNED_MAX, desc)
+
+
+def _adaptive_average_pool_program(desc) -> Program:
+    window = _fixed_window_for_bins(desc)
+    if window is not None:  # the same compensated sum in the same order: the same bits
+        return _average_pool_program(AveragePooling1Desc(desc.input, desc.output, window_size=window, strides=window))
+    return _binned_program(BINNED_AVERAGE, desc)
+
+
+def _roi_pool_program(desc) -> Program:
+    rois = desc.roi.sizes[2]
+    pooled_h, pooled_w = desc.pooled_size
+    entries = 1 + pooled_h + pooled_w  # per ROI: the batch with the unit D pair, then H and W bins
+    params = {
+        "roi_r": desc.roi.strides[2], "roi_k": desc.roi.strides[3],
+        "batches": desc.input.sizes[0], "in_h": desc.input.sizes[2], "in_w": desc.input.sizes[3],
+        "pooled_h": pooled_h, "pooled_w": pooled_w,
+        "scale_bits": struct.unpack("<I", struct.pack("<f", desc.spatial_scale))[0],
+        "total": rois * entries,
+    }
+    constants = sorted_constants({"WG_X": BINNED_WG_X})
+    bins_pass = Pass(ROI_BINS, ("roi", "bins"), constants, params, flat_grid(rois * entries, BINNED_WG_X))
+    table = _bin_table(rois, (1, pooled_h, pooled_w))
+    return Program((bins_pass, _binned_pass(BINNED_MAX, desc, roi=True)), scratch=(("bins", table),))
 
 
 # ---------------------------------------------------------------------------------------
@@ -218,15 +365,15 @@ def _max_pool_program(desc) -> Program:
 
 MAX_POOL_GRAD = Kernel(
     "max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True)), value_slot="dy",
-    helpers=("windows_covering.wgsl",),
+    library=("windows_covering.wgsl",),
 )
 MAX_POOL_GRAD_DISJOINT = Kernel(
     "max_pool_grad_disjoint.wgsl", (Slot("x", False), Slot("dy", False), Slot("dx", True)), value_slot="x",
-    helpers=("windows_covering.wgsl", "window_max.wgsl"),
+    library=("windows_covering.wgsl", "max_accumulator.wgsl"),
 )
 AVERAGE_POOL_GRAD = Kernel(
     "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)), value_slot="dy",
-    helpers=("windows_covering.wgsl",),
+    library=("windows_covering.wgsl",),
 )
 
 
@@ -335,6 +482,11 @@ def _max_unpool_program(desc) -> Program:
 # Operator (a description's ``kernel``) -> the function building its Program.
 REGISTRY = {
     "max_pool": _max_pool_program,
+    "average_pool": _average_pool_program,
+    "lp_pool": _lp_pool_program,
+    "adaptive_max_pool": _adaptive_max_pool_program,
+    "adaptive_average_pool": _adaptive_average_pool_program,
+    "roi_pool": _roi_pool_program,
     "max_pool_grad": _max_pool_grad_program,
     "average_pool_grad": _average_pool_grad_program,
     "max_unpool": _max_unpool_program,

@@ -9,8 +9,9 @@
 // Tensors are seen as 5-D {N, C, D, H, W}; the window geometry arrives as override
 // constants, so the loops unroll and the tap selection folds away.
 //
-// Prepended by kernels.py: the value type (Raw, to_f32, from_f32), block_element,
-// first_tap and block_window (common/windows_covering.wgsl) and the tensors dy (dy_load) and dx (dx_store).
+// Prepended by kernels.py: the value type (Raw, to_f32, from_f32) and the tensors
+// dy (dy_load) and dx (dx_store); library: block_element, first_tap and block_window
+// (common/windows_covering.wgsl).
 
 override KD: u32 = 1u;  override KH: u32 = 1u;  override KW: u32 = 1u;   // window size
 override SD: u32 = 1u;  override SH: u32 = 1u;  override SW: u32 = 1u;   // strides

@@ -4,12 +4,12 @@
 // Every dx element lies in at most one window, so there is nothing to sum: one invocation
 // owns a block of SD x SH x SW dx elements (common/windows_covering.wgsl) holding all of
 // its window (if the window exists), finds the window's argmax under the forward max rule
-// (common/window_max.wgsl) and writes dy's bits there and zero elsewhere in the block.
+// (common/max_accumulator.wgsl) and writes dy's bits there and zero elsewhere in the block.
 // Deterministic by construction, and half the memory traffic of the general two passes.
 //
-// Prepended by kernels.py: the value type (Raw, Key, key_of, key_gt), the tensors x (x_load),
-// dy (dy_load) and dx (dx_store), block_element (common/windows_covering.wgsl) and
-// window_max (common/window_max.wgsl).
+// Prepended by kernels.py: the value type (Raw, Key, key_of, key_gt) and the tensors
+// x (x_load), dy (dy_load) and dx (dx_store); library: block_element
+// (common/windows_covering.wgsl), the max rule's acc_new and acc_add (common/max_accumulator.wgsl).
 
 override KD: u32 = 1u;  override KH: u32 = 1u;  override KW: u32 = 1u;   // window size
 override SD: u32 = 1u;  override SH: u32 = 1u;  override SW: u32 = 1u;   // strides
@@ -43,14 +43,24 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let n = nc / params.channels;
     let c = nc % params.channels;
 
-    // The block's own window starts where the block does: o * stride - pad.
+    // The block's own window o starts where the block does: tap k is block element k * dilation.
     let o = vec3<u32>(bd + PD / SD, bh + PH / SH, bw + PW / SW);
     let has_window = o.x < params.out_d && o.y < params.out_h && o.z < params.out_w;
-    let best = window_max(
-        params.x_base + n * params.x_n + c * params.x_c, nc * params.in_d * params.in_h * params.in_w,
-        vec3<i32>(o * vec3<u32>(SD, SH, SW)) - vec3<i32>(vec3<u32>(PD, PH, PW)),
-        vec3<u32>(params.in_d, params.in_h, params.in_w), vec3<u32>(params.x_d, params.x_h, params.x_w));
-    let winner = select(0xffffffffu, best.index, has_window && best.found);
+    let x_plane = params.x_base + n * params.x_n + c * params.x_c;
+    var acc = acc_new();
+    for (var kd = 0u; kd < KD; kd++) {
+        let d = block_element(bd, kd * LD, SD, PD, params.in_d);
+        for (var kh = 0u; kh < KH; kh++) {
+            let h = block_element(bh, kh * LH, SH, PH, params.in_h);
+            for (var kw = 0u; kw < KW; kw++) {
+                let w = block_element(bw, kw * LW, SW, PW, params.in_w);
+                let inside = d.inside && h.inside && w.inside;
+                let raw = x_load(x_plane + select(0u, d.at * params.x_d + h.at * params.x_h + w.at * params.x_w, inside));
+                acc_add(&acc, raw, ((nc * params.in_d + d.at) * params.in_h + h.at) * params.in_w + w.at, inside);
+            }
+        }
+    }
+    let winner = select(0xffffffffu, acc.index, has_window && acc.found);
     let dy = dy_load(params.dy_base + n * params.dy_n + c * params.dy_c
                      + select(0u, o.x * params.dy_d + o.y * params.dy_h + o.z * params.dy_w, has_window));
 
