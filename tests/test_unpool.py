@@ -234,3 +234,53 @@ def test_functional_max_unpool_validates_output_sizes(device):
     with pytest.raises(pg.ValidationError) as e:
         pg.max_unpool(x, idx.astype(np.uint16), (5,), device=device)
     assert e.value.field == "indices.data_type"
+
+
+# -- ONNX MaxUnpool ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape, kernel, strides, pads, output_shape", [
+    # input shapes that MaxPool's output unpools back to exactly (ONNX's reference refuses
+    # indices beyond the inferred shape)
+    ((2, 3, 8, 6), (2, 2), (2, 2), None, None),
+    ((1, 2, 9), (3,), (2,), (1, 1), None),
+    ((1, 2, 9), (3,), (2,), (1, 1), (2, 3, 12)),          # padded at the ends in every dimension
+    ((1, 2, 4, 5, 7), (2, 3, 2), (2, 2, 2), (0, 1, 0, 0, 1, 1), (1, 2, 5, 7, 8)),
+])
+def test_onnx_max_unpool_matches_onnx_reference(device, shape, kernel, strides, pads, output_shape):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+    from poolgpu import onnx as pgo
+
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal(shape).astype(np.float32)
+    y, idx = pgo.max_pool(device.upload(x), kernel, pads=pads, strides=strides, return_indices=True)
+    assert idx.data_type == pg.DataType.INT64  # ONNX's indices, passed on as a Tensor
+    got = pgo.max_unpool(y, idx, kernel, pads=pads, strides=strides, output_shape=output_shape).numpy()
+    attrs = dict(kernel_shape=list(kernel), strides=list(strides))
+    if pads:
+        attrs["pads"] = list(pads)
+    inputs = ["x", "i"] + (["shape"] if output_shape else [])
+    node = helper.make_node("MaxUnpool", inputs, ["y"], **attrs)
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, None), helper.make_tensor_value_info("i", TensorProto.INT64, None)]
+        + ([helper.make_tensor_value_info("shape", TensorProto.INT64, None)] if output_shape else []),
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    feeds = {"x": y.numpy(), "i": idx.numpy()}
+    if output_shape:
+        feeds["shape"] = np.array(output_shape, np.int64)
+    (want,) = ReferenceEvaluator(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])).run(None, feeds)
+    assert same_bits(got, want)
+    assert onnx is not None
+
+
+def test_onnx_max_unpool_rejects_an_output_shape_below_the_inferred_one(device):
+    from poolgpu import onnx as pgo
+
+    x, idx = np.ones((1, 1, 2, 2), np.float32), np.zeros((1, 1, 2, 2), np.int64)
+    with pytest.raises(pg.ValidationError) as e:
+        pgo.max_unpool(x, idx, (2, 2), strides=(2, 2), output_shape=(1, 1, 3, 4), device=device)
+    assert e.value.field == "output_shape"

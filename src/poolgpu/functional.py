@@ -151,18 +151,32 @@ def average_pool_grad(dy, input_sizes, window_size, strides=None, start_padding=
     return _run(describe, (dy,), device)
 
 
+_UNSIGNED_INDICES = {DataType.INT32: DataType.UINT32, DataType.INT64: DataType.UINT64}
+
+
+def _unsigned_indices(indices):
+    """Signed indices (PyTorch's and ONNX's int64) as their unsigned bits, no copy: a
+    negative index becomes one far outside any output."""
+    if isinstance(indices, Tensor):
+        unsigned = _UNSIGNED_INDICES.get(indices.data_type)
+        if unsigned is None:
+            return indices
+        d = indices.desc
+        return indices.device.wrap(indices.buffer, TensorDesc(unsigned, d.sizes, d.strides, d.total_size_in_bytes),
+                                   indices.offset)
+    indices = np.asarray(indices)
+    unsigned = _UNSIGNED_INDICES.get(DataType.of(indices.dtype, "indices")) if indices.dtype.kind == "i" else None
+    return indices if unsigned is None else indices.view(unsigned.numpy)
+
+
 def max_unpool(x, indices, output_sizes, device=None):
     """Max unpooling: zeros except ``out.flat[indices.flat[j]] = x.flat[j]`` (largest ``j``
     wins on repeats; indices outside the output are ignored).
 
     ``output_sizes`` is the output's full sizes ``{N, C, spatial...}`` or just its spatial
-    sizes (N and C are then ``x``'s).  NumPy indices of a signed type (e.g. PyTorch's int64)
-    are taken as their unsigned counterpart, so negative ones are outside the output."""
+    sizes (N and C are then ``x``'s).  Indices of type INT32/INT64 (PyTorch's, ONNX's) are
+    read as UINT32/UINT64, so negative ones lie outside the output."""
     output_sizes = _int_tuple(output_sizes, "output_sizes")
-    if not isinstance(indices, Tensor):
-        indices = np.asarray(indices)
-        if indices.dtype in (np.int32, np.int64):
-            indices = indices.view(indices.dtype.name.replace("int", "uint"))
 
     def describe(input, indices):
         sizes = output_sizes
@@ -174,4 +188,4 @@ def max_unpool(x, indices, output_sizes, device=None):
             )
         return MaxUnpoolingDesc(input, indices, TensorDesc(input.data_type, sizes))
 
-    return _run(describe, (x, indices), device)
+    return _run(describe, (x, _unsigned_indices(indices)), device)

@@ -13,7 +13,9 @@ Tensors for Tensors.  What ONNX adds to DirectML's descriptions is translated he
   ONNX's reference and PyTorch do);
 - ``storage_order = 1``: column-major indices, computed by pooling a spatially transposed
   view of the same memory (no copy);
-- indices as int64.
+- indices as int64;
+- MaxUnpool's ``output_shape``: the unpooled result in the inferred shape, padded with
+  zeros at the ends (ONNX's reference), computed in place as a corner view of the output.
 
 Every function also takes ``device=`` (default: the inputs' device, or the default device
 for NumPy inputs).
@@ -25,12 +27,12 @@ import math
 from dataclasses import KW_ONLY, dataclass
 from typing import Optional
 
-from .descs import AveragePooling1Desc, LpPooling1Desc, MaxPooling2Desc, _positive_sizes
+from .descs import AveragePooling1Desc, LpPooling1Desc, MaxPooling2Desc, MaxUnpoolingDesc, _positive_sizes
 from .device import Tensor
 from .dtypes import DataType
 from .errors import ValidationError
-from .functional import answer, on_device, roi_pool
-from .tensor_desc import TensorDesc
+from .functional import _unsigned_indices, answer, on_device, roi_pool
+from .tensor_desc import TensorDesc, _int_tuple
 
 _AUTO_PADS = ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER")
 
@@ -153,6 +155,31 @@ def global_average_pool(x, device=None):
 def global_lp_pool(x, p=2, device=None):
     """ONNX GlobalLpPool."""
     return lp_pool(x, _global_window(x), p=p, device=device)
+
+
+def max_unpool(x, indices, kernel_shape, pads=None, strides=None, output_shape=None, device=None):
+    """ONNX MaxUnpool: ``x`` scattered to its (int64) ``indices`` in zeros of the inferred
+    shape, MaxPool's input shape ``(in - 1) * stride - pads_begin - pads_end + kernel`` per
+    spatial dimension; with ``output_shape`` (the full shape, at least the inferred one in
+    every dimension) that result is padded with zeros at the ends, as ONNX's reference does:
+    the indices stay positions in the inferred shape.  Where indices repeat the largest j
+    wins; indices outside are ignored (ONNX leaves both open)."""
+    (x, indices), device, as_numpy = on_device((x, _unsigned_indices(indices)), device)
+    window, _ = _geometry(x.sizes[2:], kernel_shape, pads=pads, strides=strides)
+    inferred = x.sizes[:2] + tuple(
+        (size - 1) * s - begin - end + k
+        for size, s, begin, end, k in zip(x.sizes[2:], window["strides"], window["start_padding"],
+                                          window["end_padding"], window["window_size"])
+    )
+    shape = inferred if output_shape is None else _int_tuple(output_shape, "output_shape")
+    if len(shape) != len(inferred) or any(o < i for o, i in zip(shape, inferred)):
+        raise ValidationError("output_shape", f"expected {len(inferred)} sizes, each at least the inferred shape "
+                                              f"{inferred}, got {shape}")
+    y = device.empty(TensorDesc(x.data_type, shape))  # zero-filled: the padding stays zero
+    # The inferred-shape result is the leading corner of y: a view with y's strides.
+    corner = device.wrap(y.buffer, TensorDesc(x.data_type, inferred, y.desc.strides), y.offset)
+    device.compile(MaxUnpoolingDesc(x.desc, indices.desc, corner.desc))(x, indices, out=corner)
+    return answer(y, as_numpy)
 
 
 def max_roi_pool(x, rois, pooled_shape, spatial_scale=1.0, device=None):
