@@ -5,7 +5,8 @@
 // owns a block of SD x SH x SW dx elements (common/windows_covering.wgsl) holding all of
 // its window (if the window exists), finds the window's argmax under the forward max rule
 // (common/max_accumulator.wgsl) and writes dy's bits there and zero elsewhere in the block.
-// Deterministic by construction, and half the memory traffic of the general two passes.
+// Deterministic by construction, with no scratch and less memory traffic than the two
+// passes of the general case (max_pool_grad.wgsl).
 //
 // Prepended by kernels.py: the value type (Raw, Key, key_of, key_gt) and the tensors
 // x (x_load), dy (dy_load) and dx (dx_store); library: block_element
