@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable, Optional
 
@@ -60,8 +60,8 @@ NEEDS = {
     "max_fwd_bwd": ("MaxPoolingDesc", "MaxPoolingGradDesc"),
     "avg_bwd": ("AveragePoolingGradDesc",),
     "unpool": ("MaxUnpoolingDesc",),
-    "adaptive_max": ("adaptive_max_pool",),
-    "adaptive_avg": ("adaptive_average_pool",),
+    "adaptive_max": ("AdaptiveMaxPoolingDesc",),  # poolgpu's own descriptions (not in DirectML)
+    "adaptive_avg": ("AdaptiveAveragePoolingDesc",),
     "roi": ("RoiPoolingDesc",),
 }
 FORWARD_MAX = ("max", "max_idx")
@@ -99,14 +99,11 @@ LAYOUTS = ("nchw", "nhwc")  # NHWC: channels last (NWC, NDHWC), for inputs and o
 class Step:
     """One poolgpu call: ``describe(t)`` makes the operator description from ``t`` (the
     input tensors' descriptions by name, and ``t.new(data_type, sizes)`` for outputs in the
-    row's layout); ``inputs``/``outputs`` map the description's roles to tensor names.
-    ``function`` instead calls a functional API (operators with no description class in the
-    contract) with the input Tensors and returns the output Tensor(s)."""
+    row's layout); ``inputs``/``outputs`` map the description's roles to tensor names."""
 
-    describe: Optional[Callable] = None
-    inputs: dict = field(default_factory=dict)
-    outputs: dict = field(default_factory=dict)
-    function: Optional[Callable] = None
+    describe: Callable
+    inputs: dict
+    outputs: dict
 
 
 @dataclass
@@ -274,14 +271,15 @@ def build(op: str, data: Data) -> Optional[Problem]:
         )
     if op in ("adaptive_max", "adaptive_avg"):
         size = (1,) * dims  # global pooling, as adaptive pooling to 1
+        out = x_sizes[:2] + size
         if op == "adaptive_max":
-            call = lambda x: pg.adaptive_max_pool(x, size)  # noqa: E731
+            describe = lambda t: pg.AdaptiveMaxPoolingDesc(input=t["x"], output=t.new(dt, out), output_size=size)  # noqa: E731
             expected = lambda: {"y": _exact(reference.adaptive_max_pool(data.x, size)[0])}  # noqa: E731
         else:
-            call = lambda x: pg.adaptive_average_pool(x, size)  # noqa: E731
+            describe = lambda t: pg.AdaptiveAveragePoolingDesc(input=t["x"], output=t.new(dt, out), output_size=size)  # noqa: E731
             expected = lambda: {"y": _float(reference.adaptive_average_pool(data.x, size))}  # noqa: E731
-        return Problem(op, {"x": data.x}, [Step(inputs={"input": "x"}, outputs={"output": "y"}, function=call)],
-                       ("y",), expected, dict(spec, output_size=size, out_sizes=x_sizes[:2] + size))
+        return Problem(op, {"x": data.x}, [Step(describe, {"input": "x"}, {"output": "y"})], ("y",), expected,
+                       dict(spec, output_size=size, out_sizes=out))
     if op == "roi":
         rois, pooled, scale = data.rois(), (7, 7), 1 / 16
         out = (len(rois), x_sizes[1]) + pooled

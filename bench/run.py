@@ -150,10 +150,6 @@ class PoolgpuRun:
         self.read_bytes = sum(t.desc.total_size_in_bytes for t in self.tensors.values())
         self.calls = []
         for step in problem.steps:
-            inputs = list(step.inputs.values())
-            if step.function is not None:
-                self.calls.append((step.function, inputs, list(step.outputs.values()), True))
-                continue
             desc = step.describe(_Descs(self, {name: t.desc for name, t in self.tensors.items()}))
             outputs = []
             for role, tensor_desc in desc.output_tensors():
@@ -161,20 +157,12 @@ class PoolgpuRun:
                     self.tensors[step.outputs[role]] = device.empty(tensor_desc)
                     outputs.append(step.outputs[role])
             inputs = [step.inputs[role] for role, _ in desc.input_tensors()]
-            self.calls.append((device.compile(desc), inputs, outputs, False))
+            self.calls.append((device.compile(desc), inputs, outputs))
+        self.written_bytes = sum(self.tensors[name].desc.total_size_in_bytes for name in problem.outputs)
 
     def record(self) -> None:
-        for call, inputs, outputs, functional in self.calls:
-            args = [self.tensors[name] for name in inputs]
-            if functional:  # the functional API allocates its outputs
-                result = call(*args)
-                self.tensors.update(zip(outputs, result if isinstance(result, tuple) else (result,)))
-            else:
-                call(*args, out=tuple(self.tensors[name] for name in outputs))
-
-    @property
-    def written_bytes(self) -> int:
-        return sum(self.tensors[name].desc.total_size_in_bytes for name in self.problem.outputs)
+        for op, inputs, outputs in self.calls:
+            op(*(self.tensors[name] for name in inputs), out=tuple(self.tensors[name] for name in outputs))
 
     def outputs(self) -> dict:
         return {name: self.tensors[name].numpy() for name in self.problem.outputs}

@@ -101,3 +101,24 @@ def same_bits(a, b):
     """Exact equality including NaN payloads and signed zeros."""
     a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def sentinel_input(device, array, strides=None, lead_bytes=16, tail_bytes=32):
+    """An input tensor whose buffer is all-ones bytes (NaN for floats, the maximum for
+    unsigned types) everywhere but its elements: before and after it and in the gaps of its
+    strides.  A kernel reading anything but the input's elements pools such a value, which
+    then shows in max and average results."""
+    array = np.asarray(array)
+    desc = pg.TensorDesc(array.dtype, array.shape, strides)
+    item = desc.data_type.size
+    lead = lead_bytes - lead_bytes % item
+    raw = np.full((lead + desc.total_size_in_bytes + tail_bytes + 3) & ~3, 0xFF, np.uint8)
+    flat = raw[lead: lead + desc.total_size_in_bytes // item * item].view(array.dtype)
+    # A zero stride repeats one element: write the first entry along such dimensions.
+    keep = tuple(slice(0, 1) if st == 0 else slice(None) for st in desc.strides)
+    target = np.lib.stride_tricks.as_strided(flat, array[keep].shape, tuple(s * item for s in desc.strides))
+    target[...] = array[keep]
+    buffer = device.wgpu_device.create_buffer_with_data(
+        data=raw, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+    )
+    return device.wrap(buffer, desc, offset=lead)

@@ -13,13 +13,16 @@ re-checking.  Besides its public fields every description answers:
 
 from __future__ import annotations
 
+import math
 from dataclasses import KW_ONLY, dataclass
 from typing import Optional
 
-from .dtypes import ALL_TYPES, INDEX_TYPES, DataType
+import numpy as np
+
+from .dtypes import ALL_TYPES, FLOAT_TYPES, INDEX_TYPES, DataType
 from .errors import ValidationError
 from .shapes import Window, make_window
-from .tensor_desc import TensorDesc
+from .tensor_desc import TensorDesc, _int_tuple
 
 
 def _set(desc, **fields) -> None:
@@ -87,21 +90,41 @@ def _pooling_window(desc, input: TensorDesc, dilations=None) -> Window:
 
 
 class _FixedWindowPooling:
-    """Shared behaviour of the forward fixed-window pooling descriptions."""
+    """Shared behaviour of the forward fixed-window pooling descriptions.  Versions with a
+    ``dilations`` field get it validated and filled in; the others pool undilated."""
 
     @property
     def dimension_count(self) -> int:
         return len(self.window_size)
 
-    def _validate_forward(self, value_types, dilations=None) -> None:
+    def _validate_forward(self, value_types) -> None:
         input = _check_tensor(self.input, "input")
         _check_type(input, "input", value_types)
-        window = _pooling_window(self, input, dilations)
+        window = _pooling_window(self, input, getattr(self, "dilations", None))
         out_sizes = input.sizes[:2] + window.output_spatial_sizes(input.sizes[2:])
         _set(self, output=_output_like(self.output, "output", out_sizes, input.data_type), window=window)
+        if hasattr(self, "dilations"):
+            _set(self, dilations=window.dilations)
 
     def input_tensors(self):
         return (("input", self.input),)
+
+    def output_tensors(self):
+        return (("output", self.output),)
+
+
+def _check_bool(value, field: str) -> bool:
+    if isinstance(value, (bool, np.bool_)) or (isinstance(value, (int, np.integer)) and value in (0, 1)):
+        return bool(value)
+    raise ValidationError(field, f"expected a boolean, got {value!r}")
+
+
+def _check_p(value) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValidationError("p", f"expected a number >= 1, got {value!r}")
+    if not (math.isfinite(value) and value >= 1):
+        raise ValidationError("p", f"expected a finite number >= 1, got {value!r}")
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -120,9 +143,6 @@ class MaxPoolingDesc(_FixedWindowPooling):
 
     def __post_init__(self):
         self._validate_forward(ALL_TYPES)
-
-    def output_tensors(self):
-        return (("output", self.output),)
 
 
 @dataclass(frozen=True)
@@ -144,7 +164,7 @@ class MaxPooling1Desc(_FixedWindowPooling):
     kernel = "max_pool"
 
     def __post_init__(self):
-        self._validate_forward(ALL_TYPES, getattr(self, "dilations", None))
+        self._validate_forward(ALL_TYPES)
         _set(self, output_indices=_indices_like(self.output_indices, self.output.sizes))
 
     def output_tensors(self):
@@ -158,6 +178,370 @@ class MaxPooling2Desc(MaxPooling1Desc):
     _: KW_ONLY
     dilations: Optional[tuple] = None
 
+
+@dataclass(frozen=True)
+class AveragePoolingDesc(_FixedWindowPooling):
+    """DML_AVERAGE_POOLING_OPERATOR_DESC: the mean over each window.  The divisor is the
+    window's element count when ``include_padding``, else the number of input elements the
+    window covers."""
+
+    input: TensorDesc
+    output: Optional[TensorDesc] = None
+    _: KW_ONLY
+    window_size: tuple
+    strides: Optional[tuple] = None
+    start_padding: Optional[tuple] = None
+    end_padding: Optional[tuple] = None
+    include_padding: bool = False
+
+    kernel = "average_pool"
+
     def __post_init__(self):
-        super().__post_init__()
-        _set(self, dilations=self.window.dilations)
+        self._validate_forward(FLOAT_TYPES)
+        _set(self, include_padding=_check_bool(self.include_padding, "include_padding"))
+
+
+@dataclass(frozen=True)
+class AveragePooling1Desc(AveragePoolingDesc):
+    """DML_AVERAGE_POOLING1_OPERATOR_DESC: AveragePooling with dilations."""
+
+    _: KW_ONLY
+    dilations: Optional[tuple] = None
+
+
+@dataclass(frozen=True)
+class LpPoolingDesc(_FixedWindowPooling):
+    """DML_LP_POOLING_OPERATOR_DESC: ``(sum |x|^p)^(1/p)`` over the input elements of each
+    window.  ``p`` is any finite number >= 1 (DirectML takes integers)."""
+
+    input: TensorDesc
+    output: Optional[TensorDesc] = None
+    _: KW_ONLY
+    window_size: tuple
+    strides: Optional[tuple] = None
+    start_padding: Optional[tuple] = None
+    end_padding: Optional[tuple] = None
+    p: float = 2
+
+    kernel = "lp_pool"
+
+    def __post_init__(self):
+        self._validate_forward(FLOAT_TYPES)
+        _set(self, p=_check_p(self.p))
+
+
+@dataclass(frozen=True)
+class LpPooling1Desc(LpPoolingDesc):
+    """DML_LP_POOLING1_OPERATOR_DESC: LpPooling with dilations."""
+
+    _: KW_ONLY
+    dilations: Optional[tuple] = None
+
+
+# ---------------------------------------------------------------------------------------
+# Variable-window pooling: each output pools its own bin, not a window of fixed geometry.
+
+
+def _spatial_scale(value) -> float:
+    """A positive number that stays positive and finite as the float32 ROI corners are scaled by."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValidationError("spatial_scale", f"expected a positive finite number, got {value!r}")
+    scale = float(value)
+    with np.errstate(over="ignore"):
+        as_f32 = np.float32(scale)
+    if not (math.isfinite(scale) and scale > 0 and np.isfinite(as_f32) and as_f32 > 0):
+        raise ValidationError(
+            "spatial_scale",
+            f"expected a positive number, finite and non-zero in float32 (corners are scaled in float32), got {value!r}",
+        )
+    return scale
+
+
+def _positive_sizes(value, field: str, length: int) -> tuple:
+    sizes = _int_tuple(value, field, length)
+    if any(s < 1 for s in sizes):
+        raise ValidationError(field, f"every size must be positive, got {sizes}")
+    return sizes
+
+
+@dataclass(frozen=True)
+class RoiPoolingDesc:
+    """DML_ROI_POOLING_OPERATOR_DESC: the max over each of ``pooled_size`` bins of each region
+    of interest.
+
+    ``input`` is {N, C, H, W} (FLOAT32 or FLOAT16); ``roi`` is {1, 1, R, 5} of the input's
+    type, one ``[batch, x1, y1, x2, y2]`` per ROI (x along W, y along H, inclusive corners in
+    the input's coordinates divided by ``spatial_scale``); ``output`` is {R, C, pooled_h,
+    pooled_w}.  ``pooled_size`` is (height, width), the order of the output's spatial sizes
+    (DirectML's DML_SIZE_2D lists the width first)."""
+
+    input: TensorDesc
+    roi: TensorDesc
+    output: Optional[TensorDesc] = None
+    _: KW_ONLY
+    spatial_scale: float
+    pooled_size: tuple
+
+    kernel = "roi_pool"
+
+    def __post_init__(self):
+        input = _check_tensor(self.input, "input")
+        _check_type(input, "input", FLOAT_TYPES)
+        if input.rank != 4:
+            raise ValidationError("input.sizes", f"ROI pooling takes a 4-D input {{N, C, H, W}}, got {input.sizes}")
+        roi = _check_tensor(self.roi, "roi")
+        if roi.data_type != input.data_type:
+            raise ValidationError(
+                "roi.data_type", f"expected the input's type {input.data_type.name}, got {roi.data_type.name}"
+            )
+        if roi.rank != 4 or roi.sizes[:2] != (1, 1) or roi.sizes[3] != 5:
+            raise ValidationError("roi.sizes", f"expected {{1, 1, R, 5}} (one [batch, x1, y1, x2, y2] per ROI), got {roi.sizes}")
+        pooled_size = _positive_sizes(self.pooled_size, "pooled_size", 2)
+        out_sizes = (roi.sizes[2], input.sizes[1]) + pooled_size
+        _set(
+            self,
+            spatial_scale=_spatial_scale(self.spatial_scale),
+            pooled_size=pooled_size,
+            output=_output_like(self.output, "output", out_sizes, input.data_type),
+        )
+
+    def input_tensors(self):
+        return (("input", self.input), ("roi", self.roi))
+
+    def output_tensors(self):
+        return (("output", self.output),)
+
+
+class _AdaptivePooling:
+    """Adaptive pooling (PyTorch's): along each spatial dimension, output ``i`` pools input
+    ``[floor(i * in / out), ceil((i + 1) * in / out))``.  A poolgpu extension: DirectML has
+    no such operator.
+
+    ``output_size`` gives the output's spatial sizes: a sequence (``None`` entries keep the
+    input's size, as in PyTorch), one int for every dimension, or ``None`` to take them from
+    the given ``output``."""
+
+    def _validate_adaptive(self, value_types) -> None:
+        input = _check_tensor(self.input, "input")
+        _check_type(input, "input", value_types)
+        dims = input.rank - 2
+        output_size = self.output_size
+        if output_size is None:
+            if self.output is None:
+                raise ValidationError("output_size", "give the output's spatial sizes, or an output tensor")
+            output = _check_tensor(self.output, "output")
+            if output.rank != input.rank:
+                raise ValidationError("output.sizes", f"expected {input.rank} dimensions like the input, got {output.sizes}")
+            output_size = output.sizes[2:]
+        elif isinstance(output_size, (int, np.integer)) and not isinstance(output_size, bool):
+            output_size = (output_size,) * dims
+        elif hasattr(output_size, "__iter__") and not isinstance(output_size, (str, bytes)):
+            output_size = tuple(output_size)
+            if len(output_size) == dims:
+                output_size = tuple(size if s is None else s for s, size in zip(output_size, input.sizes[2:]))
+        output_size = _positive_sizes(output_size, "output_size", dims)
+        _set(
+            self,
+            output_size=output_size,
+            output=_output_like(self.output, "output", input.sizes[:2] + output_size, input.data_type),
+        )
+
+    def input_tensors(self):
+        return (("input", self.input),)
+
+
+@dataclass(frozen=True)
+class AdaptiveMaxPoolingDesc(_AdaptivePooling):
+    """Adaptive max pooling (a poolgpu extension; see :class:`_AdaptivePooling`), with max
+    pooling's rules and optional flat indices (``output_indices`` as for MaxPooling1Desc)."""
+
+    input: TensorDesc
+    output: Optional[TensorDesc] = None
+    output_indices: Optional[TensorDesc] = None
+    _: KW_ONLY
+    output_size: Optional[tuple] = None
+
+    kernel = "adaptive_max_pool"
+
+    def __post_init__(self):
+        self._validate_adaptive(ALL_TYPES)
+        _set(self, output_indices=_indices_like(self.output_indices, self.output.sizes))
+
+    def output_tensors(self):
+        return (("output", self.output), ("output_indices", self.output_indices))
+
+
+@dataclass(frozen=True)
+class AdaptiveAveragePoolingDesc(_AdaptivePooling):
+    """Adaptive average pooling (a poolgpu extension; see :class:`_AdaptivePooling`):
+    the mean of each bin, accumulated in float32."""
+
+    input: TensorDesc
+    output: Optional[TensorDesc] = None
+    _: KW_ONLY
+    output_size: Optional[tuple] = None
+
+    kernel = "adaptive_average_pool"
+
+    def __post_init__(self):
+        self._validate_adaptive(FLOAT_TYPES)
+
+    def output_tensors(self):
+        return (("output", self.output),)
+
+
+# ---------------------------------------------------------------------------------------
+# Training-side operators: the pooling gradients and max unpooling
+
+
+def _input_gradient(value, sizes: tuple, data_type: DataType) -> TensorDesc:
+    """The incoming gradient dy: a given tensor of the forward output's sizes and type."""
+    tensor = _check_tensor(value, "input_gradient")
+    if tensor.data_type != data_type:
+        raise ValidationError(
+            "input_gradient.data_type", f"expected {data_type.name} (the forward tensors' type), got {tensor.data_type.name}"
+        )
+    if tensor.sizes != sizes:
+        raise ValidationError(
+            "input_gradient.sizes", f"expected {sizes} (the forward pass's output sizes), got {tensor.sizes}"
+        )
+    return tensor
+
+
+@dataclass(frozen=True)
+class MaxPoolingGradDesc:
+    """DML_MAX_POOLING_GRAD_OPERATOR_DESC: ``output_gradient`` (dx, the forward input's sizes)
+    is zero except that each window's ``input_gradient`` (dy) is added at the window's argmax
+    under the forward max rule.  ``forward`` is the MaxPooling2 description (with UINT32
+    indices) of the forward pass whose argmax the gradient follows."""
+
+    input: TensorDesc
+    input_gradient: TensorDesc
+    output_gradient: Optional[TensorDesc] = None
+    _: KW_ONLY
+    window_size: tuple
+    strides: Optional[tuple] = None
+    start_padding: Optional[tuple] = None
+    end_padding: Optional[tuple] = None
+    dilations: Optional[tuple] = None
+
+    kernel = "max_pool_grad"
+
+    def __post_init__(self):
+        input = _check_tensor(self.input, "input")
+        _check_type(input, "input", FLOAT_TYPES)
+        forward = MaxPooling2Desc(
+            input, output_indices=DataType.UINT32, window_size=self.window_size, strides=self.strides,
+            start_padding=self.start_padding, end_padding=self.end_padding, dilations=self.dilations,
+        )
+        window = forward.window
+        _set(
+            self,
+            window_size=window.window_size, strides=window.strides, dilations=window.dilations,
+            start_padding=window.start_padding, end_padding=window.end_padding,
+            input_gradient=_input_gradient(self.input_gradient, forward.output.sizes, input.data_type),
+            output_gradient=_output_like(self.output_gradient, "output_gradient", input.sizes, input.data_type),
+            window=window, forward=forward,
+        )
+
+    @property
+    def dimension_count(self) -> int:
+        return len(self.window_size)
+
+    def input_tensors(self):
+        return (("input", self.input), ("input_gradient", self.input_gradient))
+
+    def output_tensors(self):
+        return (("output_gradient", self.output_gradient),)
+
+
+@dataclass(frozen=True)
+class AveragePoolingGradDesc:
+    """DML_AVERAGE_POOLING_GRAD_OPERATOR_DESC: each window's ``input_gradient`` (dy) divided
+    by the window's divisor is added to every input element the window covers.
+    ``output_gradient`` (dx) must be given: its sizes are the forward input's, which the
+    forward output's sizes do not determine."""
+
+    input_gradient: TensorDesc
+    output_gradient: Optional[TensorDesc] = None
+    _: KW_ONLY
+    window_size: tuple
+    strides: Optional[tuple] = None
+    start_padding: Optional[tuple] = None
+    end_padding: Optional[tuple] = None
+    dilations: Optional[tuple] = None
+    include_padding: bool = False
+
+    kernel = "average_pool_grad"
+
+    def __post_init__(self):
+        if self.output_gradient is None:
+            raise ValidationError(
+                "output_gradient",
+                "must be given: its sizes are the forward input's, which cannot be derived from input_gradient",
+            )
+        dx = _check_tensor(self.output_gradient, "output_gradient")
+        _check_type(dx, "output_gradient", FLOAT_TYPES)
+        dx.check_no_aliasing("output_gradient.strides")
+        window = _pooling_window(self, dx, self.dilations)
+        out_sizes = dx.sizes[:2] + window.output_spatial_sizes(dx.sizes[2:])
+        _set(
+            self,
+            dilations=window.dilations, include_padding=_check_bool(self.include_padding, "include_padding"),
+            input_gradient=_input_gradient(self.input_gradient, out_sizes, dx.data_type),
+            window=window,
+        )
+
+    @property
+    def dimension_count(self) -> int:
+        return len(self.window_size)
+
+    def input_tensors(self):
+        return (("input_gradient", self.input_gradient),)
+
+    def output_tensors(self):
+        return (("output_gradient", self.output_gradient),)
+
+
+@dataclass(frozen=True)
+class MaxUnpoolingDesc:
+    """DML_MAX_UNPOOLING_OPERATOR_DESC: ``output`` is zero except
+    ``output.flat[indices.flat[j]] = input.flat[j]`` (flat = logical row-major); where indices
+    repeat the largest ``j`` wins, and indices outside the output are ignored.
+
+    ``output`` must be given: unpooling cannot infer the forward input's sizes.  Its rank,
+    N and C equal the input's; its spatial sizes are free."""
+
+    input: TensorDesc
+    indices: TensorDesc
+    output: Optional[TensorDesc] = None
+
+    kernel = "max_unpool"
+
+    def __post_init__(self):
+        input = _check_tensor(self.input, "input")
+        _check_type(input, "input", ALL_TYPES)
+        indices = _check_tensor(self.indices, "indices")
+        _check_type(indices, "indices", INDEX_TYPES)
+        if indices.sizes != input.sizes:
+            raise ValidationError("indices.sizes", f"expected the input's sizes {input.sizes}, got {indices.sizes}")
+        if self.output is None:
+            raise ValidationError(
+                "output", "must be given: the unpooled sizes cannot be inferred from the input "
+                "(pg.max_unpool takes output_sizes)",
+            )
+        output = _check_tensor(self.output, "output")
+        if output.data_type != input.data_type:
+            raise ValidationError("output.data_type", f"expected {input.data_type.name}, got {output.data_type.name}")
+        if output.rank != input.rank or output.sizes[:2] != input.sizes[:2]:
+            raise ValidationError(
+                "output.sizes",
+                f"expected rank {input.rank} with N, C = {input.sizes[:2]} (the input's), got {output.sizes}",
+            )
+        output.check_no_aliasing("output.strides")
+
+    def input_tensors(self):
+        return (("input", self.input), ("indices", self.indices))
+
+    def output_tensors(self):
+        return (("output", self.output),)

@@ -463,7 +463,7 @@ class Op:
                 params[f"{slot.name}_base"] = base
                 entries.append({"binding": binding, "resource": {"buffer": tensor.buffer, "offset": start, "size": size}})
             uniform = device.wgpu_device.create_buffer_with_data(
-                data=kernels.pack_params(pass_.kernel.file, params), usage=wgpu.BufferUsage.UNIFORM
+                data=kernels.pack_params(pass_.kernel, params), usage=wgpu.BufferUsage.UNIFORM
             )
             entries.insert(0, {"binding": 0, "resource": {"buffer": uniform, "offset": 0, "size": uniform.size}})
             bind_group = device.wgpu_device.create_bind_group(layout=pipeline[1], entries=entries)

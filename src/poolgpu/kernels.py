@@ -5,10 +5,9 @@ A shader is one file in ``wgsl/``.  Before compiling, one small visible step pre
 
 1. the value snippet of its main tensor's data type (``wgsl/common/value_*.wgsl``: the
    ``Raw`` and ``Key`` types and how values compare), and
-2. one I/O snippet per tensor (``wgsl/common/{read,write}_b{8,16,32,64}.wgsl``,
-   ``{read,write}_v4.wgsl`` for a slot declared ``vec4``, or ``absent.wgsl``), with
-   ``$name``, ``$binding`` and ``$access`` substituted, giving the kernel ``x_load(e)``,
-   ``y_store(e, v)``, ... over u32 words whatever the type (``x_load4(i)``, ... for vec4).
+2. one I/O snippet per tensor (``wgsl/common/{read,write}_b{8,16,32,64}.wgsl`` or
+   ``absent.wgsl``), with ``$name``, ``$binding`` and ``$access`` substituted, giving the
+   kernel ``x_load(e)``, ``y_store(e, v)``, ... over u32 words whatever the type.
 
 Everything else is specialised by override constants.  Binding 0 is the kernel's
 ``struct Params`` uniform; Python fills it by field name (see :func:`params_fields`), so
@@ -20,13 +19,15 @@ from __future__ import annotations
 import math
 import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from string import Template
 from typing import Mapping
 
+from .descs import AveragePooling1Desc, MaxPooling2Desc
 from .dtypes import DataType
+from .tensor_desc import TensorDesc
 
 WGSL_DIR = Path(__file__).parent / "wgsl"
 MAX_WORKGROUPS_PER_DIM = 65535
@@ -40,20 +41,24 @@ def read_wgsl(name: str) -> str:
 @dataclass(frozen=True)
 class Slot:
     """A tensor binding of a shader: its prefix in WGSL (``x`` gives ``x_load``) and whether
-    the shader writes it."""
+    the shader writes it.  ``snippet`` names a ``wgsl/common`` I/O snippet to use instead of
+    the data type's read/write one (e.g. ``atomic_b32.wgsl`` for atomic scratch words)."""
 
     name: str
     output: bool
-    vec4: bool = False  # bound as array<vec4<u32>> (common/{read,write}_v4.wgsl): 16-byte accesses
+    snippet: str = ""
 
 
 @dataclass(frozen=True)
 class Kernel:
-    """A .wgsl file and its tensor slots, bound in order from binding 1 (0 is Params)."""
+    """A .wgsl file and its tensor slots, bound in order from binding 1 (0 is Params).
+    ``library`` lists shared files (``wgsl/common/``) appended after it, such as the
+    window walk that calls the operator's accumulator."""
 
     file: str
     slots: tuple
     value_slot: str  # the slot whose data type picks the value snippet
+    library: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -104,27 +109,27 @@ def shader_source(kernel: Kernel, data_types: tuple, writable_inputs: frozenset 
             continue
         direction = "write" if slot.output else "read"
         access = "read_write" if slot.name in writable_inputs else "read"
-        storage = "v4" if slot.vec4 else data_type.storage
-        snippet = read_wgsl(f"common/{direction}_{storage}.wgsl")
+        snippet = read_wgsl(f"common/{slot.snippet or f'{direction}_{data_type.storage}.wgsl'}")
         parts.append(Template(snippet).substitute(name=slot.name, binding=binding, access=access))
-    parts.append(read_wgsl(kernel.file))
+    parts += [read_wgsl(kernel.file)] + [read_wgsl(f"common/{name}") for name in kernel.library]
     return "\n".join(parts)
 
 
 @lru_cache(maxsize=None)
-def params_fields(kernel_file: str) -> tuple:
+def params_fields(kernel: Kernel) -> tuple:
     """Field names of the kernel's ``struct Params`` (all u32), in declaration order."""
-    match = re.search(r"struct\s+Params\s*\{(.*?)\}", read_wgsl(kernel_file), re.S)
-    body = re.sub(r"//[^\n]*", "", match.group(1))
-    fields = re.findall(r"(\w+)\s*:\s*(\w+)", body)
-    assert all(t == "u32" for _, t in fields), f"{kernel_file}: Params must hold only u32 fields"
+    text = "\n".join([read_wgsl(kernel.file)] + [read_wgsl(f"common/{name}") for name in kernel.library])
+    text = re.sub(r"//[^\n]*", "", text)  # comments first: a brace in one would end the struct
+    match = re.search(r"struct\s+Params\s*\{(.*?)\}", text, re.S)
+    fields = re.findall(r"(\w+)\s*:\s*(\w+)", match.group(1))
+    assert all(t == "u32" for _, t in fields), f"{kernel.file}: Params must hold only u32 fields"
     return tuple(name for name, _ in fields)
 
 
-def pack_params(kernel_file: str, values: Mapping[str, int]) -> bytes:
-    names = params_fields(kernel_file)
+def pack_params(kernel: Kernel, values: Mapping[str, int]) -> bytes:
+    names = params_fields(kernel)
     missing = set(names) - set(values)
-    assert not missing, f"{kernel_file}: no value for Params fields {sorted(missing)}"
+    assert not missing, f"{kernel.file}: no value for Params fields {sorted(missing)}"
     words = [values[n] for n in names]
     # A uniform struct's size is padded to its 16-byte alignment.
     words += [0] * (-len(words) % 4)
@@ -158,20 +163,22 @@ def row_grid(columns: int, rows: int, wg_x: int) -> tuple:
     return (math.ceil(columns / wg_x), rows_per_z, math.ceil(rows / rows_per_z)), rows_per_z
 
 
+def flat_grid(total: int, wg_x: int) -> tuple:
+    """Workgroups for `total` invocations numbered ``group * wg_x + lane`` with
+    ``group = wg.y * num_workgroups.x + wg.x`` (x at most 65535; the kernel skips groups
+    past the end)."""
+    groups = math.ceil(total / wg_x)
+    across = min(groups, MAX_WORKGROUPS_PER_DIM)
+    return (across, math.ceil(groups / across), 1)
+
+
 def sorted_constants(constants: Mapping) -> tuple:
     return tuple(sorted(constants.items()))
 
 
-MAX_POOL = Kernel("max_pool.wgsl", (Slot("x", False), Slot("y", True), Slot("idx", True)), value_slot="x")
-
-
-def _max_pool_program(desc) -> Program:
-    window = desc.window
-    in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
-    out_sizes, _ = as_5d(desc.output.sizes, desc.output.strides)
-    n, c, out_d, out_h, out_w = out_sizes
-    wg_x = 64
-    constants = {"PADDED": window.has_padding, "WG_X": wg_x}
+def window_constants(window) -> dict:
+    """The window geometry as the override constants K/S/L/P{D,H,W} and PADDED."""
+    constants = {"PADDED": window.has_padding}
     for axis, k, s, l, p in zip(
         "DHW",
         as_3d(window.window_size, 1),
@@ -180,6 +187,23 @@ def _max_pool_program(desc) -> Program:
         as_3d(window.start_padding, 0),
     ):
         constants.update({f"K{axis}": k, f"S{axis}": s, f"L{axis}": l, f"P{axis}": p})
+    return constants
+
+
+_POOLING_SLOTS = (Slot("x", False), Slot("y", True), Slot("idx", True))
+MAX_POOL = Kernel("max_pool.wgsl", _POOLING_SLOTS, "x", library=("max_accumulator.wgsl", "window_walk.wgsl"))
+AVERAGE_POOL = Kernel("avg_pool.wgsl", _POOLING_SLOTS, "x", library=("compensated_sum.wgsl", "window_walk.wgsl"))
+LP_POOL = Kernel("lp_pool.wgsl", _POOLING_SLOTS, "x", library=("compensated_sum.wgsl", "window_walk.wgsl"))
+
+
+def _window_walk_pass(kernel: Kernel, desc, roles: tuple, **constants) -> Pass:
+    """A pass of a kernel built on common/window_walk.wgsl: one invocation per output."""
+    window = desc.window
+    in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
+    out_sizes, _ = as_5d(desc.output.sizes, desc.output.strides)
+    n, c, out_d, out_h, out_w = out_sizes
+    wg_x = 64
+    constants.update({"WG_X": wg_x, **window_constants(window)})
     rows = n * c * out_d * out_h
     grid, rows_per_z = row_grid(out_w, rows, wg_x)
     params = {
@@ -191,11 +215,273 @@ def _max_pool_program(desc) -> Program:
     indices = getattr(desc, "output_indices", None)
     for name, tensor in (("x", desc.input), ("y", desc.output), ("idx", indices)):
         params.update(tensor_stride_params(name, tensor))
-    roles = ("input", "output", "output_indices" if indices is not None else None)
-    return Program((Pass(MAX_POOL, roles, sorted_constants(constants), params, grid),))
+    return Pass(kernel, roles, sorted_constants(constants), params, grid)
 
 
-COPY = Kernel("copy.wgsl", (Slot("src", False, vec4=True), Slot("dst", True, vec4=True)), value_slot="src")
+def _max_pool_program(desc) -> Program:
+    indices = "output_indices" if getattr(desc, "output_indices", None) is not None else None
+    return Program((_window_walk_pass(MAX_POOL, desc, ("input", "output", indices)),))
+
+
+def _average_pool_program(desc) -> Program:
+    constants = {"INCLUDE_PADDING": desc.include_padding}
+    # ONNX's ceil_mode: padding past the declared end padding is not counted in the divisor
+    counted_end = getattr(desc, "counted_end_padding", None)
+    if counted_end is not None and tuple(counted_end) != desc.window.end_padding:
+        constants["CLIP_DIVISOR"] = True
+        constants.update(zip(("ED", "EH", "EW"), as_3d(counted_end, 0)))
+    return Program((_window_walk_pass(AVERAGE_POOL, desc, ("input", "output", None), **constants),))
+
+
+def _lp_pool_program(desc) -> Program:
+    return Program((_window_walk_pass(LP_POOL, desc, ("input", "output", None), P=desc.p),))
+
+
+# ---------------------------------------------------------------------------------------
+# Variable-bin pooling (ROI, adaptive): a bins pass writes each output coordinate's input
+# range into a bin table (wgsl/common/bin_table.wgsl), then a binned pass pools each bin.
+
+BINNED_WG_X = 64
+
+ADAPTIVE_BINS = Kernel(
+    "adaptive_bins.wgsl", (Slot("bins", True),), value_slot="bins", library=("wide_int.wgsl", "flat_index.wgsl"),
+)
+ROI_BINS = Kernel(
+    "roi_bins.wgsl", (Slot("roi", False), Slot("bins", True)), value_slot="roi",
+    library=("wide_int.wgsl", "flat_index.wgsl"),
+)
+BINNED_MAX = Kernel(
+    "binned_max.wgsl", (Slot("x", False), Slot("bins", False), Slot("y", True), Slot("idx", True)), value_slot="x",
+    library=("bin_table.wgsl", "flat_index.wgsl"),
+)
+BINNED_AVERAGE = Kernel(
+    "binned_average.wgsl", (Slot("x", False), Slot("bins", False), Slot("y", True)), value_slot="x",
+    library=("bin_table.wgsl", "compensated_sum.wgsl", "flat_index.wgsl"),
+)
+
+
+def _bin_table(rows: int, out_spatial_3d: tuple) -> TensorDesc:
+    """The bin table: per row a source batch word and a (start, end) pair per output
+    coordinate along D, H and W."""
+    return TensorDesc(DataType.UINT32, (1, rows, 1 + 2 * sum(out_spatial_3d)))
+
+
+def _binned_pass(kernel: Kernel, desc, roi: bool) -> Pass:
+    """The pass pooling each output's bin of ``desc.input`` into ``desc.output`` (and
+    ``desc.output_indices`` where the kernel has an idx slot)."""
+    in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
+    out_sizes, _ = as_5d(desc.output.sizes, desc.output.strides)
+    total = math.prod(out_sizes)
+    params = {
+        "total": total, "channels": in_sizes[1],
+        "in_d": in_sizes[2], "in_h": in_sizes[3], "in_w": in_sizes[4],
+        "out_d": out_sizes[2], "out_h": out_sizes[3], "out_w": out_sizes[4],
+    }
+    indices = getattr(desc, "output_indices", None)
+    by_slot = {  # slot -> (role, tensor); the bin table is the program's scratch
+        "x": ("input", desc.input), "bins": ("bins", None), "y": ("output", desc.output),
+        "idx": ("output_indices" if indices is not None else None, indices),
+    }
+    for slot in kernel.slots:
+        if slot.name != "bins":
+            params.update(tensor_stride_params(slot.name, by_slot[slot.name][1]))
+    roles = tuple(by_slot[slot.name][0] for slot in kernel.slots)
+    constants = sorted_constants({"ROI": roi, "WG_X": BINNED_WG_X})
+    return Pass(kernel, roles, constants, params, flat_grid(total, BINNED_WG_X))
+
+
+def _adaptive_bins_pass(desc) -> tuple:
+    """(the pass writing adaptive pooling's bin table, the table)."""
+    in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
+    out_sizes, _ = as_5d(desc.output.sizes, desc.output.strides)
+    bins = sum(out_sizes[2:])
+    params = {
+        "in_d": in_sizes[2], "in_h": in_sizes[3], "in_w": in_sizes[4],
+        "out_d": out_sizes[2], "out_h": out_sizes[3], "out_w": out_sizes[4],
+        "total": bins,
+    }
+    constants = sorted_constants({"WG_X": BINNED_WG_X})
+    pass_ = Pass(ADAPTIVE_BINS, ("bins",), constants, params, flat_grid(bins, BINNED_WG_X))
+    return pass_, _bin_table(1, out_sizes[2:])
+
+
+# The fixed-window kernels give each output row a workgroup row of 64 lanes: on rows narrower
+# than this most lanes idle (global pooling: 1 of 64), where the bin kernels pack outputs
+# flat.  Measured on lavapipe: 3 to 7 times slower for rows of 1 to 4, on par from 7 or 8.
+FIXED_WINDOW_MIN_ROW = 8
+
+
+def _fixed_window_for_bins(desc):
+    """The window (= stride) of the fixed-window pooling equal to ``desc``'s adaptive bins,
+    where it exists (every input size a multiple of its output size: in / out) and is worth
+    it (rows of at least FIXED_WINDOW_MIN_ROW outputs); else None."""
+    in_spatial, out_spatial = desc.input.sizes[2:], desc.output.sizes[2:]
+    if any(i % o for i, o in zip(in_spatial, out_spatial)) or out_spatial[-1] < FIXED_WINDOW_MIN_ROW:
+        return None
+    return tuple(i // o for i, o in zip(in_spatial, out_spatial))
+
+
+def _binned_program(kernel: Kernel, desc) -> Program:
+    bins_pass, table = _adaptive_bins_pass(desc)
+    return Program((bins_pass, _binned_pass(kernel, desc, roi=False)), scratch=(("bins", table),))
+
+
+def _adaptive_max_pool_program(desc) -> Program:
+    window = _fixed_window_for_bins(desc)
+    if window is not None:
+        return _max_pool_program(
+            MaxPooling2Desc(desc.input, desc.output, desc.output_indices, window_size=window, strides=window)
+        )
+    return _binned_program(BINNED_MAX, desc)
+
+
+def _adaptive_average_pool_program(desc) -> Program:
+    window = _fixed_window_for_bins(desc)
+    if window is not None:  # the same compensated sum in the same order: the same bits
+        return _average_pool_program(AveragePooling1Desc(desc.input, desc.output, window_size=window, strides=window))
+    return _binned_program(BINNED_AVERAGE, desc)
+
+
+def _roi_pool_program(desc) -> Program:
+    rois = desc.roi.sizes[2]
+    pooled_h, pooled_w = desc.pooled_size
+    entries = 1 + pooled_h + pooled_w  # per ROI: the batch with the unit D pair, then H and W bins
+    params = {
+        "roi_r": desc.roi.strides[2], "roi_k": desc.roi.strides[3],
+        "batches": desc.input.sizes[0], "in_h": desc.input.sizes[2], "in_w": desc.input.sizes[3],
+        "pooled_h": pooled_h, "pooled_w": pooled_w,
+        "scale_bits": struct.unpack("<I", struct.pack("<f", desc.spatial_scale))[0],
+        "total": rois * entries,
+    }
+    constants = sorted_constants({"WG_X": BINNED_WG_X})
+    bins_pass = Pass(ROI_BINS, ("roi", "bins"), constants, params, flat_grid(rois * entries, BINNED_WG_X))
+    table = _bin_table(rois, (1, pooled_h, pooled_w))
+    return Program((bins_pass, _binned_pass(BINNED_MAX, desc, roi=True)), scratch=(("bins", table),))
+
+
+# ---------------------------------------------------------------------------------------
+# Gradients: each invocation owns a block of dx elements and gathers what lands on them
+# (deterministic: no atomics, a fixed summation order)
+
+MAX_POOL_GRAD = Kernel(
+    "max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True)), value_slot="dy",
+    library=("windows_covering.wgsl",),
+)
+MAX_POOL_GRAD_DISJOINT = Kernel(
+    "max_pool_grad_disjoint.wgsl", (Slot("x", False), Slot("dy", False), Slot("dx", True)), value_slot="x",
+    library=("windows_covering.wgsl", "max_accumulator.wgsl"),
+)
+AVERAGE_POOL_GRAD = Kernel(
+    "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)), value_slot="dy",
+    library=("windows_covering.wgsl",),
+)
+
+
+def _gradient_block_pass(kernel: Kernel, desc, tensors: dict, constants: dict) -> Pass:
+    """One invocation per block of stride-many dx elements along each dimension (see
+    wgsl/common/windows_covering.wgsl), rows of blocks folded as in max pooling.
+    ``tensors`` maps slot names to description roles."""
+    dy, dx, window = desc.input_gradient, desc.output_gradient, desc.window
+    n, c, in_d, in_h, in_w = as_5d(dx.sizes, dx.strides)[0]
+    _, _, out_d, out_h, out_w = as_5d(dy.sizes, dy.strides)[0]
+    # blocks b * stride - pad % stride + [0, stride) cover [0, size)
+    blocks_d, blocks_h, blocks_w = (
+        -(-(size + pad % stride) // stride)
+        for size, stride, pad in zip((in_d, in_h, in_w), as_3d(window.strides, 1), as_3d(window.start_padding, 0))
+    )
+    wg_x = 64
+    rows = n * c * blocks_d * blocks_h
+    grid, rows_per_z = row_grid(blocks_w, rows, wg_x)
+    params = {
+        "channels": c,
+        "in_d": in_d, "in_h": in_h, "in_w": in_w,
+        "out_d": out_d, "out_h": out_h, "out_w": out_w,
+        "blocks_d": blocks_d, "blocks_h": blocks_h, "blocks_w": blocks_w,
+        "rows": rows, "rows_per_z": rows_per_z,
+    }
+    described = dict(desc.input_tensors() + desc.output_tensors())
+    for slot, role in tensors.items():
+        if role in described:
+            params.update(tensor_stride_params(slot, described[role]))
+    constants = {"WG_X": wg_x, **window_constants(window), **constants}
+    return Pass(kernel, tuple(tensors.values()), sorted_constants(constants), params, grid)
+
+
+def _tap_steps(window) -> dict:
+    """T{D,H,W} and I{D,H,W} of windows_covering.wgsl's first_tap: the taps landing on one
+    block element recur every step = stride / gcd(dilation, stride) taps."""
+    constants = {}
+    for axis, s, l in zip("DHW", as_3d(window.strides, 1), as_3d(window.dilations, 1)):
+        step = s // math.gcd(l, s)
+        constants.update({f"T{axis}": step, f"I{axis}": pow(l // (s // step), -1, step)})
+    return constants
+
+
+def _max_pool_grad_program(desc) -> Program:
+    window = desc.window
+    if all(s >= e for s, e in zip(window.strides, window.extents)):
+        # No dx element lies in two windows: one pass finds each argmax and writes its block.
+        tensors = {"x": "input", "dy": "input_gradient", "dx": "output_gradient"}
+        return Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT, desc, tensors, {}),))
+    # Pass 1: forward max pooling writing only each window's argmax (into scratch);
+    # pass 2: the gather adding each window's dy at its argmax.
+    (argmax,) = _max_pool_program(desc.forward).passes
+    argmax = replace(argmax, tensors=("input", None, "argmax"))  # no forward values needed
+    tensors = {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}
+    gather = _gradient_block_pass(MAX_POOL_GRAD, desc, tensors, _tap_steps(desc.window))
+    return Program((argmax, gather), scratch=(("argmax", desc.forward.output_indices),))
+
+
+def _average_pool_grad_program(desc) -> Program:
+    tensors = {"dy": "input_gradient", "dx": "output_gradient"}
+    constants = {"INCLUDE_PADDING": desc.include_padding, **_tap_steps(desc.window)}
+    return Program((_gradient_block_pass(AVERAGE_POOL_GRAD, desc, tensors, constants),))
+
+
+# ---------------------------------------------------------------------------------------
+# Max unpooling: deterministic winner selection (integer atomicMax), then a gather
+
+MAX_UNPOOL_WINNERS = Kernel(
+    "max_unpool_winners.wgsl", (Slot("idx", False), Slot("winner", True, snippet="atomic_b32.wgsl")),
+    value_slot="idx",
+)
+MAX_UNPOOL = Kernel(
+    "max_unpool.wgsl", (Slot("x", False), Slot("winner", True, snippet="atomic_b32.wgsl"), Slot("y", True)),
+    value_slot="x",
+)
+
+
+def _max_unpool_program(desc) -> Program:
+    x, indices, y = desc.input, desc.indices, desc.output
+    n, c, in_d, in_h, in_w = as_5d(x.sizes, x.strides)[0]
+    _, _, out_d, out_h, out_w = as_5d(y.sizes, y.strides)[0]
+    wg_x = 64
+    constants = sorted_constants({"WG_X": wg_x})
+    in_rows, out_rows = n * c * in_d * in_h, n * c * out_d * out_h
+    in_grid, in_rows_per_z = row_grid(in_w, in_rows, wg_x)
+    out_grid, out_rows_per_z = row_grid(out_w, out_rows, wg_x)
+    sizes = {"channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w}
+    winners = Pass(
+        MAX_UNPOOL_WINNERS, ("indices", "winner"),
+        sorted_constants({"WG_X": wg_x, "WIDE_INDICES": indices.data_type == DataType.UINT64}),
+        {**sizes, **tensor_stride_params("idx", indices), "out_count": y.element_count,
+         "rows": in_rows, "rows_per_z": in_rows_per_z},
+        in_grid,
+    )
+    write = Pass(
+        MAX_UNPOOL, ("input", "winner", "output"), constants,
+        {**sizes, "out_d": out_d, "out_h": out_h, "out_w": out_w,
+         **tensor_stride_params("x", x), **tensor_stride_params("y", y),
+         "rows": out_rows, "rows_per_z": out_rows_per_z},
+        out_grid,
+    )
+    # The winner scratch starts zero-filled and the write pass leaves it zeroed again.
+    return Program((winners, write), scratch=(("winner", TensorDesc(DataType.UINT32, y.sizes)),))
+
+
+# 16-byte loads and stores: src and dst bound as array<vec4<u32>> (common/{read,write}_v4.wgsl).
+COPY = Kernel("copy.wgsl", (Slot("src", False, snippet="read_v4.wgsl"), Slot("dst", True, snippet="write_v4.wgsl")),
+              value_slot="src")
 
 
 def _copy_program(desc) -> Program:
@@ -215,6 +501,14 @@ def _copy_program(desc) -> Program:
 # Operator (a description's ``kernel``) -> the function building its Program.
 REGISTRY = {
     "max_pool": _max_pool_program,
+    "average_pool": _average_pool_program,
+    "lp_pool": _lp_pool_program,
+    "adaptive_max_pool": _adaptive_max_pool_program,
+    "adaptive_average_pool": _adaptive_average_pool_program,
+    "roi_pool": _roi_pool_program,
+    "max_pool_grad": _max_pool_grad_program,
+    "average_pool_grad": _average_pool_grad_program,
+    "max_unpool": _max_unpool_program,
     "copy": _copy_program,
 }
 

@@ -8,3 +8,5 @@ fn key_of(r: Raw) -> Key {
     return select(select(ordered, 0x80000000u, magnitude == 0u), 0xffffffffu, magnitude > 0x7f800000u);
 }
 fn key_gt(a: Key, b: Key) -> bool { return a > b; }
+fn to_f32(r: Raw) -> f32 { return bitcast<f32>(r); }
+fn from_f32(v: f32) -> Raw { return bitcast<u32>(v); }

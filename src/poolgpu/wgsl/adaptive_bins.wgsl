@@ -1,0 +1,44 @@
+// Adaptive pooling's bins (PyTorch's): along each spatial dimension, output o pools input
+// [floor(o * in / out), ceil((o + 1) * in / out)).  One invocation per bin writes its
+// (start, end) pair into the single row of the bin table (layout: common/bin_table.wgsl).
+// The products exceed 32 bits for large sizes, hence the wide integer helpers.
+//
+// Prepended by kernels.py: the tensor bins (bins_store); library: wide_int.wgsl, flat_index.wgsl.
+
+override WG_X: u32 = 64u;
+
+struct Params {
+    bins_base: u32,
+    in_d: u32, in_h: u32, in_w: u32,
+    out_d: u32, out_h: u32, out_w: u32,
+    total: u32,         // out_d + out_h + out_w bins
+}
+@group(0) @binding(0) var<uniform> params: Params;
+
+@compute @workgroup_size(WG_X)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+        @builtin(local_invocation_index) lane: u32) {
+    let t = flat_index(wg, groups, lane, WG_X, params.total);
+    if (t >= params.total) { return; }
+    // Bins are numbered along D, then H, then W, as in the table row.
+    var o = t;
+    var size_in = params.in_d;
+    var size_out = params.out_d;
+    if (t >= params.out_d + params.out_h) {
+        o = t - params.out_d - params.out_h;
+        size_in = params.in_w;
+        size_out = params.out_w;
+    } else if (t >= params.out_d) {
+        o = t - params.out_d;
+        size_in = params.in_h;
+        size_out = params.out_h;
+    }
+    let first = mul_wide(o, size_in);
+    // ceil(p / out) = floor((p + out - 1) / out); the quotients are at most `in`.
+    let last = mul_wide(o + 1u, size_in);
+    let low = last.x + (size_out - 1u);
+    let high = last.y + select(0u, 1u, low < last.x);
+    let at = params.bins_base + 1u + 2u * t;
+    bins_store(at, div_wide(first.y, first.x, size_out));
+    bins_store(at + 1u, div_wide(high, low, size_out));
+}

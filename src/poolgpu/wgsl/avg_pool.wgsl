@@ -1,0 +1,43 @@
+// Average pooling: DirectML AVERAGE_POOLING and AVERAGE_POOLING1 (dilations).
+// The accumulator of common/window_walk.wgsl: a compensated (Neumaier) f32 sum of the
+// window's input elements, divided by the number of input elements the window covers, or
+// with INCLUDE_PADDING by its element count.  ONNX's ceil_mode can extend the last window
+// past the declared end padding; those taps are not counted (CLIP_DIVISOR, with the
+// declared end padding in ED, EH, EW).  Tensors: x (x_load), y (y_store).
+
+override INCLUDE_PADDING: bool = false;
+override CLIP_DIVISOR: bool = false;
+override ED: u32 = 0u;  override EH: u32 = 0u;  override EW: u32 = 0u;
+
+struct Acc { sum: CompensatedSum, count: u32 }
+
+fn acc_new() -> Acc {
+    return Acc(CompensatedSum(0.0, 0.0), 0u);
+}
+
+fn acc_add(acc: ptr<function, Acc>, raw: Raw, index: u32, inside: bool) {
+    (*acc).sum = compensated_add((*acc).sum, select(0.0, to_f32(raw), inside));
+    (*acc).count += u32(inside);
+}
+
+// Taps of a window starting at `start` that fall in [-pad_start, size + pad_end).
+fn taps_within(start: i32, dilation: u32, taps: u32, pad_start: u32, size: u32, pad_end: u32) -> u32 {
+    var count = 0u;
+    for (var k = 0u; k < taps; k++) {
+        let p = start + i32(k * dilation);
+        count += u32(p >= -i32(pad_start) && p < i32(size + pad_end));
+    }
+    return count;
+}
+
+fn padded_divisor(at: Out) -> u32 {
+    if (!CLIP_DIVISOR) { return KD * KH * KW; }
+    return taps_within(i32(at.d * SD) - i32(PD), LD, KD, PD, params.in_d, ED)
+         * taps_within(i32(at.h * SH) - i32(PH), LH, KH, PH, params.in_h, EH)
+         * taps_within(i32(at.w * SW) - i32(PW), LW, KW, PW, params.in_w, EW);
+}
+
+fn acc_store(acc: Acc, at: Out) {
+    let divisor = select(acc.count, padded_divisor(at), INCLUDE_PADDING);
+    y_store(y_offset(at), from_f32(compensated_total(acc.sum) / f32(divisor)));
+}

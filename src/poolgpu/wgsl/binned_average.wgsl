@@ -1,0 +1,51 @@
+// Average over variable bins (adaptive average pooling).  Each output's bin comes from the
+// bin table a bins pass wrote (common/bin_table.wgsl).  One invocation per output.
+//
+// Accumulated as average pooling accumulates a window (avg_pool.wgsl): a compensated f32 sum
+// in increasing flat index order, divided once by the element count and converted with
+// from_f32 (correctly rounded for FLOAT16).  So where bins are uniform the result is average
+// pooling's, bit for bit; infinities and NaN propagate as in plain arithmetic.
+//
+// Every tensor is seen as 5-D {N, C, D, H, W}.
+// Prepended by kernels.py: the value type (to_f32, from_f32) and the tensors x (x_load),
+// bins (bins_load) and y (y_store); library: bin_table.wgsl (bin_of), compensated_sum.wgsl,
+// flat_index.wgsl.
+
+override WG_X: u32 = 64u;
+
+struct Params {
+    x_base: u32, bins_base: u32, y_base: u32,
+    total: u32,         // outputs
+    channels: u32,
+    out_d: u32, out_h: u32, out_w: u32,
+    x_n: u32, x_c: u32, x_d: u32, x_h: u32, x_w: u32,
+    y_n: u32, y_c: u32, y_d: u32, y_h: u32, y_w: u32,
+}
+@group(0) @binding(0) var<uniform> params: Params;
+
+@compute @workgroup_size(WG_X)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+        @builtin(local_invocation_index) lane: u32) {
+    let i = flat_index(wg, groups, lane, WG_X, params.total);
+    if (i >= params.total) { return; }
+    let ow = i % params.out_w;
+    let oh = (i / params.out_w) % params.out_h;
+    let od = (i / (params.out_w * params.out_h)) % params.out_d;
+    let nc = i / (params.out_w * params.out_h * params.out_d);
+    let n = nc / params.channels;
+    let c = nc % params.channels;
+    let bin = bin_of(params.bins_base, n, vec3<u32>(od, oh, ow), vec3<u32>(params.out_d, params.out_h, params.out_w));
+
+    let x_plane = params.x_base + bin.batch * params.x_n + c * params.x_c;
+    var sum = CompensatedSum(0.0, 0.0);
+    for (var d = bin.start.x; d < bin.end.x; d++) {
+        for (var h = bin.start.y; h < bin.end.y; h++) {
+            for (var w = bin.start.z; w < bin.end.z; w++) {
+                sum = compensated_add(sum, to_f32(x_load(x_plane + d * params.x_d + h * params.x_h + w * params.x_w)));
+            }
+        }
+    }
+    let count = (bin.end.x - bin.start.x) * (bin.end.y - bin.start.y) * (bin.end.z - bin.start.z);
+    y_store(params.y_base + n * params.y_n + c * params.y_c + od * params.y_d + oh * params.y_h + ow * params.y_w,
+            from_f32(compensated_total(sum) / f32(count)));
+}

@@ -1,0 +1,60 @@
+// Max over variable bins: ROI pooling (pass 2) and adaptive max pooling.  Each output's bin
+// comes from the bin table a bins pass wrote (common/bin_table.wgsl); bins are clamped to
+// the input, so nothing outside it is read.  One invocation per output; elements are visited
+// in increasing flat index and a strict `>` keeps the first maximum (max pooling's rules:
+// NaN above everything, ties to the lowest index).  An empty bin (ROI pooling only) gives 0.
+//
+// Every tensor is seen as 5-D {N, C, D, H, W}.
+// Prepended by kernels.py: the value type (Raw, Key, key_of, key_gt) and the tensors
+// x (x_load), bins (bins_load), y (y_store) and idx (idx_store_index; a no-op when no indices
+// were asked for); library: bin_table.wgsl (bin_of, the ROI constant), flat_index.wgsl.
+
+override WG_X: u32 = 64u;
+
+struct Params {
+    x_base: u32, bins_base: u32, y_base: u32, idx_base: u32,
+    total: u32,         // outputs
+    channels: u32,
+    in_d: u32, in_h: u32, in_w: u32,
+    out_d: u32, out_h: u32, out_w: u32,
+    x_n: u32, x_c: u32, x_d: u32, x_h: u32, x_w: u32,
+    y_n: u32, y_c: u32, y_d: u32, y_h: u32, y_w: u32,
+    idx_n: u32, idx_c: u32, idx_d: u32, idx_h: u32, idx_w: u32,
+}
+@group(0) @binding(0) var<uniform> params: Params;
+
+@compute @workgroup_size(WG_X)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+        @builtin(local_invocation_index) lane: u32) {
+    let i = flat_index(wg, groups, lane, WG_X, params.total);
+    if (i >= params.total) { return; }
+    let ow = i % params.out_w;
+    let oh = (i / params.out_w) % params.out_h;
+    let od = (i / (params.out_w * params.out_h)) % params.out_d;
+    let nc = i / (params.out_w * params.out_h * params.out_d);
+    let n = nc / params.channels;
+    let c = nc % params.channels;
+    let bin = bin_of(params.bins_base, n, vec3<u32>(od, oh, ow), vec3<u32>(params.out_d, params.out_h, params.out_w));
+
+    let x_plane = params.x_base + bin.batch * params.x_n + c * params.x_c;
+    let logical_plane = (bin.batch * params.channels + c) * params.in_d * params.in_h * params.in_w;
+    var best_key: Key;
+    var best_raw: Raw;      // zero: the value of an empty bin
+    var best_index = 0u;
+    var found = false;
+    for (var d = bin.start.x; d < bin.end.x; d++) {
+        for (var h = bin.start.y; h < bin.end.y; h++) {
+            for (var w = bin.start.z; w < bin.end.z; w++) {
+                let raw = x_load(x_plane + d * params.x_d + h * params.x_h + w * params.x_w);
+                let key = key_of(raw);
+                let take = !found || key_gt(key, best_key);
+                best_key = select(best_key, key, take);
+                best_raw = select(best_raw, raw, take);
+                best_index = select(best_index, logical_plane + (d * params.in_h + h) * params.in_w + w, take);
+                found = true;
+            }
+        }
+    }
+    y_store(params.y_base + n * params.y_n + c * params.y_c + od * params.y_d + oh * params.y_h + ow * params.y_w, best_raw);
+    idx_store_index(params.idx_base + n * params.idx_n + c * params.idx_c + od * params.idx_d + oh * params.idx_h + ow * params.idx_w, best_index);
+}

@@ -1,0 +1,29 @@
+// Gathers over pooling windows (the gradients).  An invocation owns a *block* of dx
+// elements: along each dimension, `stride` consecutive positions b * stride + r - pad % stride
+// (r < stride), so that every tap k of a window lands on block element r for exactly the
+// windows o = b + pad / stride - (k * dilation - r) / stride, whenever stride divides
+// k * dilation - r: for k = first_tap(r) + j * step, step = stride / gcd(dilation, stride).
+// So each block visits exactly the window taps that land on it, no search.
+
+// Block element r of block b along one dimension: its position and whether it is inside [0, size).
+struct Position { at: u32, inside: bool }
+fn block_element(b: u32, r: u32, stride: u32, pad: u32, size: u32) -> Position {
+    let p = i32(b * stride + r) - i32(pad % stride);
+    return Position(u32(p), p >= 0 && p < i32(size));
+}
+
+// The first tap k landing on block element r: the least k with k * dilation = r (mod stride),
+// i.e. (r / g) * inverse mod step, where g = gcd(dilation, stride), step = stride / g and
+// inverse = (dilation / g)^-1 mod step; none (0xffffffff) unless g divides r.
+fn first_tap(r: u32, stride: u32, step: u32, inverse: u32) -> u32 {
+    let g = stride / step;
+    return select(0xffffffffu, (r / g) * inverse % step, r % g == 0u);
+}
+
+// The window whose tap k (from first_tap) lands on block element r of block b, and whether
+// it exists (0 <= o < count).
+struct Window { o: u32, hit: bool }
+fn block_window(b: u32, r: u32, k: u32, stride: u32, dilation: u32, pad: u32, count: u32) -> Window {
+    let o = i32(b + pad / stride) - i32((k * dilation - r) / stride);
+    return Window(u32(o), o >= 0 && o < i32(count));
+}

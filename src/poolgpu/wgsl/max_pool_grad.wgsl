@@ -1,0 +1,84 @@
+// Max pooling gradient (DirectML MAX_POOLING_GRAD), pass 2 of 2: a gather.
+//
+// Pass 1 (max_pool.wgsl) wrote each window's argmax, a flat logical input index, into the
+// packed scratch `arg` of the forward output's sizes.  Here one invocation owns a block of
+// SD x SH x SW dx elements (common/windows_covering.wgsl) and, for each, visits in a fixed
+// order every window tap landing on it, adding that window's dy where the window's argmax
+// is this element.  No atomics and a fixed summation order: the same inputs give
+// bit-identical dx, run after run.  Sums are f32.
+//
+// Tensors are seen as 5-D {N, C, D, H, W}; the window geometry arrives as override
+// constants, so the loops unroll and the tap selection folds away.
+//
+// Prepended by kernels.py: the value type (Raw, to_f32, from_f32) and the tensors
+// dy (dy_load), arg (arg_load) and dx (dx_store); library: block_element, first_tap and block_window
+// (common/windows_covering.wgsl).
+
+override KD: u32 = 1u;  override KH: u32 = 1u;  override KW: u32 = 1u;   // window size
+override SD: u32 = 1u;  override SH: u32 = 1u;  override SW: u32 = 1u;   // strides
+override LD: u32 = 1u;  override LH: u32 = 1u;  override LW: u32 = 1u;   // dilations
+override PD: u32 = 0u;  override PH: u32 = 0u;  override PW: u32 = 0u;   // start padding
+override TD: u32 = 1u;  override TH: u32 = 1u;  override TW: u32 = 1u;   // tap steps (see first_tap)
+override ID: u32 = 0u;  override IH: u32 = 0u;  override IW: u32 = 0u;   // their inverses
+override PADDED: bool = true;
+override WG_X: u32 = 64u;
+
+struct Params {
+    dy_base: u32, arg_base: u32, dx_base: u32,
+    channels: u32,
+    in_d: u32, in_h: u32, in_w: u32,      // the forward input's (dx's) spatial sizes
+    out_d: u32, out_h: u32, out_w: u32,   // the forward output's (dy's, arg's)
+    blocks_d: u32, blocks_h: u32, blocks_w: u32,
+    dy_n: u32, dy_c: u32, dy_d: u32, dy_h: u32, dy_w: u32,
+    dx_n: u32, dx_c: u32, dx_d: u32, dx_h: u32, dx_w: u32,
+    rows: u32,          // N * C * blocks_d * blocks_h: one row of blocks_w blocks each
+    rows_per_z: u32,    // rows are folded over workgroup y and z (each at most 65535)
+}
+@group(0) @binding(0) var<uniform> params: Params;
+
+@compute @workgroup_size(WG_X)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
+    let bw = wg.x * WG_X + lane;
+    let row = wg.z * params.rows_per_z + wg.y;
+    if (bw >= params.blocks_w || row >= params.rows) { return; }
+    let bh = row % params.blocks_h;
+    let bd = (row / params.blocks_h) % params.blocks_d;
+    let nc = row / (params.blocks_h * params.blocks_d);
+    let n = nc / params.channels;
+    let c = nc % params.channels;
+
+    let arg_plane = params.arg_base + nc * params.out_d * params.out_h * params.out_w;
+    let dy_plane = params.dy_base + n * params.dy_n + c * params.dy_c;
+    let dx_plane = params.dx_base + n * params.dx_n + c * params.dx_c;
+    for (var rd = 0u; rd < SD; rd++) {
+        let d = block_element(bd, rd, SD, PD, params.in_d);
+        if (!d.inside) { continue; }
+        for (var rh = 0u; rh < SH; rh++) {
+            let h = block_element(bh, rh, SH, PH, params.in_h);
+            if (!h.inside) { continue; }
+            for (var rw = 0u; rw < SW; rw++) {
+                let w = block_element(bw, rw, SW, PW, params.in_w);
+                if (!w.inside) { continue; }
+                let me = ((nc * params.in_d + d.at) * params.in_h + h.at) * params.in_w + w.at;  // as pass 1 wrote it
+                var sum = 0.0;
+                for (var kd = first_tap(rd, SD, TD, ID); kd < KD; kd += TD) {
+                    let od = block_window(bd, rd, kd, SD, LD, PD, params.out_d);
+                    if (!od.hit) { continue; }
+                    for (var kh = first_tap(rh, SH, TH, IH); kh < KH; kh += TH) {
+                        let oh = block_window(bh, rh, kh, SH, LH, PH, params.out_h);
+                        if (!oh.hit) { continue; }
+                        for (var kw = first_tap(rw, SW, TW, IW); kw < KW; kw += TW) {
+                            let ow = block_window(bw, rw, kw, SW, LW, PW, params.out_w);
+                            if (!ow.hit) { continue; }
+                            // select, not a branch: both loads unconditional vectorise better
+                            let hit = arg_load(arg_plane + (od.o * params.out_h + oh.o) * params.out_w + ow.o) == me;
+                            let dy = to_f32(dy_load(dy_plane + od.o * params.dy_d + oh.o * params.dy_h + ow.o * params.dy_w));
+                            sum += select(0.0, dy, hit);
+                        }
+                    }
+                }
+                dx_store(dx_plane + d.at * params.dx_d + h.at * params.dx_h + w.at * params.dx_w, from_f32(sum));
+            }
+        }
+    }
+}

@@ -1,0 +1,83 @@
+// Max pooling gradient (DirectML MAX_POOLING_GRAD) where windows do not overlap (stride >=
+// dilated extent in every dimension): one pass, no scratch.
+//
+// Every dx element lies in at most one window, so there is nothing to sum: one invocation
+// owns a block of SD x SH x SW dx elements (common/windows_covering.wgsl) holding all of
+// its window (if the window exists), finds the window's argmax under the forward max rule
+// (common/max_accumulator.wgsl) and writes dy's bits there and zero elsewhere in the block.
+// Deterministic by construction, with no scratch and less memory traffic than the two
+// passes of the general case (max_pool_grad.wgsl).
+//
+// Prepended by kernels.py: the value type (Raw, Key, key_of, key_gt) and the tensors
+// x (x_load), dy (dy_load) and dx (dx_store); library: block_element
+// (common/windows_covering.wgsl), the max rule's acc_new and acc_add (common/max_accumulator.wgsl).
+
+override KD: u32 = 1u;  override KH: u32 = 1u;  override KW: u32 = 1u;   // window size
+override SD: u32 = 1u;  override SH: u32 = 1u;  override SW: u32 = 1u;   // strides
+override LD: u32 = 1u;  override LH: u32 = 1u;  override LW: u32 = 1u;   // dilations
+override PD: u32 = 0u;  override PH: u32 = 0u;  override PW: u32 = 0u;   // start padding
+override PADDED: bool = true;
+override WG_X: u32 = 64u;
+
+struct Params {
+    x_base: u32, dy_base: u32, dx_base: u32,
+    channels: u32,
+    in_d: u32, in_h: u32, in_w: u32,      // the forward input's (x's, dx's) spatial sizes
+    out_d: u32, out_h: u32, out_w: u32,   // the forward output's (dy's)
+    blocks_d: u32, blocks_h: u32, blocks_w: u32,
+    x_n: u32, x_c: u32, x_d: u32, x_h: u32, x_w: u32,
+    dy_n: u32, dy_c: u32, dy_d: u32, dy_h: u32, dy_w: u32,
+    dx_n: u32, dx_c: u32, dx_d: u32, dx_h: u32, dx_w: u32,
+    rows: u32,          // N * C * blocks_d * blocks_h: one row of blocks_w blocks each
+    rows_per_z: u32,    // rows are folded over workgroup y and z (each at most 65535)
+}
+@group(0) @binding(0) var<uniform> params: Params;
+
+@compute @workgroup_size(WG_X)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
+    let bw = wg.x * WG_X + lane;
+    let row = wg.z * params.rows_per_z + wg.y;
+    if (bw >= params.blocks_w || row >= params.rows) { return; }
+    let bh = row % params.blocks_h;
+    let bd = (row / params.blocks_h) % params.blocks_d;
+    let nc = row / (params.blocks_h * params.blocks_d);
+    let n = nc / params.channels;
+    let c = nc % params.channels;
+
+    // The block's own window o starts where the block does: tap k is block element k * dilation.
+    let o = vec3<u32>(bd + PD / SD, bh + PH / SH, bw + PW / SW);
+    let has_window = o.x < params.out_d && o.y < params.out_h && o.z < params.out_w;
+    let x_plane = params.x_base + n * params.x_n + c * params.x_c;
+    var acc = acc_new();
+    for (var kd = 0u; kd < KD; kd++) {
+        let d = block_element(bd, kd * LD, SD, PD, params.in_d);
+        for (var kh = 0u; kh < KH; kh++) {
+            let h = block_element(bh, kh * LH, SH, PH, params.in_h);
+            for (var kw = 0u; kw < KW; kw++) {
+                let w = block_element(bw, kw * LW, SW, PW, params.in_w);
+                let inside = d.inside && h.inside && w.inside;
+                let raw = x_load(x_plane + select(0u, d.at * params.x_d + h.at * params.x_h + w.at * params.x_w, inside));
+                acc_add(&acc, raw, ((nc * params.in_d + d.at) * params.in_h + h.at) * params.in_w + w.at, inside);
+            }
+        }
+    }
+    let winner = select(0xffffffffu, acc.index, has_window && acc.found);
+    let dy = dy_load(params.dy_base + n * params.dy_n + c * params.dy_c
+                     + select(0u, o.x * params.dy_d + o.y * params.dy_h + o.z * params.dy_w, has_window));
+
+    let dx_plane = params.dx_base + n * params.dx_n + c * params.dx_c;
+    for (var rd = 0u; rd < SD; rd++) {
+        let d = block_element(bd, rd, SD, PD, params.in_d);
+        if (!d.inside) { continue; }
+        for (var rh = 0u; rh < SH; rh++) {
+            let h = block_element(bh, rh, SH, PH, params.in_h);
+            if (!h.inside) { continue; }
+            for (var rw = 0u; rw < SW; rw++) {
+                let w = block_element(bw, rw, SW, PW, params.in_w);
+                if (!w.inside) { continue; }
+                let me = ((nc * params.in_d + d.at) * params.in_h + h.at) * params.in_w + w.at;
+                dx_store(dx_plane + d.at * params.dx_d + h.at * params.dx_h + w.at * params.dx_w, select(Raw(), dy, me == winner));
+            }
+        }
+    }
+}

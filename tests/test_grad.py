@@ -1,0 +1,412 @@
+"""The pooling gradients (MAX_POOLING_GRAD, AVERAGE_POOLING_GRAD) on every adapter: against
+the independent NumPy reference, finite differences of the forward operators, PyTorch's
+backward passes, exact FLOAT16 rounding, determinism, layouts and untouched canaries."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import poolgpu as pg
+import reference
+from poolgpu import kernels
+from helpers import FLOAT_TYPES, assert_canaries_intact, canary_tensor, layout_strides, random_values, same_bits, upload
+
+GPU_SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+GEOMETRY = ("window_size", "strides", "dilations", "start_padding", "end_padding")
+F32, F16 = pg.DataType.FLOAT32, pg.DataType.FLOAT16
+
+
+@st.composite
+def gradient_cases(draw):
+    dims = draw(st.integers(1, 3))
+    return dict(
+        sizes=(draw(st.integers(1, 3)), draw(st.integers(1, 3))) + tuple(draw(st.integers(1, 8)) for _ in range(dims)),
+        window_size=tuple(draw(st.integers(1, 4)) for _ in range(dims)),
+        strides=tuple(draw(st.integers(1, 3)) for _ in range(dims)),
+        dilations=tuple(draw(st.sampled_from([1, 1, 2, 3])) for _ in range(dims)),
+        start_padding=tuple(draw(st.integers(0, 2)) for _ in range(dims)),
+        end_padding=tuple(draw(st.integers(0, 2)) for _ in range(dims)),
+        data_type=draw(st.sampled_from(FLOAT_TYPES)),
+        include_padding=draw(st.booleans()),
+        # small integer dy: every f32 sum is exact, so max pooling's dx must equal the reference
+        integer_dy=draw(st.booleans()),
+        in_layout=draw(st.sampled_from(["packed", "channels_last", "reversed", "gaps", "broadcast"])),
+        out_layout=draw(st.sampled_from(["packed", "channels_last", "gaps", "reversed"])),
+        seed=draw(st.integers(0, 2**31)),
+    )
+
+
+def geometry_of(case):
+    return {k: case[k] for k in GEOMETRY}
+
+
+def describable(make) -> bool:
+    """Whether the case's description is valid (e.g. no window wholly in padding); invalid
+    geometries are the validation tests' business."""
+    try:
+        make()
+        return True
+    except pg.ValidationError:
+        return False
+
+
+def random_dy(case, sizes, rng):
+    dtype = case["data_type"].numpy
+    if case["integer_dy"]:
+        dy = rng.integers(-8, 9, sizes).astype(dtype)
+    else:
+        dy = rng.standard_normal(sizes).astype(dtype)
+    if case["in_layout"] == "broadcast":  # one plane repeated over N and C
+        dy = np.broadcast_to(dy[:1, :1], dy.shape).copy()
+    return dy
+
+
+def assert_gradient_close(got, want, dy, exact=False):
+    """``want`` is the float64 reference; dx sums at most a window's worth of f32 terms and
+    is rounded once to its type.  ``exact``: every f32 sum is exact (small integers)."""
+    dtype = got.dtype
+    if exact:
+        np.testing.assert_array_equal(got, want.astype(dtype))
+        return
+    scale = float(np.abs(dy.astype(np.float64)).max(initial=0))
+    if dtype == np.float16:
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=2e-3, atol=1e-3 * scale)
+    else:
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=1e-5, atol=1e-5 * scale)
+
+
+def run_output(device, desc, inputs, out_layout_desc):
+    """Run ``desc`` on uploaded ``inputs`` into a canary-guarded dx; return dx's values."""
+    op = device.compile(desc)
+    dx = canary_tensor(device, out_layout_desc)
+    assert op(*inputs, out=dx) is dx
+    assert_canaries_intact(dx)
+    return dx.numpy()
+
+
+@GPU_SETTINGS
+@given(case=gradient_cases())
+def test_max_pool_grad_matches_reference(device, case):
+    geometry, dt = geometry_of(case), case["data_type"]
+    x_desc = pg.TensorDesc(dt, case["sizes"], layout_strides(case["sizes"], case["in_layout"]))
+    assume(describable(lambda: pg.MaxPooling2Desc(x_desc, **geometry)))
+    out_sizes = pg.pooling_output_sizes(case["sizes"], **geometry)
+    rng = np.random.default_rng(case["seed"])
+    x = random_values(dt, case["sizes"], rng)  # NaN, infinities, signed zeros and ties included
+    if case["in_layout"] == "broadcast":
+        x = np.broadcast_to(x[:1, :1], x.shape).copy()
+    dy = random_dy(case, out_sizes, rng)
+    dy_desc = pg.TensorDesc(dt, out_sizes, layout_strides(out_sizes, case["in_layout"]))
+    dx_desc = pg.TensorDesc(dt, case["sizes"], layout_strides(case["sizes"], case["out_layout"]))
+    desc = pg.MaxPoolingGradDesc(x_desc, dy_desc, dx_desc, **geometry)
+    got = run_output(device, desc, (upload(device, x, case["in_layout"]), upload(device, dy, case["in_layout"])), dx_desc)
+    assert_gradient_close(got, reference.max_pool_grad(x, dy, **geometry), dy, exact=case["integer_dy"])
+
+
+@GPU_SETTINGS
+@given(case=gradient_cases())
+def test_average_pool_grad_matches_reference(device, case):
+    geometry, dt = geometry_of(case), case["data_type"]
+    dx_desc = pg.TensorDesc(dt, case["sizes"], layout_strides(case["sizes"], case["out_layout"]))
+    assume(describable(lambda: pg.MaxPooling2Desc(pg.TensorDesc(dt, case["sizes"]), **geometry)))
+    out_sizes = pg.pooling_output_sizes(case["sizes"], **geometry)
+    rng = np.random.default_rng(case["seed"])
+    dy = random_dy(case, out_sizes, rng)
+    dy_desc = pg.TensorDesc(dt, out_sizes, layout_strides(out_sizes, case["in_layout"]))
+    desc = pg.AveragePoolingGradDesc(dy_desc, dx_desc, include_padding=case["include_padding"], **geometry)
+    got = run_output(device, desc, (upload(device, dy, case["in_layout"]),), dx_desc)
+    want = reference.average_pool_grad(dy, case["sizes"], include_padding=case["include_padding"], **geometry)
+    assert_gradient_close(got, want, dy)
+
+
+def test_average_pool_grad_directml_example(device):
+    dy = np.array([[1, 2], [3, 4]], np.float32).reshape(1, 1, 2, 2)
+    dx = pg.average_pool_grad(dy, (1, 1, 3, 3), (2, 2), strides=(1, 1), device=device)
+    want = np.array([[0.25, 0.75, 0.5], [1, 2.5, 1.5], [0.75, 1.75, 1]], np.float32).reshape(1, 1, 3, 3)
+    assert same_bits(dx, want)
+    dx16 = pg.average_pool_grad(dy.astype(np.float16), (1, 1, 3, 3), (2, 2), device=device)
+    assert same_bits(dx16, want.astype(np.float16))
+
+
+def test_average_pool_grad_divisor_with_and_without_padding(device):
+    # 1-D, 4 inputs, window 3, padding 1 each side: windows cover 2, 3, 3, 2 inputs.
+    dy = np.array([6.0, 6.0, 6.0, 6.0], np.float32).reshape(1, 1, 4)
+    counted = pg.average_pool_grad(dy, (1, 1, 4), (3,), start_padding=(1,), end_padding=(1,), include_padding=False,
+                                   device=device)
+    np.testing.assert_allclose(counted.ravel(), [3 + 2, 3 + 2 + 2, 2 + 2 + 3, 2 + 3], rtol=1e-6)
+    padded = pg.average_pool_grad(dy, (1, 1, 4), (3,), start_padding=(1,), end_padding=(1,), include_padding=True,
+                                  device=device)
+    np.testing.assert_array_equal(padded.ravel(), [4, 6, 6, 4])
+
+
+# -- finite differences --------------------------------------------------------------------
+
+
+def perturbed_batch(x, h):
+    """2M copies of x (one (n, c) item, M elements): copy 2i has element i raised by h, copy
+    2i + 1 lowered by h.  Returns the batch and the actual float step of each element."""
+    m = x.size
+    batch = np.repeat(x.reshape(1, -1), 2 * m, axis=0)
+    batch[2 * np.arange(m), np.arange(m)] += h
+    batch[2 * np.arange(m) + 1, np.arange(m)] -= h
+    step = batch[2 * np.arange(m), np.arange(m)].astype(np.float64) - batch[2 * np.arange(m) + 1, np.arange(m)]
+    return batch.reshape((2 * m,) + x.shape[1:]), step
+
+
+@pytest.mark.parametrize("shape, geometry", [
+    ((1, 2, 9), dict(window_size=(3,), strides=(2,), start_padding=(1,), end_padding=(1,))),
+    ((1, 2, 6, 7), dict(window_size=(3, 2), strides=(1, 2), dilations=(2, 1), start_padding=(1, 0))),
+    ((1, 1, 4, 5, 4), dict(window_size=(2, 3, 2), strides=(1, 1, 2), end_padding=(1, 1, 0))),
+])
+def test_max_pool_grad_is_the_derivative_of_max_pool(device, shape, geometry):
+    rng = np.random.default_rng(3)
+    # distinct values 0.25 apart: no ties, and a step of 0.01 never changes which element wins
+    x = (rng.permutation(int(np.prod(shape))).reshape(shape) * 0.25 - 3).astype(np.float32)
+    y = pg.max_pool(x, device=device, **geometry)
+    w = rng.standard_normal(y.shape).astype(np.float32)  # f(x) = sum(w * max_pool(x))
+    batch, step = perturbed_batch(x, 0.01)
+    f = (pg.max_pool(batch, device=device, **geometry).astype(np.float64) * w).reshape(batch.shape[0], -1).sum(1)
+    numeric = ((f[0::2] - f[1::2]) / step).reshape(shape)
+    dx = pg.max_pool_grad(x, w, device=device, **geometry)
+    np.testing.assert_allclose(dx, numeric, rtol=1e-5, atol=1e-5)
+    assert np.count_nonzero(dx) > 0
+
+
+@pytest.mark.parametrize("include_padding", [False, True])
+@pytest.mark.parametrize("shape, geometry", [
+    ((1, 2, 9), dict(window_size=(3,), strides=(2,), start_padding=(1,), end_padding=(2,))),
+    ((1, 2, 6, 7), dict(window_size=(3, 2), strides=(1, 2), dilations=(2, 1), start_padding=(1, 1))),
+    ((1, 1, 4, 5, 4), dict(window_size=(2, 3, 2), strides=(1, 1, 2), end_padding=(1, 1, 0))),
+])
+def test_average_pool_grad_is_the_derivative_of_average_pool(device, shape, geometry, include_padding):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(shape)
+    w = rng.standard_normal(reference.output_sizes(shape, **geometry))
+    batch, step = perturbed_batch(x, 1e-3)
+    y = reference.average_pool(batch, include_padding=include_padding, **geometry)
+    f = (y * w).reshape(batch.shape[0], -1).sum(1)
+    numeric = ((f[0::2] - f[1::2]) / step).reshape(shape)
+    dx = pg.average_pool_grad(w.astype(np.float32), shape, include_padding=include_padding, device=device, **geometry)
+    np.testing.assert_allclose(dx, numeric, rtol=1e-5, atol=1e-5)
+
+
+# -- PyTorch --------------------------------------------------------------------------------
+
+def torch_pool(kind, dims):
+    torch_ = pytest.importorskip("torch")
+    return torch_, getattr(torch_.nn.functional, f"{kind}_pool{dims}d")
+
+
+@pytest.mark.parametrize("dims, shape, kernel, stride, padding, dilation", [
+    (1, (2, 3, 11), 3, 2, 1, 1),
+    (2, (2, 3, 9, 8), 3, 1, 1, 2),     # heavy overlap and dilation
+    (2, (1, 4, 10, 10), 2, 2, 0, 1),
+    (3, (1, 2, 5, 6, 7), 3, 2, 1, 1),
+])
+def test_max_pool_grad_matches_pytorch(device, dims, shape, kernel, stride, padding, dilation):
+    torch_, pool = torch_pool("max", dims)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(shape).astype(np.float32)
+    xt = torch_.tensor(x, requires_grad=True)
+    y = pool(xt, kernel, stride, padding, dilation)
+    dy = rng.standard_normal(tuple(y.shape)).astype(np.float32)
+    y.backward(torch_.tensor(dy))
+    geometry = dict(window_size=(kernel,) * dims, strides=(stride,) * dims, start_padding=(padding,) * dims,
+                    end_padding=(padding,) * dims, dilations=(dilation,) * dims)
+    dx = pg.max_pool_grad(x, dy, device=device, **geometry)
+    np.testing.assert_allclose(dx, xt.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("count_include_pad", [False, True])
+@pytest.mark.parametrize("dims, shape, kernel, stride, padding", [
+    (1, (2, 3, 11), 3, 2, 1),
+    (2, (2, 3, 9, 8), 3, 1, 1),
+    (2, (1, 4, 10, 10), 4, 3, 2),
+    (3, (1, 2, 5, 6, 7), 3, 2, 1),
+])
+def test_average_pool_grad_matches_pytorch(device, dims, shape, kernel, stride, padding, count_include_pad):
+    torch_, pool = torch_pool("avg", dims)
+    rng = np.random.default_rng(6)
+    xt = torch_.tensor(rng.standard_normal(shape).astype(np.float32), requires_grad=True)
+    y = pool(xt, kernel, stride, padding, count_include_pad=count_include_pad)
+    dy = rng.standard_normal(tuple(y.shape)).astype(np.float32)
+    y.backward(torch_.tensor(dy))
+    dx = pg.average_pool_grad(dy, shape, (kernel,) * dims, strides=(stride,) * dims, start_padding=(padding,) * dims,
+                              end_padding=(padding,) * dims, include_padding=count_include_pad, device=device)
+    np.testing.assert_allclose(dx, xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# -- FLOAT16: f32 sums, each rounded once to nearest even ----------------------------------
+
+
+def all_finite_float16():
+    values = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    return values[np.isfinite(values)]
+
+
+@pytest.mark.parametrize("divisor", [1, 2, 4])
+def test_average_pool_grad_float16_rounds_every_value_to_nearest_even(device, divisor):
+    # One window per dx element with a power-of-two divisor: dx = dy / divisor exactly in
+    # f32, so dx must be NumPy's correctly rounded f16 of it, for every finite f16 (the
+    # halved subnormals exercise ties).  The sign of a zero result is the compiler's: it may
+    # fold the sum's 0 + dy into dy.
+    dy = all_finite_float16()
+    dx = pg.average_pool_grad(dy.reshape(1, 1, -1), (1, 1, dy.size * divisor), (divisor,), strides=(divisor,),
+                              device=device)
+    want = np.repeat((dy.astype(np.float32) / np.float32(divisor)).astype(np.float16), divisor)
+    dx, zero = dx.ravel(), want == 0
+    np.testing.assert_array_equal(dx[~zero].view(np.uint16), want[~zero].view(np.uint16))
+    assert (dx[zero] == 0).all()
+
+
+def test_max_pool_grad_float16_sums_overflow_and_round_to_even(device):
+    # Windows of 2 with stride 1 over [0, 10, 0]: both take element 1, so dx[1] = dy0 + dy1.
+    pairs = np.array([
+        (65504, 65504), (65504, 16), (65504, 8), (-65504, -65504), (-65504, -16),
+        (1, 2.0**-11), (1 + 2.0**-10, 2.0**-11), (2.0**-24, 2.0**-24), (-(2.0**-14), 2.0**-24), (3, -3),
+    ])
+    x = np.tile(np.array([0, 10, 0], np.float16), (len(pairs), 1)).reshape(len(pairs), 1, 3)
+    dy = pairs.astype(np.float16).reshape(len(pairs), 1, 2)
+    dx = pg.max_pool_grad(x, dy, (2,), device=device)
+    f32_sum = dy[:, 0, 0].astype(np.float32) + dy[:, 0, 1].astype(np.float32)  # exact for these pairs
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(dx[:, 0, 1].view(np.uint16), f32_sum.astype(np.float16).view(np.uint16))
+    assert (dx[:, 0, [0, 2]] == 0).all()
+
+
+# -- determinism, layouts, large grids ----------------------------------------------------
+
+
+@pytest.mark.parametrize("data_type", FLOAT_TYPES, ids=lambda t: t.name)
+def test_gradients_are_bit_identical_run_after_run(device, data_type):
+    rng = np.random.default_rng(7)
+    shape = (2, 3, 17, 19)
+    x = rng.standard_normal(shape).astype(data_type.numpy)
+    x[:, :, ::3, ::2] = 1.5  # many ties
+    geometry = dict(window_size=(3, 3), strides=(1, 1), start_padding=(1, 1), end_padding=(1, 1))
+    dy = rng.standard_normal(shape).astype(data_type.numpy)
+    runs = [pg.max_pool_grad(x, dy, device=device, **geometry) for _ in range(3)]
+    runs += [pg.average_pool_grad(dy, shape, device=device, **geometry) for _ in range(3)]
+    assert all(same_bits(r, runs[0]) for r in runs[1:3])
+    assert all(same_bits(r, runs[3]) for r in runs[4:])
+    assert_gradient_close(runs[0], reference.max_pool_grad(x, dy, **geometry), dy)
+    assert_gradient_close(runs[3], reference.average_pool_grad(dy, shape, **geometry), dy)
+
+
+def test_gradients_fold_many_rows_over_the_grid(device):
+    # N * C * D * H above 65535 rows: rows fold over workgroups y and z
+    rng = np.random.default_rng(8)
+    shape = (2, 40000, 3)
+    x = rng.standard_normal(shape).astype(np.float32)
+    dy = rng.standard_normal((2, 40000, 2)).astype(np.float32)
+    np.testing.assert_allclose(pg.max_pool_grad(x, dy, (2,), device=device), reference.max_pool_grad(x, dy, (2,)),
+                               rtol=1e-6)
+    np.testing.assert_allclose(pg.average_pool_grad(dy, shape, (2,), device=device),
+                               reference.average_pool_grad(dy, shape, (2,)), rtol=1e-6)
+
+
+def test_gradients_tensor_in_tensor_out(device):
+    x = device.upload(np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4))
+    dy = device.upload(np.ones((1, 1, 2, 2), np.float32))
+    dx = pg.max_pool_grad(x, dy, (2, 2), strides=(2, 2))
+    assert isinstance(dx, pg.Tensor) and dx.device is device
+    np.testing.assert_array_equal(dx.numpy()[0, 0], [[0, 0, 0, 0], [0, 1, 0, 1], [0, 0, 0, 0], [0, 1, 0, 1]])
+    dx = pg.average_pool_grad(dy, (1, 1, 4, 4), (2, 2), strides=(2, 2))
+    assert isinstance(dx, pg.Tensor)
+    np.testing.assert_array_equal(dx.numpy(), np.full((1, 1, 4, 4), 0.25, np.float32))
+
+
+# -- validation (no GPU) ---------------------------------------------------------------------
+
+X = pg.TensorDesc(F32, (2, 3, 8, 8))
+DY = pg.TensorDesc(F32, (2, 3, 7, 7))  # window 2, stride 1
+
+
+def max_grad(**kwargs):
+    kwargs.setdefault("window_size", (2, 2))
+    return pg.MaxPoolingGradDesc(kwargs.pop("input", X), kwargs.pop("input_gradient", DY), **kwargs)
+
+
+def avg_grad(**kwargs):
+    kwargs.setdefault("window_size", (2, 2))
+    return pg.AveragePoolingGradDesc(kwargs.pop("input_gradient", DY), kwargs.pop("output_gradient", X), **kwargs)
+
+
+def test_gradient_descriptions_fill_in_defaults_and_outputs():
+    d = max_grad(strides=[1, 1])
+    assert d.output_gradient == X and d.dilations == (1, 1) and d.start_padding == (0, 0) and d.dimension_count == 2
+    assert d.input_tensors() == (("input", X), ("input_gradient", DY))
+    assert d.output_tensors() == (("output_gradient", X),)
+    assert d == max_grad() and hash(d) == hash(max_grad())
+    a = avg_grad()
+    assert a.include_padding is False and a.dilations == (1, 1) and a.input_tensors() == (("input_gradient", DY),)
+    assert a.output_tensors() == (("output_gradient", X),)
+    dilated = pg.MaxPoolingGradDesc(X, pg.TensorDesc(F32, (2, 3, 6, 6)), window_size=(2, 2), dilations=(2, 2))
+    assert dilated.output_gradient == X
+
+
+@pytest.mark.parametrize("make, field", [
+    (lambda: max_grad(input=pg.TensorDesc("int32", (2, 3, 8, 8))), "input.data_type"),
+    (lambda: max_grad(input="x"), "input"),
+    (lambda: max_grad(input_gradient=None), "input_gradient"),
+    (lambda: max_grad(input_gradient=pg.TensorDesc(F32, (2, 3, 8, 8))), "input_gradient.sizes"),
+    (lambda: max_grad(input_gradient=pg.TensorDesc(F16, (2, 3, 7, 7))), "input_gradient.data_type"),
+    (lambda: max_grad(output_gradient=pg.TensorDesc(F32, (2, 3, 7, 7))), "output_gradient.sizes"),
+    (lambda: max_grad(output_gradient=pg.TensorDesc(F16, (2, 3, 8, 8))), "output_gradient.data_type"),
+    (lambda: max_grad(output_gradient=pg.TensorDesc(F32, (2, 3, 8, 8), strides=(64, 0, 8, 1))), "output_gradient.strides"),
+    (lambda: max_grad(window_size=(2,)), "window_size"),
+    (lambda: max_grad(strides=(0, 1)), "strides"),
+    (lambda: max_grad(dilations=(1, 0)), "dilations"),
+    (lambda: max_grad(start_padding=(-1, 0)), "start_padding"),
+    (lambda: max_grad(window_size=(2, 2), strides=(3, 3), end_padding=(3, 3)), "window_size"),
+    (lambda: avg_grad(output_gradient=None), "output_gradient"),
+    (lambda: avg_grad(output_gradient=pg.TensorDesc("uint8", (2, 3, 8, 8))), "output_gradient.data_type"),
+    (lambda: avg_grad(output_gradient=pg.TensorDesc(F32, (2, 3, 8, 8), strides=(0, 64, 8, 1))), "output_gradient.strides"),
+    (lambda: avg_grad(input_gradient=pg.TensorDesc(F32, (2, 3, 6, 7))), "input_gradient.sizes"),
+    (lambda: avg_grad(input_gradient=pg.TensorDesc(F32, (2, 2, 7, 7))), "input_gradient.sizes"),
+    (lambda: avg_grad(input_gradient=pg.TensorDesc(F16, (2, 3, 7, 7))), "input_gradient.data_type"),
+    (lambda: avg_grad(include_padding="yes"), "include_padding"),
+    (lambda: avg_grad(window_size=(2, 2, 2)), "window_size"),
+    (lambda: avg_grad(end_padding=(1,)), "end_padding"),
+    (lambda: avg_grad(dilations=(9, 1)), "window_size"),
+])
+def test_gradient_validation_names_the_field(make, field):
+    with pytest.raises(pg.ValidationError) as e:
+        make()
+    assert e.value.field == field
+    assert str(e.value).startswith(field)
+
+
+def test_functional_gradients_validate_before_running(device):
+    with pytest.raises(pg.ValidationError) as e:
+        pg.max_pool_grad(np.zeros((1, 1, 4), np.float32), np.zeros((1, 1, 2), np.float32), (2,), device=device)
+    assert e.value.field == "input_gradient.sizes"
+    with pytest.raises(pg.ValidationError) as e:
+        pg.average_pool_grad(np.zeros((1, 1, 2), np.float32), (1, 1, 4), (2,), device=device)
+    assert e.value.field == "input_gradient.sizes"
+    with pytest.raises(pg.ValidationError) as e:
+        pg.max_pool_grad(np.zeros((1, 1, 4), np.int32), np.zeros((1, 1, 3), np.int32), (2,), device=device)
+    assert e.value.field == "input.data_type"
+
+
+# -- the one-pass variant for windows that do not overlap -------------------------------------
+
+
+@pytest.mark.parametrize("geometry", [
+    dict(window_size=(2, 2), strides=(2, 2)),
+    dict(window_size=(2, 3), strides=(3, 4), start_padding=(1, 1), end_padding=(1, 2)),  # gaps between windows
+    dict(window_size=(2, 2), strides=(4, 5), dilations=(2, 3), start_padding=(0, 1)),
+])
+def test_max_pool_grad_of_disjoint_windows_runs_in_one_pass_and_copies_dy_exactly(device, geometry):
+    rng = np.random.default_rng(13)
+    x = random_values(F32, (2, 3, 11, 13), rng)  # NaN, infinities, signed zeros, ties
+    desc = pg.MaxPoolingGradDesc(pg.TensorDesc(F32, x.shape), pg.TensorDesc(F32, pg.pooling_output_sizes(x.shape, **geometry)),
+                                 **geometry)
+    assert len(kernels.program_for(desc).passes) == 1
+    dy = random_values(F32, desc.input_gradient.sizes, rng)  # each lands alone: bits kept, NaN payloads included
+    dx = pg.max_pool_grad(x, dy, device=device, **geometry)
+    _, idx = reference.max_pool(x, **geometry)
+    want = np.zeros(x.size, np.float32)
+    want[idx.ravel()] = dy.ravel()
+    assert same_bits(dx, want.reshape(x.shape))

@@ -1,0 +1,286 @@
+"""Max unpooling (MAX_UNPOOLING) on every adapter, all ten data types with UINT32 and UINT64
+indices: against the independent NumPy reference (bit-exact), PyTorch's max_unpool*d, the
+round trip through max pooling, determinism, layouts and untouched canaries."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import poolgpu as pg
+import reference
+from helpers import ALL_TYPES, assert_canaries_intact, canary_tensor, layout_strides, random_values, same_bits, upload
+
+GPU_SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+INDEX_TYPES = ("uint32", "uint64")
+F32 = pg.DataType.FLOAT32
+
+
+def random_indices(rng, count, out_count, index_type):
+    """Mostly inside [0, out_count) with many repeats; some just past the end, the type's
+    maximum, and for UINT64 values whose low word is inside but whose high word is not zero."""
+    idx = rng.integers(0, out_count, count).astype(np.uint64)
+    kind = rng.random(count)
+    idx[kind < 0.1] = out_count + rng.integers(0, 3, (kind < 0.1).sum())
+    idx[(kind >= 0.1) & (kind < 0.15)] = np.iinfo(index_type).max
+    if index_type == "uint64":
+        wide = (kind >= 0.15) & (kind < 0.25)
+        idx[wide] = (np.uint64(rng.integers(1, 2**32)) << np.uint64(32)) | rng.integers(0, out_count, wide.sum()).astype(np.uint64)
+    return idx.astype(index_type)
+
+
+@st.composite
+def unpool_cases(draw):
+    dims = draw(st.integers(1, 3))
+    lead = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    return dict(
+        sizes=lead + tuple(draw(st.integers(1, 6)) for _ in range(dims)),
+        out_sizes=lead + tuple(draw(st.integers(1, 9)) for _ in range(dims)),
+        data_type=draw(st.sampled_from(ALL_TYPES)),
+        index_type=draw(st.sampled_from(INDEX_TYPES)),
+        in_layout=draw(st.sampled_from(["packed", "channels_last", "reversed", "gaps", "broadcast"])),
+        idx_layout=draw(st.sampled_from(["packed", "channels_last", "reversed", "gaps"])),
+        out_layout=draw(st.sampled_from(["packed", "channels_last", "gaps", "reversed"])),
+        seed=draw(st.integers(0, 2**31)),
+    )
+
+
+@GPU_SETTINGS
+@given(case=unpool_cases())
+def test_max_unpool_matches_reference(device, case):
+    rng = np.random.default_rng(case["seed"])
+    dt, sizes, out_sizes = case["data_type"], case["sizes"], case["out_sizes"]
+    x = random_values(dt, sizes, rng)
+    if case["in_layout"] == "broadcast":  # one plane repeated over N and C
+        x = np.broadcast_to(x[:1, :1], x.shape).copy()
+    idx = random_indices(rng, int(np.prod(sizes)), int(np.prod(out_sizes)), case["index_type"]).reshape(sizes)
+    output = pg.TensorDesc(dt, out_sizes, layout_strides(out_sizes, case["out_layout"]))
+    desc = pg.MaxUnpoolingDesc(
+        pg.TensorDesc(dt, sizes, layout_strides(sizes, case["in_layout"])),
+        pg.TensorDesc(case["index_type"], sizes, layout_strides(sizes, case["idx_layout"])),
+        output,
+    )
+    y = canary_tensor(device, output)
+    assert device.compile(desc)(upload(device, x, case["in_layout"]), upload(device, idx, case["idx_layout"]), out=y) is y
+    assert same_bits(y.numpy(), reference.max_unpool(x, idx, out_sizes))
+    assert_canaries_intact(y)
+
+
+def type_extremes(data_type):
+    dtype = data_type.numpy
+    if data_type.is_float:
+        info = np.finfo(dtype)
+        return np.array([info.min, info.max, info.tiny, -np.inf, np.inf, -0.0, np.nan, 1.0], dtype)
+    info = np.iinfo(dtype)
+    values = [info.min, info.max, info.min + 1, info.max - 1, 0, 1, 7, 3]
+    if data_type.size == 8:  # beyond 2^53, where float64 would round
+        values[5] = 2**53 + 1
+        values[6] = -(2**53) - 1 if info.min < 0 else 2**63 + 1
+    return np.array(values, dtype)
+
+
+@pytest.mark.parametrize("index_type", INDEX_TYPES)
+@pytest.mark.parametrize("data_type", ALL_TYPES, ids=lambda t: t.name)
+def test_max_unpool_every_type_round_trips_max_pooling(device, data_type, index_type):
+    rng = np.random.default_rng(int(data_type) * 7 + len(index_type))
+    x = random_values(data_type, (2, 3, 6, 8), rng)
+    x[0, 0, 0, :8] = type_extremes(data_type)  # window maxima among the extremes
+    geometry = dict(window_size=(2, 2), strides=(2, 2))
+    y, idx = pg.max_pool(x, return_indices=True, indices_type=index_type, device=device, **geometry)
+    assert idx.dtype == np.dtype(index_type)
+    out = pg.max_unpool(y, idx, x.shape, device=device)
+    assert same_bits(out, reference.max_unpool(y, idx, x.shape))
+    # each window's winner back in place, every other element the type's zero
+    winners = np.zeros(x.size, bool)
+    winners[idx.ravel().astype(np.int64)] = True
+    assert same_bits(out.ravel()[winners], x.ravel()[winners])
+    assert not out.ravel()[~winners].view(np.uint8).any()
+    # overlapping windows: several outputs share an argmax (same value, any j wins)
+    y, idx = pg.max_pool(x, (3, 3), strides=(1, 1), return_indices=True, indices_type=index_type, device=device)
+    assert same_bits(pg.max_unpool(y, idx, (6, 8), device=device), reference.max_unpool(y, idx, x.shape))
+
+
+@pytest.mark.parametrize("layout", ["channels_last", "reversed", "gaps"])
+@pytest.mark.parametrize("data_type", [t for t in ALL_TYPES if t.size < 4], ids=lambda t: t.name)
+def test_max_unpool_narrow_types_into_odd_output_strides(device, data_type, layout):
+    # 8- and 16-bit outputs share u32 words between elements owned by different invocations
+    rng = np.random.default_rng(9)
+    x = random_values(data_type, (2, 3, 5, 3), rng)
+    out_sizes = (2, 3, 7, 5)
+    idx = random_indices(rng, x.size, int(np.prod(out_sizes)), "uint32").reshape(x.shape)
+    output = pg.TensorDesc(data_type, out_sizes, layout_strides(out_sizes, layout))
+    y = canary_tensor(device, output, lead_bytes=3)
+    op = device.compile(pg.MaxUnpoolingDesc(pg.TensorDesc(data_type, x.shape), pg.TensorDesc("uint32", x.shape), output))
+    op(device.upload(x), device.upload(idx), out=y)
+    assert same_bits(y.numpy(), reference.max_unpool(x, idx, out_sizes))
+    assert_canaries_intact(y)
+
+
+def test_max_unpool_largest_j_wins_and_out_of_range_is_ignored(device):
+    x = np.arange(1, 13, dtype=np.int16).reshape(1, 2, 6)
+    # indices repeat; 2**32 + 1 (low word 1) is outside any output here
+    idx = np.array([[3, 3, 0, 20, 3, 0], [5, 4, 4, 2**32 + 1, 7, 5]], np.uint64).reshape(1, 2, 6)
+    out = pg.max_unpool(x, idx, (1, 2, 2), device=device)  # 4 elements: only 3 and 0 are inside
+    np.testing.assert_array_equal(out.ravel(), [6, 0, 0, 5])
+    out = pg.max_unpool(x, idx, (1, 2, 4), device=device)  # 8 elements: 5 (j = 6, 11), 4 (j = 7, 8), 7 too
+    np.testing.assert_array_equal(out.ravel(), [6, 0, 0, 5, 9, 12, 0, 11])
+
+
+def test_max_unpool_is_bit_identical_run_after_run_and_across_calls_in_a_batch(device):
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((2, 4, 16, 16)).astype(np.float32)
+    crowded = rng.integers(0, 20, x.shape).astype(np.uint32)  # hundreds of j per target
+    sparse = rng.integers(0, 2 * 4 * 32 * 32, x.shape).astype(np.uint32)
+    op = device.compile(pg.MaxUnpoolingDesc(pg.TensorDesc(F32, x.shape), pg.TensorDesc("uint32", x.shape),
+                                            pg.TensorDesc(F32, (2, 4, 32, 32))))
+    xt, crowded_t, sparse_t = device.upload(x), device.upload(crowded), device.upload(sparse)
+    want_crowded = reference.max_unpool(x, crowded, (2, 4, 32, 32))
+    want_sparse = reference.max_unpool(x, sparse, (2, 4, 32, 32))
+    with device.batch():  # the op's winner scratch is reused by every call
+        outs = [op(xt, crowded_t), op(xt, sparse_t), op(xt, crowded_t), op(xt, sparse_t)]
+    for out, want in zip(outs, [want_crowded, want_sparse] * 2):
+        assert same_bits(out.numpy(), want)
+    for _ in range(2):
+        assert same_bits(op(xt, sparse_t).numpy(), want_sparse)
+
+
+def test_max_unpool_folds_many_rows_over_the_grid(device):
+    rng = np.random.default_rng(11)
+    x = rng.integers(-100, 100, (2, 40000, 2)).astype(np.int8)
+    idx = rng.integers(0, 2 * 40000 * 3, x.shape).astype(np.uint32)
+    assert same_bits(pg.max_unpool(x, idx, (3,), device=device), reference.max_unpool(x, idx, (3,)))
+
+
+@pytest.mark.parametrize("dims, shape, kernel, stride, padding", [
+    (1, (2, 3, 11), 3, 2, 1),
+    (2, (2, 3, 9, 8), 2, 2, 0),
+    (2, (1, 2, 9, 9), 3, 2, 1),
+    (3, (1, 2, 5, 6, 7), 2, 2, 1),
+])
+def test_max_unpool_matches_pytorch(device, dims, shape, kernel, stride, padding):
+    torch = pytest.importorskip("torch")
+    functional = torch.nn.functional
+    rng = np.random.default_rng(12)
+    x = torch.tensor(rng.standard_normal(shape).astype(np.float32))
+    y, plane_idx = getattr(functional, f"max_pool{dims}d")(x, kernel, stride, padding, return_indices=True)
+    want = getattr(functional, f"max_unpool{dims}d")(y, plane_idx, kernel, stride, padding, output_size=shape[2:])
+    # PyTorch's indices count within each (n, c) plane; poolgpu's over the whole tensor
+    planes = np.arange(shape[0] * shape[1]).reshape(shape[:2] + (1,) * dims) * int(np.prod(shape[2:]))
+    idx = (plane_idx.numpy() + planes).astype(np.uint64)
+    out = pg.max_unpool(y.numpy(), idx, shape[2:], device=device)
+    assert same_bits(out, want.numpy())
+
+
+def test_max_unpool_tensor_in_tensor_out_and_signed_numpy_indices(device):
+    x = device.upload(np.array([5, 6, 7], np.uint8).reshape(1, 1, 3))
+    idx = device.upload(np.array([2, 0, 9], np.uint32).reshape(1, 1, 3))
+    out = pg.max_unpool(x, idx, (1, 1, 4))
+    assert isinstance(out, pg.Tensor) and out.device is device
+    np.testing.assert_array_equal(out.numpy().ravel(), [6, 0, 5, 0])
+    # PyTorch-style int64 indices from NumPy: negative ones lie outside the output
+    out = pg.max_unpool(np.array([5.0, 6.0, 7.0], np.float16).reshape(1, 1, 3),
+                        np.array([2, -1, 0], np.int64).reshape(1, 1, 3), (4,), device=device)
+    np.testing.assert_array_equal(out.ravel(), [7, 0, 5, 0])
+
+
+# -- validation (no GPU) ---------------------------------------------------------------------
+
+X = pg.TensorDesc(F32, (2, 3, 4, 4))
+IDX = pg.TensorDesc("uint32", (2, 3, 4, 4))
+Y = pg.TensorDesc(F32, (2, 3, 8, 8))
+
+
+def unpool(**kwargs):
+    return pg.MaxUnpoolingDesc(kwargs.get("input", X), kwargs.get("indices", IDX), kwargs.get("output", Y))
+
+
+def test_max_unpooling_description_roles():
+    d = unpool()
+    assert d.input_tensors() == (("input", X), ("indices", IDX))
+    assert d.output_tensors() == (("output", Y),)
+    assert d == unpool() and hash(d) == hash(unpool())
+    # spatial sizes are free, even smaller than the input's
+    assert unpool(output=pg.TensorDesc(F32, (2, 3, 2, 9))).output.sizes == (2, 3, 2, 9)
+
+
+@pytest.mark.parametrize("make, field", [
+    (lambda: unpool(output=None), "output"),
+    (lambda: unpool(input=None), "input"),
+    (lambda: unpool(indices="uint32"), "indices"),
+    (lambda: unpool(indices=pg.TensorDesc("int64", (2, 3, 4, 4))), "indices.data_type"),
+    (lambda: unpool(indices=pg.TensorDesc("uint16", (2, 3, 4, 4))), "indices.data_type"),
+    (lambda: unpool(indices=pg.TensorDesc("uint32", (2, 3, 4, 5))), "indices.sizes"),
+    (lambda: unpool(output=pg.TensorDesc(F32, (2, 3, 8))), "output.sizes"),
+    (lambda: unpool(output=pg.TensorDesc(F32, (2, 4, 8, 8))), "output.sizes"),
+    (lambda: unpool(output=pg.TensorDesc(F32, (1, 3, 8, 8))), "output.sizes"),
+    (lambda: unpool(output=pg.TensorDesc("float16", (2, 3, 8, 8))), "output.data_type"),
+    (lambda: unpool(output=pg.TensorDesc(F32, (2, 3, 8, 8), strides=(192, 64, 0, 1))), "output.strides"),
+])
+def test_max_unpooling_validation_names_the_field(make, field):
+    with pytest.raises(pg.ValidationError) as e:
+        make()
+    assert e.value.field == field
+    assert str(e.value).startswith(field)
+
+
+def test_functional_max_unpool_validates_output_sizes(device):
+    x, idx = np.zeros((1, 2, 3), np.float32), np.zeros((1, 2, 3), np.uint32)
+    with pytest.raises(pg.ValidationError) as e:
+        pg.max_unpool(x, idx, (1, 2, 3, 4), device=device)
+    assert e.value.field == "output_sizes"
+    with pytest.raises(pg.ValidationError) as e:
+        pg.max_unpool(x, idx, (1, 3, 5), device=device)
+    assert e.value.field == "output.sizes"
+    with pytest.raises(pg.ValidationError) as e:
+        pg.max_unpool(x, idx.astype(np.uint16), (5,), device=device)
+    assert e.value.field == "indices.data_type"
+
+
+# -- ONNX MaxUnpool ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape, kernel, strides, pads, output_shape", [
+    # input shapes that MaxPool's output unpools back to exactly (ONNX's reference refuses
+    # indices beyond the inferred shape)
+    ((2, 3, 8, 6), (2, 2), (2, 2), None, None),
+    ((1, 2, 9), (3,), (2,), (1, 1), None),
+    ((1, 2, 9), (3,), (2,), (1, 1), (2, 3, 12)),          # padded at the ends in every dimension
+    ((1, 2, 4, 5, 7), (2, 3, 2), (2, 2, 2), (0, 1, 0, 0, 1, 1), (1, 2, 5, 7, 8)),
+])
+def test_onnx_max_unpool_matches_onnx_reference(device, shape, kernel, strides, pads, output_shape):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+    from poolgpu import onnx as pgo
+
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal(shape).astype(np.float32)
+    y, idx = pgo.max_pool(device.upload(x), kernel, pads=pads, strides=strides, return_indices=True)
+    assert idx.data_type == pg.DataType.INT64  # ONNX's indices, passed on as a Tensor
+    got = pgo.max_unpool(y, idx, kernel, pads=pads, strides=strides, output_shape=output_shape).numpy()
+    attrs = dict(kernel_shape=list(kernel), strides=list(strides))
+    if pads:
+        attrs["pads"] = list(pads)
+    inputs = ["x", "i"] + (["shape"] if output_shape else [])
+    node = helper.make_node("MaxUnpool", inputs, ["y"], **attrs)
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, None), helper.make_tensor_value_info("i", TensorProto.INT64, None)]
+        + ([helper.make_tensor_value_info("shape", TensorProto.INT64, None)] if output_shape else []),
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    feeds = {"x": y.numpy(), "i": idx.numpy()}
+    if output_shape:
+        feeds["shape"] = np.array(output_shape, np.int64)
+    (want,) = ReferenceEvaluator(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])).run(None, feeds)
+    assert same_bits(got, want)
+    assert onnx is not None
+
+
+def test_onnx_max_unpool_rejects_an_output_shape_below_the_inferred_one(device):
+    from poolgpu import onnx as pgo
+
+    x, idx = np.ones((1, 1, 2, 2), np.float32), np.zeros((1, 1, 2, 2), np.int64)
+    with pytest.raises(pg.ValidationError) as e:
+        pgo.max_unpool(x, idx, (2, 2), strides=(2, 2), output_shape=(1, 1, 3, 4), device=device)
+    assert e.value.field == "output_shape"
