@@ -119,6 +119,11 @@ class Problem:
     packed: frozenset = frozenset()  # inputs that keep a packed layout (ROI boxes)
 
     @cached_property
+    def input_scale(self) -> float:
+        """The largest magnitude among the float inputs (what float results are sums of)."""
+        return max((float(np.abs(a).max(initial=0)) for a in self.inputs.values() if a.dtype.kind == "f"), default=0.0)
+
+    @cached_property
     def expected(self) -> dict:
         """The reference outputs, computed once and shared by every layout and peer."""
         return self.make_expected()

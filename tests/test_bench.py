@@ -132,7 +132,7 @@ def test_a_peer_in_a_worker_process_answers_checked_results(tmp_path):
         outputs = remote.outputs()
         from bench.check import check
 
-        assert check(outputs, problem.expected) == ""
+        assert check(outputs, problem) == ""
         reply = worker.call(command="prepare", arguments=dict(spec=dict(problem.spec, op="roi"), inputs={}, layout="nchw"))
         assert reply["status"] == "unsupported" and "torchvision" in reply["reason"]
     finally:
@@ -161,7 +161,7 @@ def test_in_process_peers_agree_with_the_reference_wherever_they_run(peer, modul
                 prepared = found.prepare(problem, "nchw")
             except Unsupported:
                 continue
-            assert check(prepared.outputs(), problem.expected) == "", (case.name, op)
+            assert check(prepared.outputs(), problem) == "", (case.name, op)
             assert prepared.seconds() > 0
             ran += 1
     assert ran >= 20
