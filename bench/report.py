@@ -34,26 +34,27 @@ def _peer_cell(row: dict, name: str) -> str:
     if peer["status"] in ("ok", "mismatch"):
         cell = _ms(peer["median_ms"])
         if peer.get("ratio") is not None:
-            cell += f" ({peer['ratio']:.2g}x)"
+            ratio = peer["ratio"]
+            cell += f" ({ratio:.0f}x)" if ratio >= 10 else f" ({ratio:.2g}x)"
         return cell + (" ✗" if peer["status"] == "mismatch" else "")
     return "n/a" if peer["status"] == "unsupported" else "-"
-
-
-def columns(results: dict) -> list:
-    peers = [name for name, peer in results["peers"].items() if peer["status"] == "available"]
-    return ["case", "operator", "type", "layout", "poolgpu ms", "GB/s", "copy ms", "% of copy"] + [LABELS[p] for p in peers]
 
 
 SKIPPED = ("not available", "not applicable")  # summarised under the table, not listed
 
 
-def cells(results: dict) -> list:
-    peers = [name for name, peer in results["peers"].items() if peer["status"] == "available"]
-    return [
+def table(results: dict, rows=None) -> tuple:
+    """(header, body) of ``rows`` (default: all listed); a column per peer that has a cell."""
+    rows = [r for r in (results["rows"] if rows is None else rows) if r["status"] not in SKIPPED]
+    peers = [name for name, peer in results["peers"].items()
+             if peer["status"] == "available" and any(_peer_cell(r, name) for r in rows)]
+    head = ["case", "operator", "type", "layout", "poolgpu ms", "GB/s", "copy ms", "% of copy"]
+    body = [
         [row["case"], row["op"], SHORT_TYPE.get(row["dtype"], row["dtype"]), row["layout"].upper()]
         + _poolgpu_cells(row) + [_peer_cell(row, p) for p in peers]
-        for row in results["rows"] if row["status"] not in SKIPPED
+        for row in rows
     ]
+    return head + [LABELS[p] for p in peers], body
 
 
 def legend(results: dict) -> list:
@@ -86,7 +87,7 @@ def legend(results: dict) -> list:
 
 
 def text_table(results: dict) -> str:
-    head, body = columns(results), cells(results)
+    head, body = table(results)
     widths = [max(len(str(r[i])) for r in [head] + body) for i in range(len(head))]
     numeric = set(range(4, len(head)))
 
@@ -98,11 +99,20 @@ def text_table(results: dict) -> str:
     return "\n".join([line(head), rule] + [line(r) for r in body] + [""] + legend(results))
 
 
+def _markdown_table(head, body) -> list:
+    return (["| " + " | ".join(head) + " |", "|" + "|".join(" --- " for _ in head) + "|"]
+            + ["| " + " | ".join(str(c) for c in r) + " |" for r in body])
+
+
 def markdown(results: dict) -> str:
-    head, body = columns(results), cells(results)
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(" --- " for _ in head) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in body]
-    return "\n".join(lines + [""] + legend(results)) + "\n"
+    """float32 NCHW rows (those with peers, by default) in view, the others folded."""
+    main = [r for r in results["rows"] if (r["dtype"], r["layout"]) == ("float32", "nchw")]
+    rest = [r for r in results["rows"] if (r["dtype"], r["layout"]) != ("float32", "nchw")]
+    lines = _markdown_table(*table(results, main)) if main else []
+    if table(results, rest)[1]:
+        lines += ["", "<details><summary>float16 and NHWC rows</summary>", ""]
+        lines += _markdown_table(*table(results, rest)) + ["", "</details>"]
+    return "\n".join(lines + [""] + [line + "  " for line in legend(results)]) + "\n"
 
 
 def plot(results: dict, path) -> str:
