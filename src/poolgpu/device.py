@@ -169,7 +169,7 @@ class Device:
     # -- tensors ------------------------------------------------------------------------
 
     def _create_buffer(self, size: int, usage=_BUFFER_USAGE, data=None):
-        size = max(4, (size + 3) & ~3)
+        size = max(16, (size + 15) & ~15)  # whole 16-byte chunks (see Op._binding_range)
         if size > self.limits["max-buffer-size"]:
             raise DeviceError(
                 f"a buffer of {size} bytes exceeds this device's max-buffer-size "
@@ -189,7 +189,7 @@ class Device:
         data_type = DataType.of(array.dtype, "array")
         desc = TensorDesc(data_type, array.shape, strides)
         item = data_type.size
-        raw = np.zeros(max(4, (desc.total_size_in_bytes + 3) & ~3), dtype=np.uint8)
+        raw = np.zeros(max(16, (desc.total_size_in_bytes + 15) & ~15), dtype=np.uint8)
         flat = raw[: len(raw) // item * item].view(data_type.numpy)
         # A zero stride repeats one element: write the first entry along such dimensions.
         keep = tuple(slice(0, 1) if st == 0 else slice(None) for st in desc.strides)
@@ -379,7 +379,8 @@ class Op:
         self._bound = OrderedDict()
         for role, tensor in self._descs.items():
             self._binding_range(role, tensor, 0, None)  # refuses tensors too large up front
-        self._pipelines = [self._pass_pipeline(p, frozenset()) for p in self._program.passes]
+        for pass_ in self._program.passes:  # build the pipelines now, not on the first call
+            self._pass_pipeline(pass_, frozenset())
 
     def __repr__(self) -> str:
         return f"Op({type(self.desc).__name__})"
@@ -396,9 +397,9 @@ class Op:
         """(bind offset, bind size, element index of the tensor's start in the binding)."""
         start = offset - offset % self._align
         end = offset + desc.total_size_in_bytes
-        size = (end - start + 3) & ~3
-        if buffer is not None:
-            size = min(size, buffer.size - start)
+        size = (end - start + 15) & ~15  # whole 16-byte chunks for the chunked kernels
+        if buffer is not None and start + size > buffer.size:
+            size = buffer.size - start
         if size > self._max_binding:
             raise DeviceError(
                 f"{role}: the tensor spans {size} bytes, more than this device's largest storage binding "
@@ -449,9 +450,8 @@ class Op:
         device = self.device
         bound = _Bound()
         bound.dispatches, bound.uniforms = [], []
-        for pass_, pipeline in zip(self._program.passes, self._pipelines):
-            if writable_roles:
-                pipeline = self._pass_pipeline(pass_, writable_roles)
+        for pass_ in self._program_for(tensors).passes:
+            pipeline = self._pass_pipeline(pass_, writable_roles)
             params = dict(pass_.params)
             entries = []
             for binding, (slot, role) in enumerate(zip(pass_.kernel.slots, pass_.tensors), start=1):
@@ -484,6 +484,17 @@ class Op:
             while len(self._bound) > _BIND_GROUP_CACHE_SIZE:
                 self._bound.popitem(last=False)
         return bound
+
+    def _program_for(self, tensors: dict):
+        """The op's program, or its fallback where a chunked kernel's tensor does not start
+        at a multiple of 4 elements or its binding cannot span whole 16-byte chunks."""
+        program = self._program
+        for role in program.aligned:
+            t = tensors[role]
+            start, size, _ = self._binding_range(role, t.desc, t.offset, t.buffer)
+            if t.offset % (4 * t.desc.data_type.size) or size % 16:
+                return program.fallback
+        return program
 
     def _check_overlaps(self, tensors: dict) -> frozenset:
         """Refuse outputs overlapping any other tensor of the call; return the roles of

@@ -42,7 +42,8 @@ def read_wgsl(name: str) -> str:
 class Slot:
     """A tensor binding of a shader: its prefix in WGSL (``x`` gives ``x_load``) and whether
     the shader writes it.  ``snippet`` names a ``wgsl/common`` I/O snippet to use instead of
-    the data type's read/write one (e.g. ``atomic_b32.wgsl`` for atomic scratch words)."""
+    the data type's read/write one (e.g. ``atomic_b32.wgsl`` for atomic scratch words);
+    ``{storage}`` in it becomes the data type's storage class (``read4_{storage}.wgsl``)."""
 
     name: str
     output: bool
@@ -77,20 +78,29 @@ class Pass:
 @dataclass(frozen=True)
 class Program:
     """What a compiled operator dispatches, in order, plus the scratch tensors its passes
-    share (allocated once per compiled operator)."""
+    share (allocated once per compiled operator).
+
+    A program reading or writing whole 4-element chunks needs its tensors to start at
+    multiples of 4 elements: ``aligned`` lists those roles, and ``fallback`` is the
+    program to run when a call's tensor offsets break that."""
 
     passes: tuple
     scratch: tuple = ()  # (name, TensorDesc) pairs
+    aligned: tuple = ()
+    fallback: "Program | None" = None
 
 
 def _value_snippet(data_type: DataType) -> str:
-    if data_type.is_float:
-        return read_wgsl(f"common/value_{data_type.name.lower()}.wgsl")
-    signed = data_type.name.startswith("INT")
+    name = data_type.name.lower()
     bits = 8 * data_type.size
-    file = "common/value_int64.wgsl" if bits == 64 else "common/value_int.wgsl"
-    sign_bit = 1 << (min(bits, 32) - 1) if signed else 0
-    return Template(read_wgsl(file)).substitute(sign_bit=hex(sign_bit))
+    if data_type.is_float or name == "uint32":
+        return read_wgsl(f"common/value_{name}.wgsl")
+    if bits == 64:
+        sign_bit = 0x80000000 if name == "int64" else 0
+        return Template(read_wgsl("common/value_int64.wgsl")).substitute(sign_bit=hex(sign_bit))
+    shift = 32 - bits if name.startswith("int") and bits < 32 else 0
+    return Template(read_wgsl("common/value_int.wgsl")).substitute(
+        shift=shift, has_floor="true" if bits < 32 else "false")
 
 
 @lru_cache(maxsize=None)
@@ -109,7 +119,7 @@ def shader_source(kernel: Kernel, data_types: tuple, writable_inputs: frozenset 
             continue
         direction = "write" if slot.output else "read"
         access = "read_write" if slot.name in writable_inputs else "read"
-        snippet = read_wgsl(f"common/{slot.snippet or f'{direction}_{data_type.storage}.wgsl'}")
+        snippet = read_wgsl("common/" + (slot.snippet or direction + "_{storage}.wgsl").format(storage=data_type.storage))
         parts.append(Template(snippet).substitute(name=slot.name, binding=binding, access=access))
     parts += [read_wgsl(kernel.file)] + [read_wgsl(f"common/{name}") for name in kernel.library]
     return "\n".join(parts)
@@ -190,37 +200,123 @@ def window_constants(window) -> dict:
     return constants
 
 
-_POOLING_SLOTS = (Slot("x", False), Slot("y", True), Slot("idx", True))
-MAX_POOL = Kernel("max_pool.wgsl", _POOLING_SLOTS, "x", library=("max_accumulator.wgsl", "window_walk.wgsl"))
-AVERAGE_POOL = Kernel("avg_pool.wgsl", _POOLING_SLOTS, "x", library=("compensated_sum.wgsl", "window_walk.wgsl"))
-LP_POOL = Kernel("lp_pool.wgsl", _POOLING_SLOTS, "x", library=("compensated_sum.wgsl", "window_walk.wgsl"))
+# The forward fixed-window pooling kernels: an operator's accumulator (max_pool.wgsl,
+# avg_pool.wgsl, lp_pool.wgsl) under one of three window walks (common/window_walk*.wgsl):
+# "general" for any strides, "rows" when tensors are contiguous along W and "channels" when
+# contiguous along C (four outputs per invocation from 4-element chunk loads and stores).
+
+WALKS = {
+    "general": ("window_walk.wgsl", (Slot("x", False), Slot("y", True), Slot("idx", True))),
+    "rows": ("window_walk_rows.wgsl", (
+        Slot("x", False, snippet="read4_{storage}.wgsl"),
+        Slot("y", True, snippet="write4_{storage}.wgsl"),
+        Slot("idx", True, snippet="write4_index_{storage}.wgsl"),
+    )),
+}
+WALKS["channels"] = ("window_walk_channels.wgsl", WALKS["rows"][1])
+ROWS_MAX_CHUNKS = 8  # window_walk_rows.wgsl's span holds 32 elements
 
 
-def _window_walk_pass(kernel: Kernel, desc, roles: tuple, **constants) -> Pass:
-    """A pass of a kernel built on common/window_walk.wgsl: one invocation per output."""
+def _pooling_kernels(file: str, accumulator: tuple) -> dict:
+    """The operator's kernel under each walk."""
+    return {
+        walk: Kernel(file, slots, "x", library=accumulator + ("window_geometry.wgsl", walk_file))
+        for walk, (walk_file, slots) in WALKS.items()
+    }
+
+
+MAX_POOL = _pooling_kernels("max_pool.wgsl", ("max_accumulator.wgsl",))
+AVERAGE_POOL = _pooling_kernels("avg_pool.wgsl", ("compensated_sum.wgsl",))
+LP_POOL = _pooling_kernels("lp_pool.wgsl", ("compensated_sum.wgsl",))
+
+
+def _strides_5d(tensor) -> dict:
+    """Axis -> stride of the dimensions of size > 1 (the others are never stepped)."""
+    sizes, strides = as_5d(tensor.sizes, tensor.strides)
+    return {axis: st for axis, size, st in zip("ncdhw", sizes, strides) if size > 1}
+
+
+def _contiguous_along(tensors, axis: str) -> bool:
+    """Whether every tensor has unit stride along `axis` and 4-element aligned steps along
+    the others: the layout the chunked walks read and write 4 elements at a time."""
+    for t in tensors:
+        strides = _strides_5d(t)
+        if strides.get(axis, 1) != 1 or any(st % 4 for a, st in strides.items() if a != axis):
+            return False
+    return True
+
+
+def _row_span(window) -> tuple:
+    """(LEAD, CHUNKS) of window_walk_rows.wgsl: where four outputs' taps start in their first
+    4-element chunk, and how many chunks they span."""
+    lead = -window.start_padding[-1] % 4
+    return lead, (lead + 3 * window.strides[-1] + (window.window_size[-1] - 1) * window.dilations[-1]) // 4 + 1
+
+
+def _walk_for(desc) -> str:
+    """The fastest window walk whose layout requirements ``desc`` meets."""
+    tensors = [t for t in (desc.input, desc.output, getattr(desc, "output_indices", None)) if t is not None]
     window = desc.window
+    out_w, channels = as_5d(desc.output.sizes, desc.output.strides)[0][4], desc.input.sizes[1]
+    if out_w % 4 == 0 and _row_span(window)[1] <= ROWS_MAX_CHUNKS and _contiguous_along(tensors, "w"):
+        return "rows"
+    if channels % 4 == 0 and _contiguous_along(tensors, "c"):
+        return "channels"
+    return "general"
+
+
+def lines_grid(columns: int, lines: int, planes: int) -> tuple:
+    """Workgroup shape, uniform values and grid of window_geometry.wgsl's grid_position:
+    64 invocations, WG_X of them along a line of `columns` (exactly, when a line is shorter:
+    no idle lanes), the rest over lines; planes over workgroup z, folded into y past 65535."""
+    wg_x = min(columns, 64)
+    wg_y = min(max(1, 64 // wg_x), lines)
+    line_groups = math.ceil(lines / wg_y)
+    folds = math.ceil(planes / MAX_WORKGROUPS_PER_DIM)
+    constants = {"WG_X": wg_x, "WG_Y": wg_y}
+    params = {"columns": columns, "lines": lines, "line_groups": line_groups, "planes": planes}
+    grid = (math.ceil(columns / wg_x), line_groups * folds, min(planes, MAX_WORKGROUPS_PER_DIM))
+    return constants, params, grid
+
+
+def _window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "general", **constants) -> Pass:
+    """A pass of a window-walk kernel: `walk` picks the walk (see _walk_for)."""
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
-    out_sizes, _ = as_5d(desc.output.sizes, desc.output.strides)
-    n, c, out_d, out_h, out_w = out_sizes
-    wg_x = 64
-    constants.update({"WG_X": wg_x, **window_constants(window)})
-    rows = n * c * out_d * out_h
-    grid, rows_per_z = row_grid(out_w, rows, wg_x)
+    n, c, out_d, out_h, out_w = as_5d(desc.output.sizes, desc.output.strides)[0]
+    if walk == "rows":  # (ow / 4, oh, (n, c, od))
+        grid_constants, grid_params, grid = lines_grid(out_w // 4, out_h, n * c * out_d)
+        constants["LEAD"], constants["CHUNKS"] = _row_span(desc.window)
+    elif walk == "channels":  # (c / 4, ow, (n, od, oh))
+        grid_constants, grid_params, grid = lines_grid(c // 4, out_w, n * out_d * out_h)
+    else:  # (ow, oh, (n, c, od))
+        grid_constants, grid_params, grid = lines_grid(out_w, out_h, n * c * out_d)
+    constants.update(grid_constants, **window_constants(desc.window))
     params = {
         "channels": c,
         "in_d": in_sizes[2], "in_h": in_sizes[3], "in_w": in_sizes[4],
         "out_d": out_d, "out_h": out_h, "out_w": out_w,
-        "rows": rows, "rows_per_z": rows_per_z,
+        **grid_params,
     }
     indices = getattr(desc, "output_indices", None)
     for name, tensor in (("x", desc.input), ("y", desc.output), ("idx", indices)):
         params.update(tensor_stride_params(name, tensor))
-    return Pass(kernel, roles, sorted_constants(constants), params, grid)
+    return Pass(kernels_by_walk[walk], roles, sorted_constants(constants), params, grid)
+
+
+def _window_walk_program(kernels_by_walk: dict, desc, roles: tuple, **constants) -> Program:
+    """One window-walk pass, on the fastest walk the layout allows, with the general walk
+    as the fallback for calls whose tensor offsets are not 4-element aligned."""
+    general = Program((_window_walk_pass(kernels_by_walk, desc, roles, "general", **constants),))
+    walk = _walk_for(desc)
+    if walk == "general":
+        return general
+    fast = (_window_walk_pass(kernels_by_walk, desc, roles, walk, **constants),)
+    return Program(fast, aligned=tuple(r for r in roles if r is not None), fallback=general)
 
 
 def _max_pool_program(desc) -> Program:
     indices = "output_indices" if getattr(desc, "output_indices", None) is not None else None
-    return Program((_window_walk_pass(MAX_POOL, desc, ("input", "output", indices)),))
+    return _window_walk_program(MAX_POOL, desc, ("input", "output", indices))
 
 
 def _average_pool_program(desc) -> Program:
@@ -230,11 +326,11 @@ def _average_pool_program(desc) -> Program:
     if counted_end is not None and tuple(counted_end) != desc.window.end_padding:
         constants["CLIP_DIVISOR"] = True
         constants.update(zip(("ED", "EH", "EW"), as_3d(counted_end, 0)))
-    return Program((_window_walk_pass(AVERAGE_POOL, desc, ("input", "output", None), **constants),))
+    return _window_walk_program(AVERAGE_POOL, desc, ("input", "output", None), **constants)
 
 
 def _lp_pool_program(desc) -> Program:
-    return Program((_window_walk_pass(LP_POOL, desc, ("input", "output", None), P=desc.p),))
+    return _window_walk_program(LP_POOL, desc, ("input", "output", None), P=desc.p)
 
 
 # ---------------------------------------------------------------------------------------
@@ -425,11 +521,19 @@ def _max_pool_grad_program(desc) -> Program:
         return Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT, desc, tensors, {}),))
     # Pass 1: forward max pooling writing only each window's argmax (into scratch);
     # pass 2: the gather adding each window's dy at its argmax.
-    (argmax,) = _max_pool_program(desc.forward).passes
-    argmax = replace(argmax, tensors=("input", None, "argmax"))  # no forward values needed
     tensors = {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}
     gather = _gradient_block_pass(MAX_POOL_GRAD, desc, tensors, _tap_steps(desc.window))
-    return Program((argmax, gather), scratch=(("argmax", desc.forward.output_indices),))
+    scratch = (("argmax", desc.forward.output_indices),)
+
+    def program(walk: str) -> Program:
+        # no forward values needed: the y slot is absent
+        argmax = _window_walk_pass(MAX_POOL, desc.forward, ("input", None, "argmax"), walk)
+        return Program((argmax, gather), scratch=scratch)
+
+    walk = _walk_for(desc.forward)
+    if walk == "general":
+        return program("general")
+    return replace(program(walk), aligned=("input",), fallback=program("general"))
 
 
 def _average_pool_grad_program(desc) -> Program:

@@ -1,13 +1,16 @@
 // Average pooling: DirectML AVERAGE_POOLING and AVERAGE_POOLING1 (dilations).
-// The accumulator of common/window_walk.wgsl: a compensated (Neumaier) f32 sum of the
-// window's input elements, divided by the number of input elements the window covers, or
-// with INCLUDE_PADDING by its element count.  ONNX's ceil_mode can extend the last window
-// past the declared end padding; those taps are not counted (CLIP_DIVISOR, with the
-// declared end padding in ED, EH, EW).  Tensors: x (x_load), y (y_store).
+// The accumulator of the window walks (common/window_geometry.wgsl): a compensated f32 sum
+// of the window's input elements (common/compensated_sum.wgsl), divided by the number of
+// input elements the window covers, or with INCLUDE_PADDING by its element count.  ONNX's
+// ceil_mode can extend the last window past the declared end padding; those taps are not
+// counted (CLIP_DIVISOR, with the declared end padding in ED, EH, EW).
 
 override INCLUDE_PADDING: bool = false;
 override CLIP_DIVISOR: bool = false;
 override ED: u32 = 0u;  override EH: u32 = 0u;  override EW: u32 = 0u;
+
+alias Tap = f32;
+fn tap_of(raw: Raw) -> Tap { return to_f32(raw); }
 
 struct Acc { sum: CompensatedSum, count: u32 }
 
@@ -15,9 +18,8 @@ fn acc_new() -> Acc {
     return Acc(CompensatedSum(0.0, 0.0), 0u);
 }
 
-fn acc_add(acc: ptr<function, Acc>, raw: Raw, index: u32, inside: bool) {
-    (*acc).sum = compensated_add((*acc).sum, select(0.0, to_f32(raw), inside));
-    (*acc).count += u32(inside);
+fn acc_add(acc: Acc, t: Tap, index: u32, inside: bool) -> Acc {
+    return Acc(compensated_add(acc.sum, select(0.0, t, inside)), acc.count + u32(inside));
 }
 
 // Taps of a window starting at `start` that fall in [-pad_start, size + pad_end).
@@ -37,7 +39,9 @@ fn padded_divisor(at: Out) -> u32 {
          * taps_within(i32(at.w * SW) - i32(PW), LW, KW, PW, params.in_w, EW);
 }
 
-fn acc_store(acc: Acc, at: Out) {
+fn acc_value(acc: Acc, at: Out) -> Raw {
     let divisor = select(acc.count, padded_divisor(at), INCLUDE_PADDING);
-    y_store(y_offset(at), from_f32(compensated_total(acc.sum) / f32(divisor)));
+    return from_f32(compensated_total(acc.sum) / f32(divisor));
 }
+
+fn acc_index(acc: Acc) -> u32 { return 0u; }

@@ -57,7 +57,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 let w = block_element(bw, kw * LW, SW, PW, params.in_w);
                 let inside = d.inside && h.inside && w.inside;
                 let raw = x_load(x_plane + select(0u, d.at * params.x_d + h.at * params.x_h + w.at * params.x_w, inside));
-                acc_add(&acc, raw, ((nc * params.in_d + d.at) * params.in_h + h.at) * params.in_w + w.at, inside);
+                acc = acc_add(acc, tap_of(raw), ((nc * params.in_d + d.at) * params.in_h + h.at) * params.in_w + w.at, inside);
             }
         }
     }

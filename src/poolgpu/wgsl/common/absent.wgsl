@@ -1,3 +1,5 @@
 // Tensor `$name` was not asked for (an optional output): its stores compile to nothing.
 fn ${name}_store_index(e: u32, i: u32) {}
 fn ${name}_store(e: u32, v: Raw) {}
+fn ${name}_store4_index(e: u32, i: array<u32, 4>) {}
+fn ${name}_store4(e: u32, v: array<Raw, 4>) {}

@@ -1,10 +1,12 @@
-// FLOAT16 values (16 low bits of a u32); keys as for FLOAT32.
+// FLOAT16 values (16 low bits of a u32); keys as for FLOAT32 (value_float32.wgsl).
 alias Raw = u32;
-alias Key = u32;
+alias Key = i32;
+const HAS_KEY_FLOOR = true;
+const KEY_FLOOR = i32(-2147483647 - 1);
 fn key_of(r: Raw) -> Key {
     let magnitude = r & 0x7fffu;
-    let ordered = select(r | 0x8000u, ~r & 0xffffu, r >= 0x8000u);
-    return select(select(ordered, 0x8000u, magnitude == 0u), 0xffffu, magnitude > 0x7c00u);
+    let signed = select(i32(magnitude), -i32(magnitude), r >= 0x8000u);
+    return select(signed, 2147483647, magnitude > 0x7c00u);
 }
 fn key_gt(a: Key, b: Key) -> bool { return a > b; }
 fn to_f32(r: Raw) -> f32 { return unpack2x16float(r).x; }

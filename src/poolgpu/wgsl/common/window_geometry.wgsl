@@ -1,0 +1,66 @@
+// What the three window walks (window_walk*.wgsl) and their accumulators share: the window
+// geometry as override constants (so window loops unroll and, without padding, bounds
+// checks vanish), the uniform Params, and output coordinates.
+//
+// Every tensor is seen as 5-D {N, C, D, H, W}; 1-D and 2-D pooling have unit D (and H).
+// A walk feeds each output's window taps, in increasing flat index, to the operator's
+// accumulator:
+//     struct Tap; fn tap_of(raw: Raw) -> Tap;      // once per loaded input element
+//     struct Acc; fn acc_new() -> Acc;
+//     fn acc_add(acc: Acc, t: Tap, index: u32, inside: bool) -> Acc;
+//     fn acc_value(acc: Acc, at: Out) -> Raw;  fn acc_index(acc: Acc) -> u32;
+// where `inside` says the tap is input data (not padding: its Tap is then a clamped
+// neighbour's and must be ignored) and `index` is its flat logical input index.
+
+override KD: u32 = 1u;  override KH: u32 = 1u;  override KW: u32 = 1u;   // window size
+override SD: u32 = 1u;  override SH: u32 = 1u;  override SW: u32 = 1u;   // strides
+override LD: u32 = 1u;  override LH: u32 = 1u;  override LW: u32 = 1u;   // dilations
+override PD: u32 = 0u;  override PH: u32 = 0u;  override PW: u32 = 0u;   // start padding
+override PADDED: bool = true;   // some window reaches into padding
+override WG_X: u32 = 64u;       // workgroup: WG_X invocations along a row, WG_Y rows
+override WG_Y: u32 = 1u;
+
+struct Params {
+    x_base: u32, y_base: u32, idx_base: u32,
+    channels: u32,
+    in_d: u32, in_h: u32, in_w: u32,
+    out_d: u32, out_h: u32, out_w: u32,
+    x_n: u32, x_c: u32, x_d: u32, x_h: u32, x_w: u32,
+    y_n: u32, y_c: u32, y_d: u32, y_h: u32, y_w: u32,
+    idx_n: u32, idx_c: u32, idx_d: u32, idx_h: u32, idx_w: u32,
+    // The grid: invocations (column, line, plane); columns and lines (of WG_X and WG_Y
+    // invocations per workgroup) run over workgroup x and y, planes over z, folded into y
+    // past 65535.  Each walk says what its columns, lines and planes are.
+    columns: u32, lines: u32, line_groups: u32, planes: u32,
+}
+@group(0) @binding(0) var<uniform> params: Params;
+
+// The output element an accumulator finishes.
+struct Out { n: u32, c: u32, d: u32, h: u32, w: u32 }
+
+fn y_offset(at: Out) -> u32 {
+    return params.y_base + at.n * params.y_n + at.c * params.y_c + at.d * params.y_d + at.h * params.y_h + at.w * params.y_w;
+}
+
+fn idx_offset(at: Out) -> u32 {
+    return params.idx_base + at.n * params.idx_n + at.c * params.idx_c + at.d * params.idx_d + at.h * params.idx_h + at.w * params.idx_w;
+}
+
+// The invocation's (column, line, plane); column >= params.columns past the end.  The
+// plane is uniform across a workgroup, so the divisions splitting it into coordinates are
+// made once per workgroup, not per invocation (integer division is slow on SIMD CPUs).
+fn grid_position(wg: vec3<u32>, lid: vec3<u32>) -> vec3<u32> {
+    let column = wg.x * WG_X + lid.x;
+    let line = (wg.y % params.line_groups) * WG_Y + lid.y;
+    let plane = wg.z + 65535u * (wg.y / params.line_groups);
+    let outside = line >= params.lines || plane >= params.planes;
+    return vec3<u32>(select(column, params.columns, outside), line, plane);
+}
+
+// Position `start + k * dilation` along a dimension of `size`: the clamped coordinate to
+// read (always inside the tensor) and whether it is real data.
+struct Coord { at: u32, inside: bool }
+fn coord(start: i32, k: u32, dilation: u32, size: u32) -> Coord {
+    let p = start + i32(k * dilation);
+    return Coord(u32(clamp(p, 0, i32(size) - 1)), !PADDED || (p >= 0 && p < i32(size)));
+}
