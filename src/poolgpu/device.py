@@ -43,6 +43,15 @@ _NO_ADAPTER_HELP = (
 )
 _BUFFER_USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 _BIND_GROUP_CACHE_SIZE = 16
+# Compiled ops and pipelines are cached by description; the caches are bounded (least
+# recently used out) so that a process sweeping over many shapes does not grow without end.
+_OP_CACHE_SIZE = 128
+_PIPELINE_CACHE_SIZE = 256
+_LOST_HELP = (
+    "its tensors and compiled ops are gone: make a new pg.Device() (pg.default_device() makes one "
+    "itself) and upload the data again"
+)
+_OOM_HELP = "free tensors you no longer need (del them), use smaller tensors or batches, or a device with more memory"
 
 
 def _describe(adapter) -> dict:
@@ -150,10 +159,12 @@ class Device:
         self.info = _describe(self.adapter)
         self.features = frozenset(self.wgpu_device.features)
         self.limits = dict(self.wgpu_device.limits)
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # submission, read-back and the caches of ops and bind groups
+        self._pipeline_lock = threading.RLock()
         self._local = threading.local()
-        self._pipelines = {}
-        self._ops = {}
+        self._pipelines = OrderedDict()
+        self._ops = OrderedDict()
+        self._lost = None  # what happened, once the device is lost
 
     def __repr__(self) -> str:
         return f"Device({self.info['name']!r}, backend={self.info['backend']!r})"
@@ -166,6 +177,42 @@ class Device:
     def backend(self) -> str:
         return self.info["backend"]
 
+    @property
+    def lost(self) -> bool:
+        """Whether the GPU device was lost (every use then raises DeviceError)."""
+        return self._lost is not None
+
+    # -- errors -------------------------------------------------------------------------
+
+    def _check_alive(self) -> None:
+        if self._lost is not None:
+            raise DeviceError(f"this Device was lost ({self._lost}); {_LOST_HELP}")
+
+    def _device_error(self, exc: Exception, action: str):
+        """The DeviceError for a wgpu error raised while `action`, or None for any other error.
+        wgpu-py reports a lost device as a validation error of the next call ("Parent device
+        is lost"), so the Device remembers it."""
+        if isinstance(exc, wgpu.GPUOutOfMemoryError):
+            return DeviceError(f"out of GPU memory while {action} on {self.name}: {_OOM_HELP}")
+        text = str(exc)
+        if isinstance(exc, wgpu.GPUError) and "lost" in text.lower():
+            self._lost = text.strip().splitlines()[-1].strip()
+            return DeviceError(f"the GPU device {self.name} was lost while {action} ({self._lost}); {_LOST_HELP}")
+        return None
+
+    @contextlib.contextmanager
+    def _guard(self, action: str):
+        """Run wgpu calls: a lost device or exhausted memory becomes a DeviceError that says
+        what happened and what to do."""
+        self._check_alive()
+        try:
+            yield
+        except Exception as exc:
+            error = self._device_error(exc, action)
+            if error is None:
+                raise
+            raise error from exc
+
     # -- tensors ------------------------------------------------------------------------
 
     def _create_buffer(self, size: int, usage=_BUFFER_USAGE, data=None):
@@ -173,11 +220,12 @@ class Device:
         if size > self.limits["max-buffer-size"]:
             raise DeviceError(
                 f"a buffer of {size} bytes exceeds this device's max-buffer-size "
-                f"({self.limits['max-buffer-size']}); split the tensor along N"
+                f"({self.limits['max-buffer-size']}); split the tensor along N (or C)"
             )
-        if data is not None:
-            return self.wgpu_device.create_buffer_with_data(data=data, usage=usage)
-        return self.wgpu_device.create_buffer(size=size, usage=usage)
+        with self._guard(f"allocating a buffer of {size} bytes"):
+            if data is not None:
+                return self.wgpu_device.create_buffer_with_data(data=data, usage=usage)
+            return self.wgpu_device.create_buffer(size=size, usage=usage)
 
     def empty(self, desc: TensorDesc) -> Tensor:
         """A new zero-filled tensor laid out as ``desc``."""
@@ -216,66 +264,85 @@ class Device:
     # -- operators ----------------------------------------------------------------------
 
     def compile(self, desc) -> "Op":
-        """A callable operator for the (already validated) description ``desc``; cached."""
-        op = self._ops.get(desc)
-        if op is None:
-            if not hasattr(desc, "kernel"):
-                raise ValidationError("desc", f"{type(desc).__name__} is not an operator description")
-            op = Op(self, desc)
-            with self._lock:
-                op = self._ops.setdefault(desc, op)
+        """A callable operator for the (already validated) description ``desc``; cached (the
+        most recently used _OP_CACHE_SIZE)."""
+        with self._lock:
+            op = self._ops.get(desc)
+            if op is not None:
+                self._ops.move_to_end(desc)
+                return op
+        if not hasattr(desc, "kernel"):
+            raise ValidationError("desc", f"{type(desc).__name__} is not an operator description")
+        self._check_alive()
+        op = Op(self, desc)  # outside the lock: other threads' calls go on meanwhile
+        with self._lock:
+            op = self._ops.setdefault(desc, op)
+            self._ops.move_to_end(desc)
+            while len(self._ops) > _OP_CACHE_SIZE:
+                self._ops.popitem(last=False)
         return op
 
     def _pipeline(self, kernel, data_types: tuple, writable_inputs: frozenset, constants: tuple):
         key = (kernel, data_types, writable_inputs, constants)
-        entry = self._pipelines.get(key)
-        if entry is not None:
-            return entry
-        with self._lock:
+        with self._pipeline_lock:  # not the device lock: building takes long, dispatches go on
             entry = self._pipelines.get(key)
             if entry is not None:
+                self._pipelines.move_to_end(key)
                 return entry
-            source = kernels.shader_source(kernel, data_types, writable_inputs)
-            entries = [{"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": "uniform"}}]
-            for binding, (slot, data_type) in enumerate(zip(kernel.slots, data_types), start=1):
-                if data_type is None:
-                    continue
-                writable = slot.output or slot.name in writable_inputs
-                entries.append({
-                    "binding": binding,
-                    "visibility": wgpu.ShaderStage.COMPUTE,
-                    "buffer": {"type": "storage" if writable else "read-only-storage"},
-                })
-            device = self.wgpu_device
-            layout = device.create_bind_group_layout(entries=entries)
-            module = device.create_shader_module(label=kernel.file, code=source)
-            pipeline = device.create_compute_pipeline(
-                label=kernel.file,
-                layout=device.create_pipeline_layout(bind_group_layouts=[layout]),
-                compute={"module": module, "entry_point": "main", "constants": dict(constants)},
-            )
-            entry = (pipeline, layout)
+            with self._guard(f"building the pipeline of {kernel.file}"):
+                entry = self._build_pipeline(kernel, data_types, writable_inputs, constants)
             self._pipelines[key] = entry
+            while len(self._pipelines) > _PIPELINE_CACHE_SIZE:
+                self._pipelines.popitem(last=False)
             return entry
+
+    def _build_pipeline(self, kernel, data_types: tuple, writable_inputs: frozenset, constants: tuple):
+        source = kernels.shader_source(kernel, data_types, writable_inputs)
+        entries = [{"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": "uniform"}}]
+        for binding, (slot, data_type) in enumerate(zip(kernel.slots, data_types), start=1):
+            if data_type is None:
+                continue
+            writable = slot.output or slot.name in writable_inputs
+            entries.append({
+                "binding": binding,
+                "visibility": wgpu.ShaderStage.COMPUTE,
+                "buffer": {"type": "storage" if writable else "read-only-storage"},
+            })
+        device = self.wgpu_device
+        layout = device.create_bind_group_layout(entries=entries)
+        module = device.create_shader_module(label=kernel.file, code=source)
+        pipeline = device.create_compute_pipeline(
+            label=kernel.file,
+            layout=device.create_pipeline_layout(bind_group_layouts=[layout]),
+            compute={"module": module, "entry_point": "main", "constants": dict(constants)},
+        )
+        return pipeline, layout
 
     # -- submission ---------------------------------------------------------------------
 
     def _dispatch(self, dispatches) -> None:
         """Record (pipeline, bind group, grid) dispatches, in order, into the current
         thread's batch, or submit them at once."""
-        with self._lock:
-            compute_pass = getattr(self._local, "compute_pass", None)
-            encoder = None
-            if compute_pass is None:
-                encoder = self.wgpu_device.create_command_encoder()
-                compute_pass = encoder.begin_compute_pass()
-            for pipeline, bind_group, grid in dispatches:
-                compute_pass.set_pipeline(pipeline)
-                compute_pass.set_bind_group(0, bind_group)
-                compute_pass.dispatch_workgroups(*grid)
-            if encoder is not None:
-                compute_pass.end()
-                self.wgpu_device.queue.submit([encoder.finish()])
+        compute_pass = getattr(self._local, "compute_pass", None)
+        if compute_pass is not None:  # the thread's own pass: no lock needed
+            with self._guard("recording work"):
+                self._record(compute_pass, dispatches)
+            return
+        with self._guard("submitting work"):
+            encoder = self.wgpu_device.create_command_encoder()
+            compute_pass = encoder.begin_compute_pass()
+            self._record(compute_pass, dispatches)
+            compute_pass.end()
+            command_buffer = encoder.finish()
+            with self._lock:
+                self.wgpu_device.queue.submit([command_buffer])
+
+    @staticmethod
+    def _record(compute_pass, dispatches) -> None:
+        for pipeline, bind_group, grid in dispatches:
+            compute_pass.set_pipeline(pipeline)
+            compute_pass.set_bind_group(0, bind_group)
+            compute_pass.dispatch_workgroups(*grid)
 
     @contextlib.contextmanager
     def batch(self):
@@ -312,16 +379,19 @@ class Device:
             local.compute_pass, local.foreign_pass = None, False
 
     def _begin_batch(self) -> None:
-        self._local.encoder = self.wgpu_device.create_command_encoder()
-        self._local.compute_pass = self._local.encoder.begin_compute_pass()
+        with self._guard("starting a batch"):
+            self._local.encoder = self.wgpu_device.create_command_encoder()
+            self._local.compute_pass = self._local.encoder.begin_compute_pass()
 
     def _end_batch(self) -> None:
         local = self._local
         compute_pass, encoder = local.compute_pass, local.encoder
         local.compute_pass = local.encoder = None
-        with self._lock:
+        with self._guard("submitting a batch"):
             compute_pass.end()
-            self.wgpu_device.queue.submit([encoder.finish()])
+            command_buffer = encoder.finish()
+            with self._lock:
+                self.wgpu_device.queue.submit([command_buffer])
 
     def _flush(self) -> None:
         """Submit what the current thread's batch recorded so far (before a read-back)."""
@@ -337,24 +407,24 @@ class Device:
         self._flush()
         start = offset & ~3
         end = min(buffer.size, (offset + size + 3) & ~3)
-        with self._lock:
+        with self._guard(f"reading back {size} bytes"), self._lock:
             data = self.wgpu_device.queue.read_buffer(buffer, start, end - start)
         return memoryview(data)[offset - start: offset - start + size]
 
     def synchronize(self) -> None:
         """Wait until all work submitted to this device has finished."""
         self._flush()
-        with self._lock:
-            poll = getattr(self.wgpu_device, "_poll_wait", None)
-            if poll is not None:
-                poll()
-            else:  # another backend: a read-back waits for everything submitted before it
-                self.wgpu_device.queue.read_buffer(self._create_buffer(4), 0, 4)
+        poll = getattr(self.wgpu_device, "_poll_wait", None)
+        if poll is None:  # another backend: a read-back waits for everything submitted before it
+            self._read(self._create_buffer(4), 0, 4)
+            return
+        with self._guard("waiting for the GPU"), self._lock:
+            poll()
 
 
 class _Bound:
-    """The bind groups (one per pass) and uniform buffers for one set of tensors, with weak
-    references to their buffers so that the cache entry dies with them."""
+    """The bind groups (one per dispatch) and uniform buffers for one set of tensors, with
+    weak references to their buffers so that the cache entry dies with them."""
 
     __slots__ = ("dispatches", "uniforms", "refs")
 
@@ -362,23 +432,29 @@ class _Bound:
 class Op:
     """A compiled operator: ``op(*inputs, out=None)`` -> output Tensor(s).
 
-    Its Program's passes are recorded together under the device lock, so concurrent calls
-    never interleave their passes (which share the op's scratch tensors)."""
+    Its program is chunked where a tensor exceeds the device's largest storage binding
+    (kernels.chunked).  Concurrent calls may share its scratch tensors: a call's passes are
+    recorded together into one command buffer, and the queue runs command buffers one after
+    another."""
 
     def __init__(self, device: Device, desc):
         self.device = device
         self.desc = desc
-        self._program = kernels.program_for(desc)
-        self._inputs = desc.input_tensors()
-        self._outputs = tuple((role, t) for role, t in desc.output_tensors() if t is not None)
-        self._descs = dict(self._inputs + self._outputs + tuple(self._program.scratch))
-        self._scratch = {name: device.empty(t) for name, t in self._program.scratch}
         align = device.limits.get("min-storage-buffer-offset-alignment", 256)
         self._align = max(align, 8)
         self._max_binding = device.limits["max-storage-buffer-binding-size"]
+        # a binding starts up to one alignment before its tensor and is rounded up to 16 bytes
+        self._program = kernels.program_for(desc, self._max_binding - self._align - 16)
+        self._inputs = desc.input_tensors()
+        self._outputs = tuple((role, t) for role, t in desc.output_tensors() if t is not None)
+        scratch = {}
+        for program in (self._program, self._program.fallback):
+            for name, t in program.scratch if program else ():
+                if name not in scratch or t.total_size_in_bytes > scratch[name].total_size_in_bytes:
+                    scratch[name] = t
+        self._descs = dict(self._inputs + self._outputs + tuple(scratch.items()))
+        self._scratch = {name: device.empty(t) for name, t in scratch.items()}
         self._bound = OrderedDict()
-        for role, tensor in self._descs.items():
-            self._binding_range(role, tensor, 0, None)  # refuses tensors too large up front
         for pass_ in self._program.passes:  # build the pipelines now, not on the first call
             self._pass_pipeline(pass_, frozenset())
 
@@ -386,26 +462,34 @@ class Op:
         return f"Op({type(self.desc).__name__})"
 
     def _pass_pipeline(self, pass_, writable_roles: frozenset):
-        data_types = tuple(None if r is None else self._descs[r].data_type for r in pass_.tensors)
+        roles = [_role(t) for t in pass_.tensors]
+        data_types = tuple(None if r is None else self._descs[r].data_type for r in roles)
         writable = frozenset(
-            slot.name for slot, role in zip(pass_.kernel.slots, pass_.tensors)
+            slot.name for slot, role in zip(pass_.kernel.slots, roles)
             if role in writable_roles and not slot.output
         )
         return self.device._pipeline(pass_.kernel, data_types, writable, pass_.constants)
 
-    def _binding_range(self, role: str, desc: TensorDesc, offset: int, buffer):
-        """(bind offset, bind size, element index of the tensor's start in the binding)."""
-        start = offset - offset % self._align
-        end = offset + desc.total_size_in_bytes
-        size = (end - start + 15) & ~15  # whole 16-byte chunks for the chunked kernels
-        if buffer is not None and start + size > buffer.size:
-            size = buffer.size - start
-        if size > self._max_binding:
-            raise DeviceError(
-                f"{role}: the tensor spans {size} bytes, more than this device's largest storage binding "
-                f"({self._max_binding} bytes); split it along N or C"
-            )
-        return start, size, (offset - start) // desc.data_type.size
+    def _view(self, entry) -> kernels.View:
+        """A pass's tensor entry as a View (a role alone: the whole tensor)."""
+        if isinstance(entry, kernels.View):
+            return entry
+        return kernels.View(entry, 0, kernels.max_offset(self._descs[entry]))
+
+    def _binding_range(self, view: kernels.View, tensor) -> tuple:
+        """(bind offset, bind size, `<slot>_base`) for the view of `tensor`: the binding starts
+        at the device's offset alignment below the view's first element and spans whole
+        16-byte chunks (for the chunked kernels); `<slot>_base`, the index in the binding of
+        the tensor's element 0, wraps around below the binding (u32) where a view starts
+        past it."""
+        item = tensor.desc.data_type.size
+        first = tensor.offset + (view.first + view.shift) * item
+        start = first - first % self._align
+        end = tensor.offset + (view.last + view.shift + 1) * item
+        size = min((end - start + 15) & ~15, tensor.buffer.size - start)
+        if size > self._max_binding:  # kernels.chunked keeps views within the limit
+            raise DeviceError(f"{view.role}: a binding of {size} bytes exceeds this device's limit ({self._max_binding})")
+        return start, size, ((tensor.offset - start) // item + view.shift) % 2**32
 
     def _check(self, role: str, tensor, expected: TensorDesc) -> None:
         if not isinstance(tensor, Tensor):
@@ -441,59 +525,69 @@ class Op:
 
     def _bind(self, tensors: dict) -> _Bound:
         key = tuple((id(t.buffer), t.offset) for t in tensors.values())
-        bound = self._bound.get(key)
-        if bound is not None and all(ref() is not None for ref in bound.refs):
-            self._bound.move_to_end(key)
-            return bound
+        lock = self.device._lock
+        with lock:
+            bound = self._bound.get(key)
+            if bound is not None and all(ref() is not None for ref in bound.refs):
+                self._bound.move_to_end(key)
+                return bound
         writable_roles = self._check_overlaps(tensors)
         tensors = dict(tensors, **self._scratch)
         device = self.device
         bound = _Bound()
         bound.dispatches, bound.uniforms = [], []
-        for pass_ in self._program_for(tensors).passes:
-            pipeline = self._pass_pipeline(pass_, writable_roles)
-            params = dict(pass_.params)
-            entries = []
-            for binding, (slot, role) in enumerate(zip(pass_.kernel.slots, pass_.tensors), start=1):
-                params[f"{slot.name}_base"] = 0
-                if role is None:
-                    continue
-                tensor = tensors[role]
-                start, size, base = self._binding_range(role, tensor.desc, tensor.offset, tensor.buffer)
-                params[f"{slot.name}_base"] = base
-                entries.append({"binding": binding, "resource": {"buffer": tensor.buffer, "offset": start, "size": size}})
-            uniform = device.wgpu_device.create_buffer_with_data(
-                data=kernels.pack_params(pass_.kernel, params), usage=wgpu.BufferUsage.UNIFORM
-            )
-            entries.insert(0, {"binding": 0, "resource": {"buffer": uniform, "offset": 0, "size": uniform.size}})
-            bind_group = device.wgpu_device.create_bind_group(layout=pipeline[1], entries=entries)
-            bound.dispatches.append((pipeline[0], bind_group, pass_.grid))
-            bound.uniforms.append(uniform)
+        with device._guard("binding tensors"):
+            for pass_ in self._program_for(tensors).passes:
+                pipeline = self._pass_pipeline(pass_, writable_roles)
+                params = dict(pass_.params)
+                entries = []
+                for binding, (slot, entry) in enumerate(zip(pass_.kernel.slots, pass_.tensors), start=1):
+                    params[f"{slot.name}_base"] = 0
+                    if entry is None:
+                        continue
+                    view = self._view(entry)
+                    tensor = tensors[view.role]
+                    start, size, base = self._binding_range(view, tensor)
+                    params[f"{slot.name}_base"] = base
+                    entries.append({"binding": binding, "resource": {"buffer": tensor.buffer, "offset": start, "size": size}})
+                uniform = device.wgpu_device.create_buffer_with_data(
+                    data=kernels.pack_params(pass_.kernel, params), usage=wgpu.BufferUsage.UNIFORM
+                )
+                entries.insert(0, {"binding": 0, "resource": {"buffer": uniform, "offset": 0, "size": uniform.size}})
+                bind_group = device.wgpu_device.create_bind_group(layout=pipeline[1], entries=entries)
+                bound.dispatches.append((pipeline[0], bind_group, pass_.grid))
+                bound.uniforms.append(uniform)
         cache = self._bound
 
         def forget(ref, key=key):
             # A bind group keeps its buffers' memory alive: drop the entry as soon as one of
             # its buffers is gone, not only when it ages out of the cache.
-            entry = cache.get(key)
-            if entry is not None and any(r is ref for r in entry.refs):
-                cache.pop(key, None)
+            with lock:
+                entry = cache.get(key)
+                if entry is not None and any(r is ref for r in entry.refs):
+                    del cache[key]
 
         bound.refs = tuple(weakref.ref(t.buffer, forget) for t in tensors.values())
-        with device._lock:
-            self._bound[key] = bound
-            while len(self._bound) > _BIND_GROUP_CACHE_SIZE:
-                self._bound.popitem(last=False)
+        with lock:
+            cache[key] = bound
+            while len(cache) > _BIND_GROUP_CACHE_SIZE:
+                cache.popitem(last=False)
         return bound
 
     def _program_for(self, tensors: dict):
         """The op's program, or its fallback where a chunked kernel's tensor does not start
-        at a multiple of 4 elements or its binding cannot span whole 16-byte chunks."""
+        at a multiple of 4 elements or a binding cannot span whole 16-byte chunks."""
         program = self._program
-        for role in program.aligned:
-            t = tensors[role]
-            start, size, _ = self._binding_range(role, t.desc, t.offset, t.buffer)
-            if t.offset % (4 * t.desc.data_type.size) or size % 16:
-                return program.fallback
+        if not program.aligned:
+            return program
+        for pass_ in program.passes:
+            for entry in pass_.tensors:
+                if entry is None or _role(entry) not in program.aligned:
+                    continue
+                t = tensors[_role(entry)]
+                start, size, _ = self._binding_range(self._view(entry), t)
+                if t.offset % (4 * t.desc.data_type.size) or size % 16:
+                    return program.fallback
         return program
 
     def _check_overlaps(self, tensors: dict) -> frozenset:
@@ -517,16 +611,22 @@ class Op:
         return frozenset(writable)
 
 
+def _role(entry):
+    """The role of a pass's tensor entry (a role, a View of one, or None)."""
+    return entry.role if isinstance(entry, kernels.View) else entry
+
+
 _default_device: Optional[Device] = None
 _default_lock = threading.Lock()
 
 
 def default_device() -> Device:
-    """The shared Device, made on first use; POOLGPU_BACKEND / POOLGPU_ADAPTER choose it."""
+    """The shared Device, made on first use (and again after the device is lost);
+    POOLGPU_BACKEND / POOLGPU_ADAPTER choose it."""
     global _default_device
-    if _default_device is None:
+    if _default_device is None or _default_device.lost:
         with _default_lock:
-            if _default_device is None:
+            if _default_device is None or _default_device.lost:  # a lost one is replaced
                 _default_device = Device(
                     backend=os.environ.get("POOLGPU_BACKEND") or None,
                     adapter=os.environ.get("POOLGPU_ADAPTER") or None,

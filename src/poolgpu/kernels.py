@@ -20,13 +20,14 @@ import math
 import re
 import struct
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from string import Template
-from typing import Mapping
+from typing import Callable, Mapping, Optional
 
 from .descs import AveragePooling1Desc, MaxPooling2Desc
 from .dtypes import DataType
+from .errors import DeviceError
 from .tensor_desc import TensorDesc
 
 WGSL_DIR = Path(__file__).parent / "wgsl"
@@ -63,16 +64,53 @@ class Kernel:
 
 
 @dataclass(frozen=True)
+class Split:
+    """How a pass divides when its tensors exceed a storage binding (see :func:`chunked`).
+
+    Every kernel numbers its grid's units (planes, rows or outputs) plane by plane of its
+    tensors' {N, C}: ``per_plane`` units per (n, c) plane (per n where ``whole_n``, as the
+    channels walk, whose units hold all of C), so a run of planes is a run of units, and
+    ``regrid(first unit, units)`` gives the params and grid of the pass restricted to them
+    (the kernel adds its uniform origin to the units it numbers).  Roles in ``whole`` are
+    bound whole (bin tables, ROIs).  A role accessed at data-dependent planes is restricted by
+    ``filter(first plane, planes, first range?, last range?)`` -> params: ``gather`` (read:
+    the pass runs once per range of its planes) or ``scatter`` (written: its planes follow
+    the chunk, the pass's own units run over all of theirs)."""
+
+    per_plane: int
+    regrid: Callable
+    whole_n: bool = False
+    whole: tuple = ()
+    gather: str = ""
+    scatter: str = ""
+    filter: Optional[Callable] = None
+
+
+@dataclass(frozen=True)
+class View:
+    """The part of tensor ``role`` one dispatch of a chunked program binds: the elements the
+    kernel addresses as ``first`` .. ``last`` (offsets from the tensor's element 0), stored
+    ``shift`` elements from there (a chunk-sized scratch holds only its chunk's planes)."""
+
+    role: str
+    first: int
+    last: int
+    shift: int = 0
+
+
+@dataclass(frozen=True)
 class Pass:
     """One dispatch of a kernel: which tensor feeds each slot (a role of the description, a
-    scratch name, or None for an absent optional output), its override constants, its
-    uniform values (all but the per-slot ``<name>_base`` offsets) and its workgroup grid."""
+    scratch name, a :class:`View` of one in a chunked program, or None for an absent
+    optional output), its override constants, its uniform values (all but the per-slot
+    ``<name>_base`` offsets), its workgroup grid, and how it splits for large tensors."""
 
     kernel: Kernel
     tensors: tuple
     constants: tuple  # sorted (name, value) pairs: hashable, part of the pipeline key
     params: Mapping[str, int]
     grid: tuple
+    split: Optional[Split] = None
 
 
 @dataclass(frozen=True)
@@ -167,19 +205,42 @@ def tensor_stride_params(name: str, tensor) -> dict:
     return {f"{name}_{axis}": s for axis, s in zip("ncdhw", strides)}
 
 
+def fold_groups(groups: int) -> tuple:
+    """A grid of `groups` workgroups numbered ``wg.y * 65535 + wg.x`` (x at most 65535; the
+    kernel skips groups past the end).  Its y exceeds 65535 only past 65535^2 groups, where
+    :func:`chunked` splits the pass."""
+    across = min(max(groups, 1), MAX_WORKGROUPS_PER_DIM)
+    return (across, math.ceil(groups / across), 1)
+
+
+def grid_fits(grid: tuple) -> bool:
+    return all(g <= MAX_WORKGROUPS_PER_DIM for g in grid)
+
+
 def row_grid(columns: int, rows: int, wg_x: int) -> tuple:
-    """Workgroups for `rows` rows of `columns` invocations; rows fold over y and z."""
-    rows_per_z = min(rows, MAX_WORKGROUPS_PER_DIM)
-    return (math.ceil(columns / wg_x), rows_per_z, math.ceil(rows / rows_per_z)), rows_per_z
+    """(constants, params, grid) of common/row_grid.wgsl: `rows` rows of `columns`
+    invocations in workgroups of `wg_x` lanes, ROW_LANES of them along a row (rows shorter
+    than a workgroup share one: no idle lanes), workgroups numbered flat (any counts)."""
+    lanes = min(columns, wg_x)
+    rows_per_group = wg_x // lanes
+    column_groups = math.ceil(columns / lanes)
+    groups = column_groups * math.ceil(rows / rows_per_group)
+    params = {"column_groups": column_groups, "rows": rows, "row_origin": 0}
+    return {"WG_X": wg_x, "ROW_LANES": lanes}, params, fold_groups(groups)
 
 
 def flat_grid(total: int, wg_x: int) -> tuple:
-    """Workgroups for `total` invocations numbered ``group * wg_x + lane`` with
-    ``group = wg.y * num_workgroups.x + wg.x`` (x at most 65535; the kernel skips groups
-    past the end)."""
-    groups = math.ceil(total / wg_x)
-    across = min(groups, MAX_WORKGROUPS_PER_DIM)
-    return (across, math.ceil(groups / across), 1)
+    """Workgroups for `total` invocations numbered ``group * wg_x + lane`` (flat_index.wgsl)."""
+    return fold_groups(math.ceil(total / wg_x))
+
+
+def _rows_regrid(columns: int, wg_x: int, first: int, count: int) -> tuple:
+    _, params, grid = row_grid(columns, count, wg_x)
+    return dict(params, row_origin=first), grid
+
+
+def _flat_regrid(wg_x: int, first: int, count: int) -> tuple:
+    return {"total": count, "origin": first}, flat_grid(count, wg_x)
 
 
 def sorted_constants(constants: Mapping) -> tuple:
@@ -268,15 +329,21 @@ def _walk_for(desc) -> str:
 def lines_grid(columns: int, lines: int, planes: int) -> tuple:
     """Workgroup shape, uniform values and grid of window_geometry.wgsl's grid_position:
     64 invocations, WG_X of them along a line of `columns` (exactly, when a line is shorter:
-    no idle lanes), the rest over lines; planes over workgroup z, folded into y past 65535."""
+    no idle lanes), the rest over lines; workgroups numbered flat over (column group, line
+    group, plane), so any counts fit the grid (fold_groups)."""
     wg_x = min(columns, 64)
     wg_y = min(max(1, 64 // wg_x), lines)
+    column_groups = math.ceil(columns / wg_x)
     line_groups = math.ceil(lines / wg_y)
-    folds = math.ceil(planes / MAX_WORKGROUPS_PER_DIM)
     constants = {"WG_X": wg_x, "WG_Y": wg_y}
-    params = {"columns": columns, "lines": lines, "line_groups": line_groups, "planes": planes}
-    grid = (math.ceil(columns / wg_x), line_groups * folds, min(planes, MAX_WORKGROUPS_PER_DIM))
-    return constants, params, grid
+    params = {"columns": columns, "lines": lines, "column_groups": column_groups, "line_groups": line_groups,
+              "planes": planes, "plane_origin": 0}
+    return constants, params, fold_groups(column_groups * line_groups * planes)
+
+
+def _lines_regrid(columns: int, lines: int, first: int, count: int) -> tuple:
+    _, params, grid = lines_grid(columns, lines, count)
+    return dict(params, plane_origin=first), grid
 
 
 def _window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "general", **constants) -> Pass:
@@ -284,12 +351,15 @@ def _window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "ge
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
     n, c, out_d, out_h, out_w = as_5d(desc.output.sizes, desc.output.strides)[0]
     if walk == "rows":  # (ow / 4, oh, (n, c, od))
-        grid_constants, grid_params, grid = lines_grid(out_w // 4, out_h, n * c * out_d)
+        columns, lines, per_plane = out_w // 4, out_h, out_d
         constants["LEAD"], constants["CHUNKS"] = _row_span(desc.window)
     elif walk == "channels":  # (c / 4, ow, (n, od, oh))
-        grid_constants, grid_params, grid = lines_grid(c // 4, out_w, n * out_d * out_h)
+        columns, lines, per_plane = c // 4, out_w, out_d * out_h  # per n: C is in the columns
     else:  # (ow, oh, (n, c, od))
-        grid_constants, grid_params, grid = lines_grid(out_w, out_h, n * c * out_d)
+        columns, lines, per_plane = out_w, out_h, out_d
+    planes = n * per_plane if walk == "channels" else n * c * per_plane
+    grid_constants, grid_params, grid = lines_grid(columns, lines, planes)
+    split = Split(per_plane, partial(_lines_regrid, columns, lines), whole_n=walk == "channels")
     constants.update(grid_constants, **window_constants(desc.window))
     params = {
         "channels": c,
@@ -300,7 +370,7 @@ def _window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "ge
     indices = getattr(desc, "output_indices", None)
     for name, tensor in (("x", desc.input), ("y", desc.output), ("idx", indices)):
         params.update(tensor_stride_params(name, tensor))
-    return Pass(kernels_by_walk[walk], roles, sorted_constants(constants), params, grid)
+    return Pass(kernels_by_walk[walk], roles, sorted_constants(constants), params, grid, split)
 
 
 def _window_walk_program(kernels_by_walk: dict, desc, roles: tuple, **constants) -> Program:
@@ -369,7 +439,7 @@ def _binned_pass(kernel: Kernel, desc, roi: bool) -> Pass:
     out_sizes, _ = as_5d(desc.output.sizes, desc.output.strides)
     total = math.prod(out_sizes)
     params = {
-        "total": total, "channels": in_sizes[1],
+        "total": total, "origin": 0, "channels": in_sizes[1],
         "in_d": in_sizes[2], "in_h": in_sizes[3], "in_w": in_sizes[4],
         "out_d": out_sizes[2], "out_h": out_sizes[3], "out_w": out_sizes[4],
     }
@@ -383,7 +453,21 @@ def _binned_pass(kernel: Kernel, desc, roi: bool) -> Pass:
             params.update(tensor_stride_params(slot.name, by_slot[slot.name][1]))
     roles = tuple(by_slot[slot.name][0] for slot in kernel.slots)
     constants = sorted_constants({"ROI": roi, "WG_X": BINNED_WG_X})
-    return Pass(kernel, roles, constants, params, flat_grid(total, BINNED_WG_X))
+    regrid = partial(_flat_regrid, BINNED_WG_X)
+    if kernel is BINNED_MAX:
+        params.update(_source_planes(0, 2**32 - 1))
+    if roi:  # an ROI's input planes are data (its batch): x is read in ranges of planes
+        split = Split(math.prod(out_sizes[2:]), regrid, whole=("roi", "bins"), gather="input",
+                      filter=_source_planes)
+    else:
+        split = Split(math.prod(out_sizes[2:]), regrid, whole=("bins",))
+    return Pass(kernel, roles, constants, params, flat_grid(total, BINNED_WG_X), split)
+
+
+def _source_planes(first: int, planes: int, *_) -> dict:
+    """binned_max.wgsl's ROI filter: only outputs reading input planes (batch * C + c) in
+    [first, first + planes) are written."""
+    return {"source_first": first, "source_count": planes}
 
 
 def _adaptive_bins_pass(desc) -> tuple:
@@ -461,15 +545,15 @@ def _roi_pool_program(desc) -> Program:
 
 MAX_POOL_GRAD = Kernel(
     "max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True)), value_slot="dy",
-    library=("windows_covering.wgsl",),
+    library=("windows_covering.wgsl", "row_grid.wgsl"),
 )
 MAX_POOL_GRAD_DISJOINT = Kernel(
     "max_pool_grad_disjoint.wgsl", (Slot("x", False), Slot("dy", False), Slot("dx", True)), value_slot="x",
-    library=("windows_covering.wgsl", "max_accumulator.wgsl"),
+    library=("windows_covering.wgsl", "max_accumulator.wgsl", "row_grid.wgsl"),
 )
 AVERAGE_POOL_GRAD = Kernel(
     "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)), value_slot="dy",
-    library=("windows_covering.wgsl",),
+    library=("windows_covering.wgsl", "row_grid.wgsl"),
 )
 
 
@@ -486,21 +570,21 @@ def _gradient_block_pass(kernel: Kernel, desc, tensors: dict, constants: dict) -
         for size, stride, pad in zip((in_d, in_h, in_w), as_3d(window.strides, 1), as_3d(window.start_padding, 0))
     )
     wg_x = 64
-    rows = n * c * blocks_d * blocks_h
-    grid, rows_per_z = row_grid(blocks_w, rows, wg_x)
+    grid_constants, grid_params, grid = row_grid(blocks_w, n * c * blocks_d * blocks_h, wg_x)
     params = {
         "channels": c,
         "in_d": in_d, "in_h": in_h, "in_w": in_w,
         "out_d": out_d, "out_h": out_h, "out_w": out_w,
         "blocks_d": blocks_d, "blocks_h": blocks_h, "blocks_w": blocks_w,
-        "rows": rows, "rows_per_z": rows_per_z,
+        **grid_params,
     }
     described = dict(desc.input_tensors() + desc.output_tensors())
     for slot, role in tensors.items():
         if role in described:
             params.update(tensor_stride_params(slot, described[role]))
-    constants = {"WG_X": wg_x, **window_constants(window), **constants}
-    return Pass(kernel, tuple(tensors.values()), sorted_constants(constants), params, grid)
+    constants = {**grid_constants, **window_constants(window), **constants}
+    split = Split(blocks_d * blocks_h, partial(_rows_regrid, blocks_w, wg_x))
+    return Pass(kernel, tuple(tensors.values()), sorted_constants(constants), params, grid, split)
 
 
 def _tap_steps(window) -> dict:
@@ -547,11 +631,11 @@ def _average_pool_grad_program(desc) -> Program:
 
 MAX_UNPOOL_WINNERS = Kernel(
     "max_unpool_winners.wgsl", (Slot("idx", False), Slot("winner", True, snippet="atomic_b32.wgsl")),
-    value_slot="idx",
+    value_slot="idx", library=("row_grid.wgsl",),
 )
 MAX_UNPOOL = Kernel(
     "max_unpool.wgsl", (Slot("x", False), Slot("winner", True, snippet="atomic_b32.wgsl"), Slot("y", True)),
-    value_slot="x",
+    value_slot="x", library=("row_grid.wgsl",),
 )
 
 
@@ -560,27 +644,44 @@ def _max_unpool_program(desc) -> Program:
     n, c, in_d, in_h, in_w = as_5d(x.sizes, x.strides)[0]
     _, _, out_d, out_h, out_w = as_5d(y.sizes, y.strides)[0]
     wg_x = 64
-    constants = sorted_constants({"WG_X": wg_x})
-    in_rows, out_rows = n * c * in_d * in_h, n * c * out_d * out_h
-    in_grid, in_rows_per_z = row_grid(in_w, in_rows, wg_x)
-    out_grid, out_rows_per_z = row_grid(out_w, out_rows, wg_x)
+    in_constants, in_params, in_grid = row_grid(in_w, n * c * in_d * in_h, wg_x)
+    out_constants, out_params, out_grid = row_grid(out_w, n * c * out_d * out_h, wg_x)
     sizes = {"channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w}
+    out_plane, in_plane = out_d * out_h * out_w, in_d * in_h * in_w
     winners = Pass(
         MAX_UNPOOL_WINNERS, ("indices", "winner"),
-        sorted_constants({"WG_X": wg_x, "WIDE_INDICES": indices.data_type == DataType.UINT64}),
-        {**sizes, **tensor_stride_params("idx", indices), "out_count": y.element_count,
-         "rows": in_rows, "rows_per_z": in_rows_per_z},
+        sorted_constants({**in_constants, "WIDE_INDICES": indices.data_type == DataType.UINT64}),
+        {**sizes, **tensor_stride_params("idx", indices), **in_params, **_target_range(out_plane, 0, n * c)},
         in_grid,
+        # indices scatter anywhere: the winners of a chunk of output planes are picked over
+        # every input plane
+        Split(in_d * in_h, partial(_rows_regrid, in_w, wg_x), scatter="winner",
+              filter=partial(_target_range, out_plane)),
     )
     write = Pass(
-        MAX_UNPOOL, ("input", "winner", "output"), constants,
+        MAX_UNPOOL, ("input", "winner", "output"), sorted_constants(out_constants),
         {**sizes, "out_d": out_d, "out_h": out_h, "out_w": out_w,
-         **tensor_stride_params("x", x), **tensor_stride_params("y", y),
-         "rows": out_rows, "rows_per_z": out_rows_per_z},
+         **tensor_stride_params("x", x), **tensor_stride_params("y", y), **out_params,
+         **_source_range(in_plane, 0, n * c, True, True)},
         out_grid,
+        # each output element copies its winner's input element, anywhere
+        Split(out_d * out_h, partial(_rows_regrid, out_w, wg_x), gather="input",
+              filter=partial(_source_range, in_plane)),
     )
     # The winner scratch starts zero-filled and the write pass leaves it zeroed again.
     return Program((winners, write), scratch=(("winner", TensorDesc(DataType.UINT32, y.sizes)),))
+
+
+def _target_range(out_plane: int, first: int, planes: int, *_) -> dict:
+    """max_unpool_winners.wgsl: only indices into output planes [first, first + planes) count."""
+    return {"out_first": first * out_plane, "out_count": planes * out_plane}
+
+
+def _source_range(in_plane: int, first: int, planes: int, first_range: bool, last_range: bool) -> dict:
+    """max_unpool.wgsl: copy only winners in input planes [first, first + planes); outputs
+    without a winner are zeroed with the first range, winners reset with the last."""
+    return {"source_first": first * in_plane, "source_count": planes * in_plane,
+            "zeros": int(first_range), "reset": int(last_range)}
 
 
 # 16-byte loads and stores: src and dst bound as array<vec4<u32>> (common/{read,write}_v4.wgsl).
@@ -617,5 +718,217 @@ REGISTRY = {
 }
 
 
-def program_for(desc) -> Program:
-    return REGISTRY[desc.kernel](desc)
+def program_for(desc, max_binding: Optional[int] = None) -> Program:
+    """The description's program; with ``max_binding`` (bytes), chunked so that no dispatch
+    binds more of a tensor (see :func:`chunked`)."""
+    program = REGISTRY[desc.kernel](desc)
+    if max_binding is None:
+        return program
+    tensors = dict(desc.input_tensors() + desc.output_tensors())
+    return chunked(program, {role: t for role, t in tensors.items() if t is not None}, max_binding)
+
+
+# ---------------------------------------------------------------------------------------
+# Tensors larger than a storage binding: the program runs in chunks of (n, c) planes (planes
+# numbered n * C + c), each dispatch restricted to its planes' units (Split.regrid) and
+# binding only the bytes those planes span (a View: the same buffer, bound from the chunk's
+# first byte; kernels still address elements from the tensor's start, with a base offset
+# that wraps around below the binding, exact in u32 arithmetic).
+
+
+def max_offset(desc: TensorDesc) -> int:
+    """The largest element offset of the tensor's elements."""
+    return sum((size - 1) * stride for size, stride in zip(desc.sizes, desc.strides))
+
+
+def plane_count(desc: TensorDesc) -> int:
+    return desc.sizes[0] * desc.sizes[1]
+
+
+def plane_span(desc: TensorDesc, first: int, stop: int) -> tuple:
+    """(lowest, highest) element offset of the tensor's (n, c) planes [first, stop)."""
+    channels = desc.sizes[1]
+    stride_n, stride_c = desc.strides[:2]
+    rest = sum((size - 1) * stride for size, stride in zip(desc.sizes[2:], desc.strides[2:]))
+    n0, c0 = divmod(first, channels)
+    n1, c1 = divmod(stop - 1, channels)
+    # the run as boxes of (n, c); strides are non-negative, so a box's corners bound it
+    boxes = [(n0, c0, n1, c1)] if n0 == n1 else [(n0, c0, n0, channels - 1), (n1, 0, n1, c1)]
+    if n1 > n0 + 1:
+        boxes.append((n0 + 1, 0, n1 - 1, channels - 1))
+    low = min(n * stride_n + c * stride_c for n, c, _, _ in boxes)
+    high = max(n * stride_n + c * stride_c for _, _, n, c in boxes)
+    return low, high + rest
+
+
+class _Chunker:
+    """Plans and emits a chunked program (see :func:`chunked`)."""
+
+    def __init__(self, program: Program, descs: Mapping[str, TensorDesc], limit: int):
+        self.descs = dict(descs, **dict(program.scratch))
+        self.limit = limit
+        self.split = [p for p in program.passes if p.split is not None]
+        whole = {r for p in program.passes for r in p.tensors if r is not None and (p.split is None or r in p.split.whole)}
+        # scratch used plane by plane shrinks to one chunk's planes (packed, so plane q holds
+        # elements [q * plane, (q + 1) * plane))
+        self.scratch_planes = {
+            name: math.prod(t.sizes[2:]) for name, t in program.scratch if name not in whole
+        }
+        for role in sorted(whole):
+            size = (max_offset(self.descs[role]) + 1) * self.descs[role].data_type.size
+            if size > limit:
+                raise DeviceError(
+                    f"{role}: bound whole, its {size} bytes exceed what one storage binding of this device "
+                    f"holds ({limit} bytes usable); use fewer ROIs or smaller outputs"
+                )
+
+    def span_bytes(self, role: str, first: int, stop: int) -> int:
+        if role in self.scratch_planes:
+            return (stop - first) * self.scratch_planes[role] * 4
+        low, high = plane_span(self.descs[role], first, stop)
+        return (high - low + 1) * self.descs[role].data_type.size
+
+    def units_roles(self, p: Pass) -> list:
+        s = p.split
+        return [r for r in p.tensors if r is not None and r not in s.whole and r not in (s.gather, s.scatter)]
+
+    def unit_range(self, p: Pass, first: int, stop: int) -> tuple:
+        """The pass's (first unit, units) for planes [first, stop) of its units tensors."""
+        if p.split.whole_n:
+            channels = self.descs[self.units_roles(p)[0]].sizes[1]
+            first, stop = first // channels, stop // channels
+        return first * p.split.per_plane, (stop - first) * p.split.per_plane
+
+    def too_big(self, roles, first: int, stop: int, p: Optional[Pass] = None):
+        """(what, bytes) of the first role spanning more than the limit over planes
+        [first, stop) (or of the pass's grid past its limits); None if all fit."""
+        for role in roles:
+            size = self.span_bytes(role, first, stop)
+            if size > self.limit:
+                return role, size
+        if p is not None and not grid_fits(p.split.regrid(*self.unit_range(p, first, stop))[1]):
+            return f"{p.kernel.file}'s grid", None
+        return None
+
+    def program_too_big(self, first: int, stop: int):
+        for p in self.split:
+            if p.split.scatter:
+                problem = self.too_big([p.split.scatter], first, stop)
+            else:
+                problem = self.too_big(self.units_roles(p), first, stop, p)
+            if problem:
+                return problem
+        return None
+
+    def runs(self, total: int, step: int, too_big) -> list:
+        """Runs [first, stop) covering [0, total), each as long as `too_big` allows, in
+        multiples of `step`."""
+        runs, first = [], 0
+        while first < total:
+            def bad(steps):
+                return too_big(first, min(first + steps * step, total))
+
+            problem = bad(1)
+            if problem:
+                role, size = problem
+                unit = "batch" if step > 1 else "(n, c) plane"
+                spans = f"spans {size} bytes" if size is not None else "needs too many workgroups"
+                raise DeviceError(
+                    f"{role}: one {unit} {spans}, more than one storage binding of this device holds "
+                    f"({self.limit} bytes usable): poolgpu splits large tensors along N and C only; "
+                    "use smaller spatial sizes or a device with larger bindings"
+                )
+            good, most = 1, -(-(total - first) // step)
+            while good < most and not bad(min(2 * good, most)):
+                good = min(2 * good, most)
+            high = min(2 * good, most)  # bad(high) or good == most
+            while high - good > 1:
+                middle = (good + high) // 2
+                good, high = (middle, high) if not bad(middle) else (good, middle)
+            stop = min(first + good * step, total)
+            runs.append((first, stop))
+            first = stop
+        return runs
+
+    def view(self, role: str, first: int, stop: int) -> View:
+        if role in self.scratch_planes:
+            plane = self.scratch_planes[role]
+            return View(role, first * plane, stop * plane - 1, shift=-first * plane)
+        return View(role, *plane_span(self.descs[role], first, stop))
+
+    def emit(self, p: Pass, units: tuple, planes: Optional[tuple], first_range: bool, last_range: bool) -> Pass:
+        s = p.split
+        params, grid = s.regrid(*self.unit_range(p, *units))
+        params = {**p.params, **params}
+        if planes is not None:
+            params.update(s.filter(planes[0], planes[1] - planes[0], first_range, last_range))
+        views = []
+        for role in p.tensors:
+            if role is None:
+                views.append(None)
+            elif role in s.whole:
+                views.append(View(role, 0, max_offset(self.descs[role])))
+            else:
+                views.append(self.view(role, *(planes if role in (s.gather, s.scatter) else units)))
+        return replace(p, tensors=tuple(views), params=params, grid=grid, split=None)
+
+    def program(self, program: Program) -> Program:
+        first_split = self.split[0]
+        units_role = first_split.split.scatter or self.units_roles(first_split)[0]
+        total = plane_count(self.descs[units_role])
+        step = self.descs[units_role].sizes[1] if any(p.split.whole_n for p in self.split) else 1
+        chunks = self.runs(total, step, self.program_too_big)
+        own_runs = {}  # a scatter pass's units and a gather role's planes, in ranges of their own
+        for p in self.split:
+            s = p.split
+            if s.scatter:
+                roles = self.units_roles(p)
+                own_runs[id(p)] = self.runs(plane_count(self.descs[roles[0]]), 1,
+                                            lambda a, b, p=p, roles=roles: self.too_big(roles, a, b, p))
+            elif s.gather:
+                own_runs[id(p)] = self.runs(plane_count(self.descs[s.gather]), 1,
+                                            lambda a, b, g=s.gather: self.too_big([g], a, b))
+        passes = []
+        for index, chunk in enumerate(chunks):
+            for p in program.passes:
+                s = p.split
+                if s is None:  # whole tensors (a bin table): once, before the first chunk needs it
+                    if index == 0:
+                        passes.append(p)
+                elif s.scatter:
+                    passes += [self.emit(p, units, chunk, True, True) for units in own_runs[id(p)]]
+                else:
+                    ranges = own_runs.get(id(p), [None])
+                    passes += [self.emit(p, chunk, r, k == 0, k == len(ranges) - 1) for k, r in enumerate(ranges)]
+        longest = max(stop - first for first, stop in chunks)
+        scratch = tuple(
+            (name, TensorDesc(DataType.UINT32, (1, 1, longest * self.scratch_planes[name])))
+            if name in self.scratch_planes else (name, t)
+            for name, t in program.scratch
+        )
+        return replace(program, passes=tuple(passes), scratch=scratch)
+
+
+def _fits_whole(program: Program, descs: Mapping[str, TensorDesc], limit: int) -> bool:
+    descs = dict(descs, **dict(program.scratch))
+    for p in program.passes:
+        if not grid_fits(p.grid):
+            return False
+        for role in p.tensors:
+            if role is not None and (max_offset(descs[role]) + 1) * descs[role].data_type.size > limit:
+                return False
+    return True
+
+
+def chunked(program: Program, descs: Mapping[str, TensorDesc], limit: int) -> Program:
+    """``program`` as dispatches that each bind at most ``limit`` bytes of every tensor (of
+    ``descs``: role -> TensorDesc) and fit the grid limits: the program itself where it
+    does; else its passes run chunk by chunk over runs of (n, c) planes (see Split), each
+    chunk's dispatches binding :class:`View` s of the tensors, and plane-wise scratch shrinks
+    to one chunk.  Raises DeviceError where a single plane is too large."""
+    if _fits_whole(program, descs, limit):
+        return program
+    fallback = program.fallback and chunked(program.fallback, descs, limit)
+    if not any(p.split for p in program.passes):
+        raise DeviceError(f"{program.passes[0].kernel.file}: a tensor exceeds this device's largest storage binding")
+    return replace(_Chunker(program, descs, limit).program(program), fallback=fallback)

@@ -15,7 +15,8 @@ override WG_X: u32 = 64u;
 
 struct Params {
     x_base: u32, bins_base: u32, y_base: u32,
-    total: u32,         // outputs
+    total: u32,         // outputs of this dispatch, from output `origin` (kernels.chunked)
+    origin: u32,
     channels: u32,
     out_d: u32, out_h: u32, out_w: u32,
     x_n: u32, x_c: u32, x_d: u32, x_h: u32, x_w: u32,
@@ -26,8 +27,9 @@ struct Params {
 @compute @workgroup_size(WG_X)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_index) lane: u32) {
-    let i = flat_index(wg, groups, lane, WG_X, params.total);
-    if (i >= params.total) { return; }
+    let local = flat_index(wg, groups, lane, WG_X, params.total);
+    if (local >= params.total) { return; }
+    let i = params.origin + local;
     let ow = i % params.out_w;
     let oh = (i / params.out_w) % params.out_h;
     let od = (i / (params.out_w * params.out_h)) % params.out_d;

@@ -13,21 +13,27 @@ override WG_X: u32 = 64u;
 
 struct Params {
     x_base: u32, bins_base: u32, y_base: u32, idx_base: u32,
-    total: u32,         // outputs
+    total: u32,         // outputs of this dispatch, from output `origin` (kernels.chunked)
+    origin: u32,
     channels: u32,
     in_d: u32, in_h: u32, in_w: u32,
     out_d: u32, out_h: u32, out_w: u32,
     x_n: u32, x_c: u32, x_d: u32, x_h: u32, x_w: u32,
     y_n: u32, y_c: u32, y_d: u32, y_h: u32, y_w: u32,
     idx_n: u32, idx_c: u32, idx_d: u32, idx_h: u32, idx_w: u32,
+    // ROI pooling reads the input planes (batch * C + c) its ROIs name: for inputs larger
+    // than a binding (kernels.chunked) a dispatch writes only outputs reading planes in
+    // [source_first, source_first + source_count).
+    source_first: u32, source_count: u32,
 }
 @group(0) @binding(0) var<uniform> params: Params;
 
 @compute @workgroup_size(WG_X)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_index) lane: u32) {
-    let i = flat_index(wg, groups, lane, WG_X, params.total);
-    if (i >= params.total) { return; }
+    let local = flat_index(wg, groups, lane, WG_X, params.total);
+    if (local >= params.total) { return; }
+    let i = params.origin + local;
     let ow = i % params.out_w;
     let oh = (i / params.out_w) % params.out_h;
     let od = (i / (params.out_w * params.out_h)) % params.out_d;
@@ -35,6 +41,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
     let n = nc / params.channels;
     let c = nc % params.channels;
     let bin = bin_of(params.bins_base, n, vec3<u32>(od, oh, ow), vec3<u32>(params.out_d, params.out_h, params.out_w));
+    if (ROI && bin.batch * params.channels + c - params.source_first >= params.source_count) { return; }
 
     let x_plane = params.x_base + bin.batch * params.x_n + c * params.x_c;
     let logical_plane = (bin.batch * params.channels + c) * params.in_d * params.in_h * params.in_w;

@@ -28,16 +28,17 @@ struct Params {
     x_n: u32, x_c: u32, x_d: u32, x_h: u32, x_w: u32,
     dy_n: u32, dy_c: u32, dy_d: u32, dy_h: u32, dy_w: u32,
     dx_n: u32, dx_c: u32, dx_d: u32, dx_h: u32, dx_w: u32,
-    rows: u32,          // N * C * blocks_d * blocks_h: one row of blocks_w blocks each
-    rows_per_z: u32,    // rows are folded over workgroup y and z (each at most 65535)
+    // rows of blocks_w blocks, N * C * blocks_d * blocks_h in all (common/row_grid.wgsl)
+    column_groups: u32, rows: u32, row_origin: u32,
 }
 @group(0) @binding(0) var<uniform> params: Params;
 
 @compute @workgroup_size(WG_X)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
-    let bw = wg.x * WG_X + lane;
-    let row = wg.z * params.rows_per_z + wg.y;
-    if (bw >= params.blocks_w || row >= params.rows) { return; }
+    let at = row_position(wg, lane);
+    let bw = at.column;
+    let row = at.row;
+    if (bw >= params.blocks_w || !at.inside) { return; }
     let bh = row % params.blocks_h;
     let bd = (row / params.blocks_h) % params.blocks_d;
     let nc = row / (params.blocks_h * params.blocks_d);

@@ -18,24 +18,34 @@ struct Params {
     out_d: u32, out_h: u32, out_w: u32,
     x_n: u32, x_c: u32, x_d: u32, x_h: u32, x_w: u32,
     y_n: u32, y_c: u32, y_d: u32, y_h: u32, y_w: u32,
-    rows: u32,          // N * C * out_d * out_h: one row of out_w outputs each
-    rows_per_z: u32,    // rows are folded over workgroup y and z (each at most 65535)
+    // rows of out_w outputs, N * C * out_d * out_h in all (common/row_grid.wgsl)
+    column_groups: u32, rows: u32, row_origin: u32,
+    // Inputs larger than a binding are read in ranges (kernels.chunked): this dispatch copies
+    // winners j in [source_first, source_first + source_count); with `zeros` it writes the
+    // type's zero where there is no winner, with `reset` it clears the winners.
+    source_first: u32, source_count: u32, zeros: u32, reset: u32,
 }
 @group(0) @binding(0) var<uniform> params: Params;
 
 @compute @workgroup_size(WG_X)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
-    let ow = wg.x * WG_X + lane;
-    let row = wg.z * params.rows_per_z + wg.y;
-    if (ow >= params.out_w || row >= params.rows) { return; }
+    let at = row_position(wg, lane);
+    let ow = at.column;
+    let row = at.row;
+    if (ow >= params.out_w || !at.inside) { return; }
     let oh = row % params.out_h;
     let od = (row / params.out_h) % params.out_d;
     let nc = row / (params.out_h * params.out_d);
 
-    let winner = winner_exchange(params.winner_base + row * params.out_w + ow, 0u);
+    let slot = params.winner_base + row * params.out_w + ow;
+    var winner: u32;
+    if (params.reset != 0u) { winner = winner_exchange(slot, 0u); } else { winner = winner_load(slot); }
+    let j = winner - 1u;  // the input element's flat logical index
+    if ((winner == 0u && params.zeros == 0u) || (winner != 0u && j - params.source_first >= params.source_count)) {
+        return;  // another dispatch's
+    }
     var value = Raw();
-    if (winner != 0u) {
-        let j = winner - 1u;  // the input element's flat logical index -> its coordinates
+    if (winner != 0u) {  // its coordinates
         let w = j % params.in_w;
         let h = (j / params.in_w) % params.in_h;
         let d = (j / (params.in_w * params.in_h)) % params.in_d;

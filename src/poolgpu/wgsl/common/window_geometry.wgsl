@@ -28,10 +28,11 @@ struct Params {
     x_n: u32, x_c: u32, x_d: u32, x_h: u32, x_w: u32,
     y_n: u32, y_c: u32, y_d: u32, y_h: u32, y_w: u32,
     idx_n: u32, idx_c: u32, idx_d: u32, idx_h: u32, idx_w: u32,
-    // The grid: invocations (column, line, plane); columns and lines (of WG_X and WG_Y
-    // invocations per workgroup) run over workgroup x and y, planes over z, folded into y
-    // past 65535.  Each walk says what its columns, lines and planes are.
-    columns: u32, lines: u32, line_groups: u32, planes: u32,
+    // The grid: invocations (column, line, plane) in workgroups of WG_X columns and WG_Y
+    // lines, numbered flat (kernels.lines_grid) so that any counts fit; planes from
+    // plane_origin (a chunk's first, kernels.chunked).  Each walk says what its columns,
+    // lines and planes are.
+    columns: u32, lines: u32, column_groups: u32, line_groups: u32, planes: u32, plane_origin: u32,
 }
 @group(0) @binding(0) var<uniform> params: Params;
 
@@ -47,14 +48,17 @@ fn idx_offset(at: Out) -> u32 {
 }
 
 // The invocation's (column, line, plane); column >= params.columns past the end.  The
-// plane is uniform across a workgroup, so the divisions splitting it into coordinates are
-// made once per workgroup, not per invocation (integer division is slow on SIMD CPUs).
+// workgroup number is uniform across a workgroup, so the divisions splitting it into
+// coordinates are made once per workgroup, not per invocation (integer division is slow on
+// SIMD CPUs).
 fn grid_position(wg: vec3<u32>, lid: vec3<u32>) -> vec3<u32> {
-    let column = wg.x * WG_X + lid.x;
-    let line = (wg.y % params.line_groups) * WG_Y + lid.y;
-    let plane = wg.z + 65535u * (wg.y / params.line_groups);
+    let group = wg.y * 65535u + wg.x;
+    let lines_planes = group / params.column_groups;
+    let column = (group % params.column_groups) * WG_X + lid.x;
+    let line = (lines_planes % params.line_groups) * WG_Y + lid.y;
+    let plane = lines_planes / params.line_groups;
     let outside = line >= params.lines || plane >= params.planes;
-    return vec3<u32>(select(column, params.columns, outside), line, plane);
+    return vec3<u32>(select(column, params.columns, outside), line, params.plane_origin + plane);
 }
 
 // Position `start + k * dilation` along a dimension of `size`: the clamped coordinate to

@@ -1,0 +1,241 @@
+"""Robustness: no byte written outside an output whatever the (valid) layout, device loss and
+out-of-memory as DeviceError, one Device shared by threads, no leaks, bounded caches.
+
+POOLGPU_STRESS=1 runs the full counts of the issue (8 threads x 500 operations, 10,000
+functional calls); the default counts keep CI quick."""
+
+import gc
+import os
+import threading
+
+import numpy as np
+import pytest
+import wgpu
+
+import poolgpu as pg
+import reference
+from helpers import same_bits
+from test_scale import OPERATORS, describe, run
+
+STRESS = os.environ.get("POOLGPU_STRESS") == "1"
+
+
+# ---------------------------------------------------------------------------------------
+# Canaries: adversarial but valid descriptions write only their outputs' elements
+
+ADVERSARIAL = {  # (input layout, output layout, extra total_size_in_bytes)
+    "odd_strides": ("gaps", "gaps", 0),
+    "nhwc": ("channels_last", "channels_last", 0),
+    "broadcast_input": ("broadcast", "packed", 0),
+    "reversed": ("reversed", "reversed", 0),
+    "oversized_total": ("packed", "gaps", 36),
+}
+
+
+def adversarial_case(operator, data_type, dims, setting, seed):
+    in_layout, out_layout, extra = ADVERSARIAL[setting]
+    return dict(operator=operator, sizes=(2, 4) + (5, 6, 7)[:dims] if operator != "roi" else (2, 4, 5, 6),
+                window_size=(3, 2, 2)[:dims], strides=(2, 1, 2)[:dims], dilations=(1, 2, 1)[:dims],
+                start_padding=(1, 0, 1)[:dims], end_padding=(0, 1, 1)[:dims], output_size=(2, 3, 4)[:dims],
+                data_type=data_type, indices="uint64", in_layout=in_layout, out_layout=out_layout,
+                extra_bytes=extra, seed=seed)
+
+
+@pytest.mark.parametrize("setting", sorted(ADVERSARIAL))
+@pytest.mark.parametrize("operator", OPERATORS)
+def test_outputs_are_written_within_their_elements_whatever_the_layout(device, operator, setting):
+    """Canary bytes around and between the output's elements stay intact (``run`` checks),
+    and the values are the packed layout's: layouts change where values live, nothing else."""
+    dims = 2 if operator == "roi" else 1 + len(setting) % 3
+    data_type = pg.DataType.INT16 if operator in ("max", "unpool", "adaptive_max") else pg.DataType.FLOAT16
+    for dt in (data_type, pg.DataType.FLOAT32):
+        case = adversarial_case(operator, dt, dims, setting, seed=11)
+        desc, arrays = describe(case)
+        packed, _ = describe(dict(case, in_layout="packed", out_layout="packed", extra_bytes=0))
+        _, got = run(device, desc, arrays)
+        _, expected = run(device, packed, arrays)
+        for a, b in zip(got, expected):
+            assert same_bits(a, b)
+
+
+# ---------------------------------------------------------------------------------------
+# Device loss and out of memory
+
+
+def fresh_device(device):
+    return pg.Device(backend=device.backend, adapter=device.name)
+
+
+def test_a_lost_device_raises_device_errors_and_others_keep_working(device):
+    lost = fresh_device(device)
+    x = np.arange(32, dtype=np.float32).reshape(1, 2, 16)
+    xt = lost.upload(x)
+    op = lost.compile(pg.MaxPoolingDesc(xt.desc, window_size=(2,), strides=(2,)))
+    y = op(xt)
+    lost.wgpu_device.destroy()  # what a driver reset or a removed GPU does
+    with pytest.raises(pg.DeviceError, match=r"was lost .*make a new pg\.Device\(\)"):
+        op(xt, out=y)
+    assert lost.lost
+    attempts = {
+        "call": lambda: op(xt), "read back": y.numpy, "upload": lambda: lost.upload(x),
+        "allocate": lambda: lost.empty(xt.desc), "synchronize": lost.synchronize,
+        "compile": lambda: lost.compile(pg.MaxPoolingDesc(xt.desc, window_size=(3,))),
+        "functional": lambda: pg.max_pool(x, (2,), device=lost),
+    }
+    for what, attempt in attempts.items():
+        with pytest.raises(pg.DeviceError, match="lost"):
+            attempt()
+    with pytest.raises(pg.DeviceError, match="lost"):
+        with lost.batch():
+            op(xt)
+    # other devices keep working, and a new Device can be made
+    expected = reference.max_pool(x, (2,), (2,))[0]
+    assert same_bits(pg.max_pool(x, (2,), strides=(2,), device=device), expected)
+    assert same_bits(pg.max_pool(x, (2,), strides=(2,), device=fresh_device(device)), expected)
+
+
+def test_the_default_device_is_replaced_once_lost(device, monkeypatch):
+    lost = fresh_device(device)
+    lost.wgpu_device.destroy()
+    with pytest.raises(pg.DeviceError):
+        lost.upload(np.zeros((1, 1, 4), np.float32))
+    monkeypatch.setattr(pg.device, "_default_device", lost)
+    replacement = pg.default_device()
+    assert replacement is not lost and not replacement.lost
+    assert replacement is pg.default_device()
+
+
+def out_of_memory(*args, **kwargs):
+    raise wgpu.GPUOutOfMemoryError("Out of Memory")
+
+
+@pytest.mark.parametrize("method", ["create_buffer", "create_buffer_with_data", "create_compute_pipeline"])
+def test_out_of_memory_is_a_device_error_and_the_device_recovers(device, monkeypatch, method):
+    dev = pg.Device(wgpu_device=device.wgpu_device)
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 16)
+    with monkeypatch.context() as patch:
+        patch.setattr(type(dev.wgpu_device), method, out_of_memory)
+        with pytest.raises(pg.DeviceError, match="out of GPU memory while .*free tensors"):
+            pg.max_pool(x, (2,), strides=(2,), device=dev)
+    assert not dev.lost
+    assert same_bits(pg.max_pool(x, (2,), strides=(2,), device=dev), reference.max_pool(x, (2,), (2,))[0])
+
+
+def test_a_buffer_beyond_the_device_limit_is_a_device_error(device):
+    limit = device.limits["max-buffer-size"]
+    with pytest.raises(pg.DeviceError, match="max-buffer-size"):
+        device.empty(pg.TensorDesc("float32", (2, 1, limit // 8 + 1)))
+
+
+# ---------------------------------------------------------------------------------------
+# Threads: one Device, many threads
+
+
+def thread_workload(seed):
+    """(name, run(device) -> tuple of arrays) pairs of mixed operations."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((2, 3, 9, 8)).astype(np.float32)
+    x16 = x.astype(np.float16)
+    dy = rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
+    y, i = reference.max_pool(x, (3, 2), (2, 2), (1, 0), (0, 0))
+    indices = i.astype(np.uint32)
+    return [
+        ("max", lambda d: pg.max_pool(x, (3, 2), strides=(2, 2), start_padding=(1, 0), return_indices=True, device=d)),
+        ("average", lambda d: (pg.average_pool(x16, (2, 2), device=d),)),
+        ("lp", lambda d: (pg.lp_pool(x, (3, 3), strides=(2, 1), p=3, device=d),)),
+        ("max_grad", lambda d: (pg.max_pool_grad(x, dy, (2, 2), strides=(2, 2), device=d),)),
+        ("average_grad", lambda d: (pg.average_pool_grad(dy, x.shape, (3, 2), strides=(2, 2), start_padding=(1, 0), device=d),)),
+        ("unpool", lambda d: (pg.max_unpool(y, indices, x.shape, device=d),)),
+        ("adaptive", lambda d: pg.adaptive_max_pool(x, (3, 5), return_indices=True, device=d)),
+        ("roi", lambda d: (pg.roi_pool(x, [[1, 0, 0, 5, 7], [0, 2, 1, 7, 8]], (2, 2), device=d),)),
+    ]
+
+
+def test_one_device_shared_by_eight_threads(device):
+    """8 threads x mixed operations (500 each with POOLGPU_STRESS=1) on one Device give the
+    bits of the same operations run alone: functional calls, ops compiled concurrently, and
+    batches holding dependent ops and a read-back."""
+    shared = pg.Device(wgpu_device=device.wgpu_device)  # fresh caches: filled concurrently
+    per_thread = 500 if STRESS else 30
+    work = thread_workload(0)
+    expected = [run_op(device) for _, run_op in work]  # deterministic: the same bits every run
+    x = np.random.default_rng(1).standard_normal((1, 4, 16, 16)).astype(np.float32)
+    pooled = reference.max_pool(reference.max_pool(x, (2, 2), (2, 2))[0], (3, 3), (1, 1), (1, 1), (1, 1))[0]
+    failures = []
+
+    def worker(k):
+        try:
+            for i in range(per_thread):
+                if i % 7 == 3:
+                    op1 = shared.compile(pg.MaxPoolingDesc(pg.TensorDesc("float32", x.shape), window_size=(2, 2),
+                                                           strides=(2, 2)))
+                    op2 = shared.compile(pg.MaxPoolingDesc(op1.desc.output, window_size=(3, 3),
+                                                           start_padding=(1, 1), end_padding=(1, 1)))
+                    with shared.batch():
+                        got = (op2(op1(shared.upload(x))).numpy(),)
+                    want = (pooled,)
+                else:
+                    index = (k + i) % len(work)
+                    got, want = work[index][1](shared), expected[index]
+                if not all(same_bits(a, b) for a, b in zip(got, want)):
+                    failures.append((k, i))
+        except Exception as exc:  # reported by the main thread
+            failures.append((k, repr(exc)))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+
+
+# ---------------------------------------------------------------------------------------
+# No leaks, bounded caches
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def live_gpu_objects() -> dict:
+    return {k: v for k, v in wgpu._classes.object_tracker.counts.items() if v}
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="RSS read from /proc")
+def test_no_leaks_over_many_functional_calls(device):
+    """RSS and live wgpu objects stay flat over 10,000 functional calls (POOLGPU_STRESS=1;
+    600 by default)."""
+    calls = 10_000 if STRESS else 600
+    work = thread_workload(2)
+
+    def call(i):
+        work[i % len(work)][1](device)
+
+    for i in range(60):  # warm: ops, pipelines and buffers of every kind made once
+        call(i)
+    device.synchronize()
+    gc.collect()
+    objects, rss = live_gpu_objects(), rss_bytes()
+    for i in range(calls):
+        call(i)
+    device.synchronize()
+    gc.collect()
+    after = live_gpu_objects()
+    grown = {k: (objects.get(k, 0), v) for k, v in after.items() if v > objects.get(k, 0) + 2}
+    assert grown == {}, f"live wgpu objects grew: {grown}"
+    assert rss_bytes() - rss < 48 << 20, f"RSS grew by {(rss_bytes() - rss) >> 20} MiB over {calls} calls"
+
+
+def test_op_and_pipeline_caches_are_bounded(device):
+    dev = pg.Device(wgpu_device=device.wgpu_device)
+    first = None
+    for n in range(1, pg.device._OP_CACHE_SIZE + 12):
+        op = dev.compile(pg.MaxPoolingDesc(pg.TensorDesc("uint8", (n, 1, 4)), window_size=(2,)))
+        first = first or op
+    assert len(dev._ops) == pg.device._OP_CACHE_SIZE
+    assert len(dev._pipelines) <= pg.device._PIPELINE_CACHE_SIZE
+    assert first not in dev._ops.values()  # the least recently used went first
+    x = np.arange(4, dtype=np.uint8).reshape(1, 1, 4)
+    np.testing.assert_array_equal(first(dev.upload(x)).numpy().ravel(), [1, 2, 3])  # still usable
