@@ -220,7 +220,7 @@ ROWS_MAX_CHUNKS = 8  # window_walk_rows.wgsl's span holds 32 elements
 def _pooling_kernels(file: str, accumulator: tuple) -> dict:
     """The operator's kernel under each walk."""
     return {
-        walk: Kernel(file, slots, "x", library=accumulator + ("window_geometry.wgsl", walk_file))
+        walk: Kernel(file, slots, "x", library=accumulator + ("grid.wgsl", "window_geometry.wgsl", walk_file))
         for walk, (walk_file, slots) in WALKS.items()
     }
 
@@ -268,14 +268,17 @@ def _walk_for(desc) -> str:
 def lines_grid(columns: int, lines: int, planes: int) -> tuple:
     """Workgroup shape, uniform values and grid of window_geometry.wgsl's grid_position:
     64 invocations, WG_X of them along a line of `columns` (exactly, when a line is shorter:
-    no idle lanes), the rest over lines; planes over workgroup z, folded into y past 65535."""
+    no idle lanes), the rest over lines, and over planes when lines are few; plane groups
+    over workgroup z, folded into y past 65535."""
     wg_x = min(columns, 64)
     wg_y = min(max(1, 64 // wg_x), lines)
+    wg_z = min(max(1, 64 // (wg_x * wg_y)), planes)
     line_groups = math.ceil(lines / wg_y)
-    folds = math.ceil(planes / MAX_WORKGROUPS_PER_DIM)
-    constants = {"WG_X": wg_x, "WG_Y": wg_y}
+    plane_groups = math.ceil(planes / wg_z)
+    folds = math.ceil(plane_groups / MAX_WORKGROUPS_PER_DIM)
+    constants = {"WG_X": wg_x, "WG_Y": wg_y, "WG_Z": wg_z}
     params = {"columns": columns, "lines": lines, "line_groups": line_groups, "planes": planes}
-    grid = (math.ceil(columns / wg_x), line_groups * folds, min(planes, MAX_WORKGROUPS_PER_DIM))
+    grid = (math.ceil(columns / wg_x), line_groups * folds, min(plane_groups, MAX_WORKGROUPS_PER_DIM))
     return constants, params, grid
 
 
@@ -467,6 +470,15 @@ MAX_POOL_GRAD_DISJOINT = Kernel(
     "max_pool_grad_disjoint.wgsl", (Slot("x", False), Slot("dy", False), Slot("dx", True)), value_slot="x",
     library=("windows_covering.wgsl", "max_accumulator.wgsl"),
 )
+MAX_POOL_GRAD_ROWS = Kernel(
+    "max_pool_grad_rows.wgsl",
+    (Slot("dy", False), Slot("arg", False), Slot("dx", True, snippet="write4_{storage}.wgsl")), value_slot="dy",
+    library=("grid.wgsl", "gather_rows.wgsl"),
+)
+AVERAGE_POOL_GRAD_ROWS = Kernel(
+    "average_pool_grad_rows.wgsl", (Slot("dy", False), Slot("dx", True, snippet="write4_{storage}.wgsl")),
+    value_slot="dy", library=("grid.wgsl", "gather_rows.wgsl"),
+)
 AVERAGE_POOL_GRAD = Kernel(
     "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)), value_slot="dy",
     library=("windows_covering.wgsl",),
@@ -513,33 +525,66 @@ def _tap_steps(window) -> dict:
     return constants
 
 
+def _gathers_rows(desc) -> bool:
+    """Whether dx meets the row gathers' layout (common/gather_rows.wgsl)."""
+    dx = desc.output_gradient
+    return as_5d(dx.sizes, dx.strides)[0][4] % 4 == 0 and _contiguous_along([dx], "w")
+
+
+def _gradient_rows_pass(kernel: Kernel, desc, tensors: dict, constants: dict) -> Pass:
+    """One invocation per four dx elements along W (common/gather_rows.wgsl).  ``tensors``
+    maps slot names to description roles."""
+    dy, dx, window = desc.input_gradient, desc.output_gradient, desc.window
+    n, c, in_d, in_h, in_w = as_5d(dx.sizes, dx.strides)[0]
+    _, _, out_d, out_h, out_w = as_5d(dy.sizes, dy.strides)[0]
+    grid_constants, grid_params, grid = lines_grid(in_w // 4, in_h, n * c * in_d)
+    # output columns whose windows can reach four neighbouring dx elements
+    reach = (3 + (window.window_size[-1] - 1) * window.dilations[-1]) // window.strides[-1] + 1
+    constants = {**grid_constants, **window_constants(window), "NOW": reach, **constants}
+    params = {
+        "channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w, "out_d": out_d, "out_h": out_h, "out_w": out_w,
+        **tensor_stride_params("dy", dy), **tensor_stride_params("dx", dx), **grid_params,
+    }
+    return Pass(kernel, tuple(tensors.values()), sorted_constants(constants), params, grid)
+
+
 def _max_pool_grad_program(desc) -> Program:
     window = desc.window
-    if all(s >= e for s, e in zip(window.strides, window.extents)):
-        # No dx element lies in two windows: one pass finds each argmax and writes its block.
-        tensors = {"x": "input", "dy": "input_gradient", "dx": "output_gradient"}
-        return Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT, desc, tensors, {}),))
-    # Pass 1: forward max pooling writing only each window's argmax (into scratch);
-    # pass 2: the gather adding each window's dy at its argmax.
-    tensors = {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}
-    gather = _gradient_block_pass(MAX_POOL_GRAD, desc, tensors, _tap_steps(desc.window))
     scratch = (("argmax", desc.forward.output_indices),)
+    tensors = {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}
 
-    def program(walk: str) -> Program:
-        # no forward values needed: the y slot is absent
+    def two_passes(walk: str, rows: bool) -> Program:
+        # Pass 1: forward max pooling writing only each window's argmax (into scratch; no
+        # forward values: the y slot is absent); pass 2: the gather adding each window's dy
+        # at its argmax.
         argmax = _window_walk_pass(MAX_POOL, desc.forward, ("input", None, "argmax"), walk)
+        if rows:
+            gather = _gradient_rows_pass(MAX_POOL_GRAD_ROWS, desc, tensors, {})
+        else:
+            gather = _gradient_block_pass(MAX_POOL_GRAD, desc, tensors, _tap_steps(window))
         return Program((argmax, gather), scratch=scratch)
 
-    walk = _walk_for(desc.forward)
-    if walk == "general":
-        return program("general")
-    return replace(program(walk), aligned=("input",), fallback=program("general"))
+    if all(s >= e for s, e in zip(window.strides, window.extents)):
+        # No dx element lies in two windows: one pass finds each argmax and writes its block
+        # (measured faster than the two passes below on lavapipe, case B: 39 ms to 50).
+        disjoint = {"x": "input", "dy": "input_gradient", "dx": "output_gradient"}
+        return Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT, desc, disjoint, {}),))
+    general = two_passes("general", rows=False)
+    walk, rows = _walk_for(desc.forward), _gathers_rows(desc)
+    if walk == "general" and not rows:
+        return general
+    aligned = (("input",) if walk != "general" else ()) + (("output_gradient",) if rows else ())
+    return replace(two_passes(walk, rows), aligned=aligned, fallback=general)
 
 
 def _average_pool_grad_program(desc) -> Program:
     tensors = {"dy": "input_gradient", "dx": "output_gradient"}
-    constants = {"INCLUDE_PADDING": desc.include_padding, **_tap_steps(desc.window)}
-    return Program((_gradient_block_pass(AVERAGE_POOL_GRAD, desc, tensors, constants),))
+    constants = {"INCLUDE_PADDING": desc.include_padding}
+    general = Program((_gradient_block_pass(AVERAGE_POOL_GRAD, desc, tensors, {**constants, **_tap_steps(desc.window)}),))
+    if not _gathers_rows(desc):
+        return general
+    rows = Program((_gradient_rows_pass(AVERAGE_POOL_GRAD_ROWS, desc, tensors, constants),))
+    return replace(rows, aligned=("output_gradient",), fallback=general)
 
 
 # ---------------------------------------------------------------------------------------
@@ -550,8 +595,13 @@ MAX_UNPOOL_WINNERS = Kernel(
     value_slot="idx",
 )
 MAX_UNPOOL = Kernel(
-    "max_unpool.wgsl", (Slot("x", False), Slot("winner", True, snippet="atomic_b32.wgsl"), Slot("y", True)),
-    value_slot="x",
+    "max_unpool.wgsl", (Slot("x", False), Slot("winner", True, snippet="take_b32.wgsl"), Slot("y", True)),
+    value_slot="x", library=("grid.wgsl", "unpool_walk.wgsl"),
+)
+MAX_UNPOOL_ROWS = Kernel(
+    "max_unpool.wgsl",
+    (Slot("x", False), Slot("winner", True, snippet="take4_b32.wgsl"), Slot("y", True, snippet="write4_{storage}.wgsl")),
+    value_slot="x", library=("grid.wgsl", "unpool_walk_rows.wgsl"),
 )
 
 
@@ -560,10 +610,8 @@ def _max_unpool_program(desc) -> Program:
     n, c, in_d, in_h, in_w = as_5d(x.sizes, x.strides)[0]
     _, _, out_d, out_h, out_w = as_5d(y.sizes, y.strides)[0]
     wg_x = 64
-    constants = sorted_constants({"WG_X": wg_x})
-    in_rows, out_rows = n * c * in_d * in_h, n * c * out_d * out_h
+    in_rows = n * c * in_d * in_h
     in_grid, in_rows_per_z = row_grid(in_w, in_rows, wg_x)
-    out_grid, out_rows_per_z = row_grid(out_w, out_rows, wg_x)
     sizes = {"channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w}
     winners = Pass(
         MAX_UNPOOL_WINNERS, ("indices", "winner"),
@@ -572,15 +620,21 @@ def _max_unpool_program(desc) -> Program:
          "rows": in_rows, "rows_per_z": in_rows_per_z},
         in_grid,
     )
-    write = Pass(
-        MAX_UNPOOL, ("input", "winner", "output"), constants,
-        {**sizes, "out_d": out_d, "out_h": out_h, "out_w": out_w,
-         **tensor_stride_params("x", x), **tensor_stride_params("y", y),
-         "rows": out_rows, "rows_per_z": out_rows_per_z},
-        out_grid,
-    )
+
+    def write(kernel: Kernel, columns: int) -> Pass:
+        constants, grid_params, grid = lines_grid(columns, out_h, n * c * out_d)
+        constants["PACKED_INPUT"] = x.is_packed
+        params = {**sizes, "out_d": out_d, "out_h": out_h, "out_w": out_w,
+                  **tensor_stride_params("x", x), **tensor_stride_params("y", y), **grid_params}
+        return Pass(kernel, ("input", "winner", "output"), sorted_constants(constants), params, grid)
+
     # The winner scratch starts zero-filled and the write pass leaves it zeroed again.
-    return Program((winners, write), scratch=(("winner", TensorDesc(DataType.UINT32, y.sizes)),))
+    scratch = (("winner", TensorDesc(DataType.UINT32, y.sizes)),)
+    general = Program((winners, write(MAX_UNPOOL, out_w)), scratch=scratch)
+    if out_w % 4 or not _contiguous_along([y], "w"):
+        return general
+    rows = Program((winners, write(MAX_UNPOOL_ROWS, out_w // 4)), scratch=scratch)
+    return replace(rows, aligned=("output",), fallback=general)
 
 
 # 16-byte loads and stores: src and dst bound as array<vec4<u32>> (common/{read,write}_v4.wgsl).
