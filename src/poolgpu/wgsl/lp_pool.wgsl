@@ -5,7 +5,7 @@
 // scaled by 2^-e, e being the exponent of the largest |x| seen so far (|x| < 2^e, e kept
 // in [-126, 126] so that 2^-e is a normal float built from its bits: no ldexp per tap):
 // when a larger one arrives the sum is rescaled (by a power of two: exact for integer p),
-// and the root is scaled back.  The sum is compensated (common/compensated_sum.wgsl).
+// and the root is scaled back by 2^e.  The sum is compensated (common/compensated_sum.wgsl).
 // p = 1 and p = 2 skip pow().
 
 override P: f32 = 2.0;
@@ -32,16 +32,23 @@ fn acc_new() -> Acc {
     return Acc(CompensatedSum(0.0, 0.0), MIN_EXPONENT, power_of_two(-MIN_EXPONENT));
 }
 
-fn power_p(v: f32) -> f32 {
+// WGSL leaves pow(0, y) and pow(NaN, y) to the implementation (Mesa 22's gives 0 for NaN):
+// both are decided here, on the bits.
+fn general_power(v: f32, exponent: f32) -> f32 {
+    let bits = bitcast<u32>(v);
+    return select(select(pow(v, exponent), 0.0, bits == 0u), v, bits > 0x7f800000u);
+}
+
+fn power_p(v: f32) -> f32 {   // v >= 0 or NaN
     if (P == 1.0) { return v; }
     if (P == 2.0) { return v * v; }
-    return select(pow(v, P), 0.0, v == 0.0);
+    return general_power(v, P);
 }
 
 fn root_p(v: f32) -> f32 {
     if (P == 1.0) { return v; }
     if (P == 2.0) { return sqrt(v); }
-    return select(pow(v, 1.0 / P), 0.0, v == 0.0);
+    return general_power(v, 1.0 / P);
 }
 
 // 2^(p * k) for k < 0: exact for p = 1 and p = 2 (flushed to 0 below 2^-126, where the
@@ -63,7 +70,8 @@ fn acc_add(acc: Acc, t: Tap, index: u32, inside: bool) -> Acc {
 }
 
 fn acc_value(acc: Acc, at: Out) -> Raw {
-    return from_f32(ldexp(root_p(compensated_total(acc.sum)), acc.exponent));
+    // (a multiply, not ldexp: Mesa 22's ldexp does not propagate NaN)
+    return from_f32(root_p(compensated_total(acc.sum)) * power_of_two(acc.exponent));
 }
 
 fn acc_index(acc: Acc) -> u32 { return 0u; }
