@@ -199,3 +199,42 @@ def test_cached_bind_groups_die_with_their_tensors(device):
     assert len(op._bound) == 1
     del kept_out
     assert len(op._bound) == 0
+
+
+def _unaligned_copy(device, tensor, offset=4):
+    """The same values in a new buffer, starting `offset` bytes in (not 16-byte aligned)."""
+    raw = np.zeros(offset + tensor.desc.total_size_in_bytes + 16, np.uint8)
+    raw[offset:offset + tensor.desc.total_size_in_bytes] = np.frombuffer(
+        device.wgpu_device.queue.read_buffer(tensor.buffer, tensor.offset, tensor.desc.total_size_in_bytes), np.uint8)
+    buffer = device.wgpu_device.create_buffer_with_data(
+        data=raw, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST)
+    return device.wrap(buffer, tensor.desc, offset=offset)
+
+
+@pytest.mark.parametrize("operator", ["max", "max_indices", "average", "lp", "max_grad", "average_grad", "unpool"])
+def test_chunked_kernels_fall_back_for_unaligned_tensors(device, operator):
+    """The 4-element chunk kernels need 16-byte aligned tensors; others take the general ones."""
+    rng = np.random.default_rng(9)
+    x = device.upload(rng.standard_normal((1, 2, 8, 8)).astype(np.float32))
+    window = dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1))
+    forward = pg.MaxPooling2Desc(x.desc, output_indices="uint32", **window)
+    dy = device.upload(rng.standard_normal(forward.output.sizes).astype(np.float32))
+    indices = device.compile(forward)(x)[1]
+    desc, inputs = {
+        "max": (pg.MaxPooling2Desc(x.desc, **window), (x,)),
+        "max_indices": (forward, (x,)),
+        "average": (pg.AveragePooling1Desc(x.desc, **window), (x,)),
+        "lp": (pg.LpPooling1Desc(x.desc, **window), (x,)),
+        "max_grad": (pg.MaxPoolingGradDesc(x.desc, dy.desc, **window), (x, dy)),
+        "average_grad": (pg.AveragePoolingGradDesc(dy.desc, x.desc, **window), (dy,)),
+        "unpool": (pg.MaxUnpoolingDesc(dy.desc, indices.desc, x.desc), (dy, indices)),
+    }[operator]
+    op = device.compile(desc)
+    assert op._program.fallback is not None, "expected a chunked program with a fallback"
+    aligned = op(*inputs)
+    aligned = aligned if isinstance(aligned, tuple) else (aligned,)
+    outs = tuple(_unaligned_copy(device, t) for t in aligned)
+    result = op(*(_unaligned_copy(device, t) for t in inputs), out=outs if len(outs) > 1 else outs[0])
+    result = result if isinstance(result, tuple) else (result,)
+    for a, b in zip(aligned, result):
+        assert same_bits(a.numpy(), b.numpy())

@@ -70,11 +70,12 @@ class Split:
     Every kernel numbers its grid's units (planes, rows or outputs) plane by plane of its
     tensors' {N, C}: ``per_plane`` units per (n, c) plane (per n where ``whole_n``, as the
     channels walk, whose units hold all of C), so a run of planes is a run of units, and
-    ``regrid(first unit, units)`` gives the params and grid of the pass restricted to them
-    (the kernel adds its uniform origin to the units it numbers).  Roles in ``whole`` are
-    bound whole (bin tables, ROIs).  A role accessed at data-dependent planes is restricted by
-    ``filter(first plane, planes, first range?, last range?)`` -> params: ``gather`` (read:
-    the pass runs once per range of its planes) or ``scatter`` (written: its planes follow
+    ``regrid(first unit, units)`` gives the override constants, params and grid of the pass
+    restricted to them (the kernel adds its uniform origin to the units it numbers).  Roles
+    in ``whole`` are bound whole (bin tables, ROIs).  A role accessed at data-dependent
+    planes is restricted by ``filter(first plane, planes, first range?, last range?)`` ->
+    params: ``gather`` (read: the pass runs once per range of its planes; only where
+    ``ranged``, else the program's fallback runs) or ``scatter`` (written: its planes follow
     the chunk, the pass's own units run over all of theirs)."""
 
     per_plane: int
@@ -84,6 +85,7 @@ class Split:
     gather: str = ""
     scatter: str = ""
     filter: Optional[Callable] = None
+    ranged: bool = True
 
 
 @dataclass(frozen=True)
@@ -220,13 +222,19 @@ def grid_fits(grid: tuple) -> bool:
 def row_grid(columns: int, rows: int, wg_x: int) -> tuple:
     """(constants, params, grid) of common/row_grid.wgsl: `rows` rows of `columns`
     invocations in workgroups of `wg_x` lanes, ROW_LANES of them along a row (rows shorter
-    than a workgroup share one: no idle lanes), workgroups numbered flat (any counts)."""
+    than a workgroup share one: no idle lanes); row groups over workgroup y, folded into z
+    past 65535, or all workgroups numbered flat where a row needs more than 65535 (FOLDED)."""
     lanes = min(columns, wg_x)
-    rows_per_group = wg_x // lanes
     column_groups = math.ceil(columns / lanes)
-    groups = column_groups * math.ceil(rows / rows_per_group)
+    row_groups = math.ceil(rows / (wg_x // lanes))
+    constants = {"WG_X": wg_x, "ROW_LANES": lanes}
     params = {"column_groups": column_groups, "rows": rows, "row_origin": 0}
-    return {"WG_X": wg_x, "ROW_LANES": lanes}, params, fold_groups(groups)
+    across = min(row_groups, MAX_WORKGROUPS_PER_DIM)
+    grid = (column_groups, across, math.ceil(row_groups / across))
+    if not grid_fits(grid):
+        constants["FOLDED"] = True
+        grid = fold_groups(column_groups * row_groups)
+    return constants, params, grid
 
 
 def flat_grid(total: int, wg_x: int) -> tuple:
@@ -235,12 +243,12 @@ def flat_grid(total: int, wg_x: int) -> tuple:
 
 
 def _rows_regrid(columns: int, wg_x: int, first: int, count: int) -> tuple:
-    _, params, grid = row_grid(columns, count, wg_x)
-    return dict(params, row_origin=first), grid
+    constants, params, grid = row_grid(columns, count, wg_x)
+    return {"FOLDED": constants.get("FOLDED", False)}, dict(params, row_origin=first), grid
 
 
 def _flat_regrid(wg_x: int, first: int, count: int) -> tuple:
-    return {"total": count, "origin": first}, flat_grid(count, wg_x)
+    return {}, {"total": count, "origin": first}, flat_grid(count, wg_x)
 
 
 def sorted_constants(constants: Mapping) -> tuple:
@@ -281,7 +289,7 @@ ROWS_MAX_CHUNKS = 8  # window_walk_rows.wgsl's span holds 32 elements
 def _pooling_kernels(file: str, accumulator: tuple) -> dict:
     """The operator's kernel under each walk."""
     return {
-        walk: Kernel(file, slots, "x", library=accumulator + ("window_geometry.wgsl", walk_file))
+        walk: Kernel(file, slots, "x", library=accumulator + ("grid.wgsl", "window_geometry.wgsl", walk_file))
         for walk, (walk_file, slots) in WALKS.items()
     }
 
@@ -329,21 +337,28 @@ def _walk_for(desc) -> str:
 def lines_grid(columns: int, lines: int, planes: int) -> tuple:
     """Workgroup shape, uniform values and grid of window_geometry.wgsl's grid_position:
     64 invocations, WG_X of them along a line of `columns` (exactly, when a line is shorter:
-    no idle lanes), the rest over lines; workgroups numbered flat over (column group, line
-    group, plane), so any counts fit the grid (fold_groups)."""
+    no idle lanes), the rest over lines, and over planes when lines are few; plane groups
+    over workgroup z, folded into y past 65535.  Where even so a dimension would exceed
+    65535 workgroups, they are numbered flat instead (grid.wgsl's FOLDED).  Planes count
+    from ``plane_origin`` (a chunk's first, see chunked)."""
     wg_x = min(columns, 64)
     wg_y = min(max(1, 64 // wg_x), lines)
-    column_groups = math.ceil(columns / wg_x)
+    wg_z = min(max(1, 64 // (wg_x * wg_y)), planes)
     line_groups = math.ceil(lines / wg_y)
-    constants = {"WG_X": wg_x, "WG_Y": wg_y}
-    params = {"columns": columns, "lines": lines, "column_groups": column_groups, "line_groups": line_groups,
-              "planes": planes, "plane_origin": 0}
-    return constants, params, fold_groups(column_groups * line_groups * planes)
+    plane_groups = math.ceil(planes / wg_z)
+    folds = math.ceil(plane_groups / MAX_WORKGROUPS_PER_DIM)
+    constants = {"WG_X": wg_x, "WG_Y": wg_y, "WG_Z": wg_z}
+    params = {"columns": columns, "lines": lines, "line_groups": line_groups, "planes": planes, "plane_origin": 0}
+    grid = (math.ceil(columns / wg_x), line_groups * folds, min(plane_groups, MAX_WORKGROUPS_PER_DIM))
+    if not grid_fits(grid):
+        constants["FOLDED"] = True
+        grid = fold_groups(math.ceil(columns / wg_x) * line_groups * plane_groups)
+    return constants, params, grid
 
 
 def _lines_regrid(columns: int, lines: int, first: int, count: int) -> tuple:
-    _, params, grid = lines_grid(columns, lines, count)
-    return dict(params, plane_origin=first), grid
+    constants, params, grid = lines_grid(columns, lines, count)
+    return {"FOLDED": constants.get("FOLDED", False)}, dict(params, plane_origin=first), grid
 
 
 def _window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "general", **constants) -> Pass:
@@ -551,6 +566,15 @@ MAX_POOL_GRAD_DISJOINT = Kernel(
     "max_pool_grad_disjoint.wgsl", (Slot("x", False), Slot("dy", False), Slot("dx", True)), value_slot="x",
     library=("windows_covering.wgsl", "max_accumulator.wgsl", "row_grid.wgsl"),
 )
+MAX_POOL_GRAD_ROWS = Kernel(
+    "max_pool_grad_rows.wgsl",
+    (Slot("dy", False), Slot("arg", False), Slot("dx", True, snippet="write4_{storage}.wgsl")), value_slot="dy",
+    library=("grid.wgsl", "gather_rows.wgsl"),
+)
+AVERAGE_POOL_GRAD_ROWS = Kernel(
+    "average_pool_grad_rows.wgsl", (Slot("dy", False), Slot("dx", True, snippet="write4_{storage}.wgsl")),
+    value_slot="dy", library=("grid.wgsl", "gather_rows.wgsl"),
+)
 AVERAGE_POOL_GRAD = Kernel(
     "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)), value_slot="dy",
     library=("windows_covering.wgsl", "row_grid.wgsl"),
@@ -597,33 +621,67 @@ def _tap_steps(window) -> dict:
     return constants
 
 
+def _gathers_rows(desc) -> bool:
+    """Whether dx meets the row gathers' layout (common/gather_rows.wgsl)."""
+    dx = desc.output_gradient
+    return as_5d(dx.sizes, dx.strides)[0][4] % 4 == 0 and _contiguous_along([dx], "w")
+
+
+def _gradient_rows_pass(kernel: Kernel, desc, tensors: dict, constants: dict) -> Pass:
+    """One invocation per four dx elements along W (common/gather_rows.wgsl).  ``tensors``
+    maps slot names to description roles."""
+    dy, dx, window = desc.input_gradient, desc.output_gradient, desc.window
+    n, c, in_d, in_h, in_w = as_5d(dx.sizes, dx.strides)[0]
+    _, _, out_d, out_h, out_w = as_5d(dy.sizes, dy.strides)[0]
+    grid_constants, grid_params, grid = lines_grid(in_w // 4, in_h, n * c * in_d)
+    # output columns whose windows can reach four neighbouring dx elements
+    reach = (3 + (window.window_size[-1] - 1) * window.dilations[-1]) // window.strides[-1] + 1
+    constants = {**grid_constants, **window_constants(window), "NOW": reach, **constants}
+    params = {
+        "channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w, "out_d": out_d, "out_h": out_h, "out_w": out_w,
+        **tensor_stride_params("dy", dy), **tensor_stride_params("dx", dx), **grid_params,
+    }
+    split = Split(in_d, partial(_lines_regrid, in_w // 4, in_h))
+    return Pass(kernel, tuple(tensors.values()), sorted_constants(constants), params, grid, split)
+
+
 def _max_pool_grad_program(desc) -> Program:
     window = desc.window
-    if all(s >= e for s, e in zip(window.strides, window.extents)):
-        # No dx element lies in two windows: one pass finds each argmax and writes its block.
-        tensors = {"x": "input", "dy": "input_gradient", "dx": "output_gradient"}
-        return Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT, desc, tensors, {}),))
-    # Pass 1: forward max pooling writing only each window's argmax (into scratch);
-    # pass 2: the gather adding each window's dy at its argmax.
-    tensors = {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}
-    gather = _gradient_block_pass(MAX_POOL_GRAD, desc, tensors, _tap_steps(desc.window))
     scratch = (("argmax", desc.forward.output_indices),)
+    tensors = {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}
 
-    def program(walk: str) -> Program:
-        # no forward values needed: the y slot is absent
+    def two_passes(walk: str, rows: bool) -> Program:
+        # Pass 1: forward max pooling writing only each window's argmax (into scratch; no
+        # forward values: the y slot is absent); pass 2: the gather adding each window's dy
+        # at its argmax.
         argmax = _window_walk_pass(MAX_POOL, desc.forward, ("input", None, "argmax"), walk)
+        if rows:
+            gather = _gradient_rows_pass(MAX_POOL_GRAD_ROWS, desc, tensors, {})
+        else:
+            gather = _gradient_block_pass(MAX_POOL_GRAD, desc, tensors, _tap_steps(window))
         return Program((argmax, gather), scratch=scratch)
 
-    walk = _walk_for(desc.forward)
-    if walk == "general":
-        return program("general")
-    return replace(program(walk), aligned=("input",), fallback=program("general"))
+    if all(s >= e for s, e in zip(window.strides, window.extents)):
+        # No dx element lies in two windows: one pass finds each argmax and writes its block
+        # (measured faster than the two passes below on lavapipe, case B: 39 ms to 50).
+        disjoint = {"x": "input", "dy": "input_gradient", "dx": "output_gradient"}
+        return Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT, desc, disjoint, {}),))
+    general = two_passes("general", rows=False)
+    walk, rows = _walk_for(desc.forward), _gathers_rows(desc)
+    if walk == "general" and not rows:
+        return general
+    aligned = (("input",) if walk != "general" else ()) + (("output_gradient",) if rows else ())
+    return replace(two_passes(walk, rows), aligned=aligned, fallback=general)
 
 
 def _average_pool_grad_program(desc) -> Program:
     tensors = {"dy": "input_gradient", "dx": "output_gradient"}
-    constants = {"INCLUDE_PADDING": desc.include_padding, **_tap_steps(desc.window)}
-    return Program((_gradient_block_pass(AVERAGE_POOL_GRAD, desc, tensors, constants),))
+    constants = {"INCLUDE_PADDING": desc.include_padding}
+    general = Program((_gradient_block_pass(AVERAGE_POOL_GRAD, desc, tensors, {**constants, **_tap_steps(desc.window)}),))
+    if not _gathers_rows(desc):
+        return general
+    rows = Program((_gradient_rows_pass(AVERAGE_POOL_GRAD_ROWS, desc, tensors, constants),))
+    return replace(rows, aligned=("output_gradient",), fallback=general)
 
 
 # ---------------------------------------------------------------------------------------
@@ -634,8 +692,13 @@ MAX_UNPOOL_WINNERS = Kernel(
     value_slot="idx", library=("row_grid.wgsl",),
 )
 MAX_UNPOOL = Kernel(
-    "max_unpool.wgsl", (Slot("x", False), Slot("winner", True, snippet="atomic_b32.wgsl"), Slot("y", True)),
-    value_slot="x", library=("row_grid.wgsl",),
+    "max_unpool.wgsl", (Slot("x", False), Slot("winner", True, snippet="take_b32.wgsl"), Slot("y", True)),
+    value_slot="x", library=("grid.wgsl", "unpool_walk.wgsl"),
+)
+MAX_UNPOOL_ROWS = Kernel(
+    "max_unpool.wgsl",
+    (Slot("x", False), Slot("winner", True, snippet="take4_b32.wgsl"), Slot("y", True, snippet="write4_{storage}.wgsl")),
+    value_slot="x", library=("grid.wgsl", "unpool_walk_rows.wgsl"),
 )
 
 
@@ -645,7 +708,6 @@ def _max_unpool_program(desc) -> Program:
     _, _, out_d, out_h, out_w = as_5d(y.sizes, y.strides)[0]
     wg_x = 64
     in_constants, in_params, in_grid = row_grid(in_w, n * c * in_d * in_h, wg_x)
-    out_constants, out_params, out_grid = row_grid(out_w, n * c * out_d * out_h, wg_x)
     sizes = {"channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w}
     out_plane, in_plane = out_d * out_h * out_w, in_d * in_h * in_w
     winners = Pass(
@@ -658,18 +720,26 @@ def _max_unpool_program(desc) -> Program:
         Split(in_d * in_h, partial(_rows_regrid, in_w, wg_x), scatter="winner",
               filter=partial(_target_range, out_plane)),
     )
-    write = Pass(
-        MAX_UNPOOL, ("input", "winner", "output"), sorted_constants(out_constants),
-        {**sizes, "out_d": out_d, "out_h": out_h, "out_w": out_w,
-         **tensor_stride_params("x", x), **tensor_stride_params("y", y), **out_params,
-         **_source_range(in_plane, 0, n * c, True, True)},
-        out_grid,
-        # each output element copies its winner's input element, anywhere
-        Split(out_d * out_h, partial(_rows_regrid, out_w, wg_x), gather="input",
-              filter=partial(_source_range, in_plane)),
-    )
+
+    def write(kernel: Kernel, columns: int) -> Pass:
+        constants, grid_params, grid = lines_grid(columns, out_h, n * c * out_d)
+        constants["PACKED_INPUT"] = x.is_packed
+        params = {**sizes, "out_d": out_d, "out_h": out_h, "out_w": out_w,
+                  **tensor_stride_params("x", x), **tensor_stride_params("y", y), **grid_params,
+                  **_source_range(in_plane, 0, n * c, True, True)}
+        # each output element copies its winner's input element, anywhere: only the general
+        # walk copies winners in ranges (for inputs larger than a binding)
+        split = Split(out_d, partial(_lines_regrid, columns, out_h), gather="input",
+                      filter=partial(_source_range, in_plane), ranged=kernel is MAX_UNPOOL)
+        return Pass(kernel, ("input", "winner", "output"), sorted_constants(constants), params, grid, split)
+
     # The winner scratch starts zero-filled and the write pass leaves it zeroed again.
-    return Program((winners, write), scratch=(("winner", TensorDesc(DataType.UINT32, y.sizes)),))
+    scratch = (("winner", TensorDesc(DataType.UINT32, y.sizes)),)
+    general = Program((winners, write(MAX_UNPOOL, out_w)), scratch=scratch)
+    if out_w % 4 or not _contiguous_along([y], "w"):
+        return general
+    rows = Program((winners, write(MAX_UNPOOL_ROWS, out_w // 4)), scratch=scratch)
+    return replace(rows, aligned=("output",), fallback=general)
 
 
 def _target_range(out_plane: int, first: int, planes: int, *_) -> dict:
@@ -806,7 +876,7 @@ class _Chunker:
             size = self.span_bytes(role, first, stop)
             if size > self.limit:
                 return role, size
-        if p is not None and not grid_fits(p.split.regrid(*self.unit_range(p, first, stop))[1]):
+        if p is not None and not grid_fits(p.split.regrid(*self.unit_range(p, first, stop))[2]):
             return f"{p.kernel.file}'s grid", None
         return None
 
@@ -858,8 +928,9 @@ class _Chunker:
 
     def emit(self, p: Pass, units: tuple, planes: Optional[tuple], first_range: bool, last_range: bool) -> Pass:
         s = p.split
-        params, grid = s.regrid(*self.unit_range(p, *units))
+        constants, params, grid = s.regrid(*self.unit_range(p, *units))
         params = {**p.params, **params}
+        constants = sorted_constants({**dict(p.constants), **constants})
         if planes is not None:
             params.update(s.filter(planes[0], planes[1] - planes[0], first_range, last_range))
         views = []
@@ -870,7 +941,7 @@ class _Chunker:
                 views.append(View(role, 0, max_offset(self.descs[role])))
             else:
                 views.append(self.view(role, *(planes if role in (s.gather, s.scatter) else units)))
-        return replace(p, tensors=tuple(views), params=params, grid=grid, split=None)
+        return replace(p, tensors=tuple(views), constants=constants, params=params, grid=grid, split=None)
 
     def program(self, program: Program) -> Program:
         first_split = self.split[0]
@@ -888,6 +959,8 @@ class _Chunker:
             elif s.gather:
                 own_runs[id(p)] = self.runs(plane_count(self.descs[s.gather]), 1,
                                             lambda a, b, g=s.gather: self.too_big([g], a, b))
+                if len(own_runs[id(p)]) > 1 and not s.ranged:
+                    raise _NeedsRanges()
         passes = []
         for index, chunk in enumerate(chunks):
             for p in program.passes:
@@ -920,6 +993,10 @@ def _fits_whole(program: Program, descs: Mapping[str, TensorDesc], limit: int) -
     return True
 
 
+class _NeedsRanges(Exception):
+    """A pass reads a tensor too large to bind whole but cannot read it in ranges."""
+
+
 def chunked(program: Program, descs: Mapping[str, TensorDesc], limit: int) -> Program:
     """``program`` as dispatches that each bind at most ``limit`` bytes of every tensor (of
     ``descs``: role -> TensorDesc) and fit the grid limits: the program itself where it
@@ -931,4 +1008,7 @@ def chunked(program: Program, descs: Mapping[str, TensorDesc], limit: int) -> Pr
     fallback = program.fallback and chunked(program.fallback, descs, limit)
     if not any(p.split for p in program.passes):
         raise DeviceError(f"{program.passes[0].kernel.file}: a tensor exceeds this device's largest storage binding")
-    return replace(_Chunker(program, descs, limit).program(program), fallback=fallback)
+    try:
+        return replace(_Chunker(program, descs, limit).program(program), fallback=fallback)
+    except _NeedsRanges:
+        return fallback

@@ -2,62 +2,76 @@
 // window's input elements.  The accumulator of the window walks (common/window_geometry.wgsl).
 //
 // To neither overflow nor underflow where the result is representable, terms are summed
-// scaled by 2^-e, e being the exponent of the largest |x| seen so far (|x| < 2^e): when a
-// larger one arrives the sum is rescaled (by a power of two: exact for integer p), and the
-// root is scaled back with ldexp.  The sum is compensated (common/compensated_sum.wgsl).
+// scaled by 2^-e, e being the exponent of the largest |x| seen so far (|x| < 2^e, e kept
+// in [-126, 126] so that 2^-e is a normal float built from its bits: no ldexp per tap):
+// when a larger one arrives the sum is rescaled (by a power of two: exact for integer p),
+// and the root is scaled back by 2^e.  The sum is compensated (common/compensated_sum.wgsl).
 // p = 1 and p = 2 skip pow().
 
 override P: f32 = 2.0;
 
 const MIN_EXPONENT: i32 = -126;   // |x| < 2^-126 for subnormals and zero
+const MAX_EXPONENT: i32 = 126;    // larger |x| (and NaN, infinities) are scaled by 2^-126 too
 
-// |x| and its exponent e (|x| < 2^e; NaN and infinities give 129, so they propagate)
+// |x| and its exponent e (|x| < 2^e, clamped to [MIN_EXPONENT, MAX_EXPONENT])
 struct Tap { magnitude: f32, exponent: i32 }
 
 fn tap_of(raw: Raw) -> Tap {
     let v = abs(to_f32(raw));
-    return Tap(v, max(i32((bitcast<u32>(v) >> 23u) & 0xffu) - 126, MIN_EXPONENT));
+    return Tap(v, clamp(i32((bitcast<u32>(v) >> 23u) & 0xffu) - 126, MIN_EXPONENT, MAX_EXPONENT));
 }
 
-struct Acc { sum: CompensatedSum, exponent: i32 }
+// 2^k for k in [-126, 127], from its bits.
+fn power_of_two(k: i32) -> f32 {
+    return bitcast<f32>(u32(k + 127) << 23u);
+}
+
+struct Acc { sum: CompensatedSum, exponent: i32, scale: f32 }   // scale = 2^-exponent
 
 fn acc_new() -> Acc {
-    return Acc(CompensatedSum(0.0, 0.0), MIN_EXPONENT);
+    return Acc(CompensatedSum(0.0, 0.0), MIN_EXPONENT, power_of_two(-MIN_EXPONENT));
 }
 
-fn power_p(v: f32) -> f32 {
+// WGSL leaves pow(0, y) and pow(NaN, y) to the implementation (Mesa 22's gives 0 for NaN):
+// both are decided here, on the bits.
+fn general_power(v: f32, exponent: f32) -> f32 {
+    let bits = bitcast<u32>(v);
+    return select(select(pow(v, exponent), 0.0, bits == 0u), v, bits > 0x7f800000u);
+}
+
+fn power_p(v: f32) -> f32 {   // v >= 0 or NaN
     if (P == 1.0) { return v; }
     if (P == 2.0) { return v * v; }
-    return select(pow(v, P), 0.0, v == 0.0);
+    return general_power(v, P);
 }
 
 fn root_p(v: f32) -> f32 {
     if (P == 1.0) { return v; }
     if (P == 2.0) { return sqrt(v); }
-    return select(pow(v, 1.0 / P), 0.0, v == 0.0);
+    return general_power(v, 1.0 / P);
 }
 
-// 2^(p * k) for k <= 0: exact ldexp for integer p.
+// 2^(p * k) for k < 0: exact for p = 1 and p = 2 (flushed to 0 below 2^-126, where the
+// terms are negligible anyway).
 fn rescale_factor(k: i32) -> f32 {
-    if (P == 1.0) { return ldexp(1.0, k); }
-    if (P == 2.0) { return ldexp(1.0, 2 * k); }
+    if (P == 1.0) { return select(0.0, power_of_two(k), k >= -126); }
+    if (P == 2.0) { return select(0.0, power_of_two(2 * k), 2 * k >= -126); }
     return exp2(P * f32(k));
 }
 
 fn acc_add(acc: Acc, t: Tap, index: u32, inside: bool) -> Acc {
-    var sum = acc.sum;
-    var exponent = acc.exponent;
-    if (inside && t.exponent > exponent) {
-        let shrink = rescale_factor(exponent - t.exponent);
-        sum = CompensatedSum(sum.sum * shrink, sum.error * shrink);
-        exponent = t.exponent;
+    var a = acc;
+    if (inside && t.exponent > a.exponent) {
+        let shrink = rescale_factor(a.exponent - t.exponent);
+        a = Acc(CompensatedSum(a.sum.sum * shrink, a.sum.error * shrink), t.exponent, power_of_two(-t.exponent));
     }
-    let term = power_p(ldexp(t.magnitude, -exponent));
-    return Acc(compensated_add(sum, select(0.0, term, inside)), exponent);
+    let term = power_p(t.magnitude * a.scale);
+    return Acc(compensated_add(a.sum, select(0.0, term, inside)), a.exponent, a.scale);
 }
 
 fn acc_value(acc: Acc, at: Out) -> Raw {
-    return from_f32(ldexp(root_p(compensated_total(acc.sum)), acc.exponent));
+    // (a multiply, not ldexp: Mesa 22's ldexp does not propagate NaN)
+    return from_f32(root_p(compensated_total(acc.sum)) * power_of_two(acc.exponent));
 }
 
 fn acc_index(acc: Acc) -> u32 { return 0u; }

@@ -17,8 +17,6 @@ override SD: u32 = 1u;  override SH: u32 = 1u;  override SW: u32 = 1u;   // stri
 override LD: u32 = 1u;  override LH: u32 = 1u;  override LW: u32 = 1u;   // dilations
 override PD: u32 = 0u;  override PH: u32 = 0u;  override PW: u32 = 0u;   // start padding
 override PADDED: bool = true;   // some window reaches into padding
-override WG_X: u32 = 64u;       // workgroup: WG_X invocations along a row, WG_Y rows
-override WG_Y: u32 = 1u;
 
 struct Params {
     x_base: u32, y_base: u32, idx_base: u32,
@@ -28,11 +26,7 @@ struct Params {
     x_n: u32, x_c: u32, x_d: u32, x_h: u32, x_w: u32,
     y_n: u32, y_c: u32, y_d: u32, y_h: u32, y_w: u32,
     idx_n: u32, idx_c: u32, idx_d: u32, idx_h: u32, idx_w: u32,
-    // The grid: invocations (column, line, plane) in workgroups of WG_X columns and WG_Y
-    // lines, numbered flat (kernels.lines_grid) so that any counts fit; planes from
-    // plane_origin (a chunk's first, kernels.chunked).  Each walk says what its columns,
-    // lines and planes are.
-    columns: u32, lines: u32, column_groups: u32, line_groups: u32, planes: u32, plane_origin: u32,
+    columns: u32, lines: u32, line_groups: u32, planes: u32, plane_origin: u32,   // the grid (common/grid.wgsl)
 }
 @group(0) @binding(0) var<uniform> params: Params;
 
@@ -45,20 +39,6 @@ fn y_offset(at: Out) -> u32 {
 
 fn idx_offset(at: Out) -> u32 {
     return params.idx_base + at.n * params.idx_n + at.c * params.idx_c + at.d * params.idx_d + at.h * params.idx_h + at.w * params.idx_w;
-}
-
-// The invocation's (column, line, plane); column >= params.columns past the end.  The
-// workgroup number is uniform across a workgroup, so the divisions splitting it into
-// coordinates are made once per workgroup, not per invocation (integer division is slow on
-// SIMD CPUs).
-fn grid_position(wg: vec3<u32>, lid: vec3<u32>) -> vec3<u32> {
-    let group = wg.y * 65535u + wg.x;
-    let lines_planes = group / params.column_groups;
-    let column = (group % params.column_groups) * WG_X + lid.x;
-    let line = (lines_planes % params.line_groups) * WG_Y + lid.y;
-    let plane = lines_planes / params.line_groups;
-    let outside = line >= params.lines || plane >= params.planes;
-    return vec3<u32>(select(column, params.columns, outside), line, params.plane_origin + plane);
 }
 
 // Position `start + k * dilation` along a dimension of `size`: the clamped coordinate to

@@ -1,7 +1,7 @@
 // The general window walk (see window_geometry.wgsl): one invocation per output, tensors
 // of any strides.
 
-@compute @workgroup_size(WG_X, WG_Y)
+@compute @workgroup_size(WG_X, WG_Y, WG_Z)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let pos = grid_position(wg, lid);   // (ow, oh, (n, c, od))
     if (pos.x >= params.columns) { return; }

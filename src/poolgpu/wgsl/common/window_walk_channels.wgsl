@@ -6,7 +6,7 @@
 // Requires (kernels.py checks): x and y (and idx) contiguous along C, positions and the
 // tensors' starts at multiples of 4 elements; C a multiple of 4.
 
-@compute @workgroup_size(WG_X, WG_Y)
+@compute @workgroup_size(WG_X, WG_Y, WG_Z)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let pos = grid_position(wg, lid);   // (c0 / 4, ow, (n, od, oh))
     if (pos.x >= params.columns) { return; }

@@ -20,7 +20,7 @@ fn row_tap(acc: Acc, t: Tap, col: i32, row_inside: bool, logical_row: u32) -> Ac
     return acc_add(acc, t, logical_row + u32(col), inside);
 }
 
-@compute @workgroup_size(WG_X, WG_Y)
+@compute @workgroup_size(WG_X, WG_Y, WG_Z)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let pos = grid_position(wg, lid);   // (ow0 / 4, oh, (n, c, od))
     if (pos.x >= params.columns) { return; }
