@@ -285,23 +285,32 @@ def test_a_tensor_larger_than_the_largest_binding(device):
 # Grids past 65535 workgroups in a dimension, on small data
 
 
+def folded(desc, device) -> bool:
+    """Whether the op's first pass numbers its workgroups flat (more than 65535 in a dimension)."""
+    return dict(device.compile(desc)._program.passes[0].constants).get("FOLDED", False)
+
+
 def test_rows_of_millions_fold_over_the_grid(device):
     x = random_values("uint8", (1, 1, 4_300_005), np.random.default_rng(5))
     y, i = pg.max_pool(x, (3,), return_indices=True, device=device)  # out_w % 4 != 0: the general walk
     y_ref, i_ref = reference.max_pool(x, (3,))
     assert same_bits(y, y_ref) and np.array_equal(i, i_ref)
+    assert folded(pg.MaxPooling1Desc(pg.TensorDesc("uint8", x.shape), output_indices="uint32", window_size=(3,)),
+                  device)
 
 
 def test_lines_past_65535_fold_over_the_grid(device):
     x = random_values("int8", (1, 1, 70_000, 63), np.random.default_rng(6))
     y = pg.max_pool(x, (1, 2), device=device)
     assert same_bits(y, reference.max_pool(x, (1, 2))[0])
+    assert folded(pg.MaxPooling2Desc(pg.TensorDesc("int8", x.shape), window_size=(1, 2)), device)
     # channels last with C = 4: one channel group per line, millions of lines
     x = random_values("uint8", (1, 4, 4_200_001), np.random.default_rng(6))
     xt = device.upload(x, strides=layout_strides(x.shape, "channels_last"))
     out = pg.TensorDesc("uint8", (1, 4, 4_200_000), layout_strides((1, 4, 4_200_000), "channels_last"))
     op = device.compile(pg.MaxPoolingDesc(xt.desc, out, window_size=(2,)))
     assert op._program.passes[0].kernel.library[-1] == "window_walk_channels.wgsl"
+    assert folded(op.desc, device)
     assert same_bits(op(xt, out=device.empty(out)).numpy(), reference.max_pool(x, (2,))[0])
 
 
@@ -327,6 +336,9 @@ def rows_of_millions():
 
 def test_gradients_and_unpooling_of_rows_of_millions(device):
     x, dy, indices, dx_ref, unpooled_ref = rows_of_millions()
+    unpool = pg.MaxUnpoolingDesc(pg.TensorDesc("float32", x.shape), pg.TensorDesc("uint32", x.shape),
+                                 pg.TensorDesc("float32", x.shape))
+    assert folded(unpool, device)  # the winners pass: a row of 4.4 million
     got = pg.max_pool_grad(x, dy, (3,), device=device)  # overlapping windows: argmax walk, then the gather
     assert_gradient_close(got, dx_ref, dy)
     assert same_bits(pg.max_unpool(x, indices, x.shape, device=device), unpooled_ref)
