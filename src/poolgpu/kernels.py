@@ -286,9 +286,11 @@ def _window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "ge
     """A pass of a window-walk kernel: `walk` picks the walk (see _walk_for)."""
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
     n, c, out_d, out_h, out_w = as_5d(desc.output.sizes, desc.output.strides)[0]
-    if walk == "rows":  # (ow / 4, oh, (n, c, od))
-        grid_constants, grid_params, grid = lines_grid(out_w // 4, out_h, n * c * out_d)
+    if walk == "rows":  # (ow / 4, oh / ROWS, (n, c, od)): two output rows share their input rows
+        rows = 2 if out_h > 1 else 1
+        grid_constants, grid_params, grid = lines_grid(out_w // 4, -(-out_h // rows), n * c * out_d)
         constants["LEAD"], constants["CHUNKS"] = _row_span(desc.window)
+        constants["ROWS"] = rows
     elif walk == "channels":  # (c / 4, ow, (n, od, oh))
         grid_constants, grid_params, grid = lines_grid(c // 4, out_w, n * out_d * out_h)
     else:  # (ow, oh, (n, c, od))
