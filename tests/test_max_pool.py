@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 import poolgpu as pg
 import reference
+from poolgpu import kernels
 from helpers import (ALL_TYPES, assert_canaries_intact, canary_tensor, layout_strides, random_values,
                      same_bits, upload)
 
@@ -155,3 +156,20 @@ def test_every_max_pooling_version_runs(device, desc_class):
     y = device.compile(desc)(device.upload(x))
     assert isinstance(y, pg.Tensor)
     assert same_bits(y.numpy(), reference.max_pool(x, (3, 3), (2, 2), (1, 1), (1, 1))[0])
+
+
+@pytest.mark.parametrize("in_h", [1, 5, 6])
+def test_chunked_walk_with_odd_output_heights_writes_only_its_rows(device, in_h):
+    """The rows walk computes two output rows per invocation: a last, odd row stands alone."""
+    rng = np.random.default_rng(in_h)
+    x = rng.standard_normal((2, 3, in_h, 16)).astype(np.float32)
+    geometry = dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1))
+    desc = pg.MaxPooling2Desc(pg.TensorDesc("float32", x.shape), output_indices="uint32", **geometry)
+    assert kernels._walk_for(desc) == "rows"
+    y, idx = canary_tensor(device, desc.output), canary_tensor(device, desc.output_indices)
+    device.compile(desc)(device.upload(x), out=(y, idx))
+    y_ref, i_ref = reference.max_pool(x, **geometry)
+    assert same_bits(y.numpy(), y_ref)
+    np.testing.assert_array_equal(idx.numpy(), i_ref)
+    assert_canaries_intact(y)
+    assert_canaries_intact(idx)

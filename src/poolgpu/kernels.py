@@ -365,16 +365,19 @@ def _window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "ge
     """A pass of a window-walk kernel: `walk` picks the walk (see _walk_for)."""
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
     n, c, out_d, out_h, out_w = as_5d(desc.output.sizes, desc.output.strides)[0]
-    if walk == "rows":  # (ow / 4, oh, (n, c, od))
-        columns, lines, per_plane = out_w // 4, out_h, out_d
+    if walk == "rows":  # (ow / 4, oh / ROWS, (n, c, od)): two output rows share their input rows
+        rows = 2 if out_h > 1 else 1
+        grid_constants, grid_params, grid = lines_grid(out_w // 4, -(-out_h // rows), n * c * out_d)
         constants["LEAD"], constants["CHUNKS"] = _row_span(desc.window)
+        constants["ROWS"] = rows
     elif walk == "channels":  # (c / 4, ow, (n, od, oh))
-        columns, lines, per_plane = c // 4, out_w, out_d * out_h  # per n: C is in the columns
+        grid_constants, grid_params, grid = lines_grid(c // 4, out_w, n * out_d * out_h)
     else:  # (ow, oh, (n, c, od))
-        columns, lines, per_plane = out_w, out_h, out_d
-    planes = n * per_plane if walk == "channels" else n * c * per_plane
-    grid_constants, grid_params, grid = lines_grid(columns, lines, planes)
-    split = Split(per_plane, partial(_lines_regrid, columns, lines), whole_n=walk == "channels")
+        grid_constants, grid_params, grid = lines_grid(out_w, out_h, n * c * out_d)
+    # chunks (see chunked) are runs of planes: (n, c, od), or (n, od, oh) for channels
+    per_plane = grid_params["planes"] // (n if walk == "channels" else n * c)
+    split = Split(per_plane, partial(_lines_regrid, grid_params["columns"], grid_params["lines"]),
+                  whole_n=walk == "channels")
     constants.update(grid_constants, **window_constants(desc.window))
     params = {
         "channels": c,

@@ -1,11 +1,15 @@
 // The window walk for rows contiguous along W (see window_geometry.wgsl): one invocation
-// computes four neighbouring outputs of a row, ow0 = 4 * column .. ow0 + 3.  Each window
-// row they share is read once, as aligned chunks of four elements (one 16-byte load for
-// 32-bit types), and each element is prepared once (tap_of) for every tap that uses it.
+// computes four neighbouring outputs of ROWS (1 or 2) output rows, ow0 = 4 * column ..
+// ow0 + 3 of rows oh0 = ROWS * line ...  Each input row they share is read once, as aligned
+// chunks of four elements (one 16-byte load for 32-bit types), and each element is
+// prepared once (tap_of) for every tap that uses it: with two output rows, the input rows
+// their windows share (3x3 stride 2: one in three) are read once for both.
 //
 // Requires (kernels.py checks): x and y (and idx) contiguous along W, with rows and the
 // tensors' starts at multiples of 4 elements; out_w a multiple of 4; a span of at most
-// MAX_CHUNKS chunks.
+// 8 chunks.
+
+override ROWS: u32 = 1u;
 
 // Outputs ow0.. start at column ow0 * SW - PW; ow0 * SW is a multiple of 4, so the span's
 // first element sits LEAD = -PW mod 4 elements into its first chunk, for every invocation;
@@ -20,12 +24,38 @@ fn row_tap(acc: Acc, t: Tap, col: i32, row_inside: bool, logical_row: u32) -> Ac
     return acc_add(acc, t, logical_row + u32(col), inside);
 }
 
+// Four outputs' taps kw from the prepared span of one input row.
+fn four_taps(acc: array<Acc, 4>, span: ptr<function, array<Tap, 32>>, first: i32, row_inside: bool,
+             logical_row: u32) -> array<Acc, 4> {
+    var a = acc;
+    for (var kw = 0u; kw < KW; kw++) {
+        let e = LEAD + kw * LW;   // output v's tap kw is span element e + v * SW
+        a[0] = row_tap(a[0], (*span)[e], first + i32(e), row_inside, logical_row);
+        a[1] = row_tap(a[1], (*span)[e + SW], first + i32(e + SW), row_inside, logical_row);
+        a[2] = row_tap(a[2], (*span)[e + 2u * SW], first + i32(e + 2u * SW), row_inside, logical_row);
+        a[3] = row_tap(a[3], (*span)[e + 3u * SW], first + i32(e + 3u * SW), row_inside, logical_row);
+    }
+    return a;
+}
+
+fn store_four(acc: array<Acc, 4>, at: Out) {
+    // (array values built in place: naga rejects a `var` array passed by value)
+    let values = array<Raw, 4>(
+        acc_value(acc[0], at),
+        acc_value(acc[1], Out(at.n, at.c, at.d, at.h, at.w + 1u)),
+        acc_value(acc[2], Out(at.n, at.c, at.d, at.h, at.w + 2u)),
+        acc_value(acc[3], Out(at.n, at.c, at.d, at.h, at.w + 3u)));
+    let indices = array<u32, 4>(acc_index(acc[0]), acc_index(acc[1]), acc_index(acc[2]), acc_index(acc[3]));
+    y_store4(y_offset(at), values);
+    idx_store4_index(idx_offset(at), indices);
+}
+
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let pos = grid_position(wg, lid);   // (ow0 / 4, oh, (n, c, od))
+    let pos = grid_position(wg, lid);   // (ow0 / 4, oh0 / ROWS, (n, c, od))
     if (pos.x >= params.columns) { return; }
     let ow0 = 4u * pos.x;
-    let oh = pos.y;
+    let oh0 = ROWS * pos.y;
     let od = pos.z % params.out_d;
     let nc = pos.z / params.out_d;
     let n = nc / params.channels;
@@ -34,46 +64,38 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let x_plane = params.x_base + n * params.x_n + c * params.x_c;
     let logical_plane = nc * params.in_d * params.in_h * params.in_w;
     let d0 = i32(od * SD) - i32(PD);
-    let h0 = i32(oh * SH) - i32(PH);
+    let h0 = i32(oh0 * SH) - i32(PH);
     let first = i32(ow0 * SW) - i32(PW) - i32(LEAD);       // column of the span's first element
     let last_chunk = i32((params.in_w - 1u) / 4u);
 
-    var acc = array<Acc, 4>(acc_new(), acc_new(), acc_new(), acc_new());
+    var acc0 = array<Acc, 4>(acc_new(), acc_new(), acc_new(), acc_new());   // output row oh0
+    var acc1 = acc0;                                                          // oh0 + 1 (ROWS = 2)
     for (var kd = 0u; kd < KD; kd++) {
         let d = coord(d0, kd, LD, params.in_d);
-        for (var kh = 0u; kh < KH; kh++) {
-            let h = coord(h0, kh, LH, params.in_h);
+        // input row r of the window rows: row oh0's tap kh is r = kh * LH, oh0 + 1's r = SH + kh * LH
+        for (var r = 0u; r < (ROWS - 1u) * SH + (KH - 1u) * LH + 1u; r++) {
+            let for_first = r % LH == 0u && r / LH < KH;
+            let for_second = ROWS == 2u && r >= SH && (r - SH) % LH == 0u && (r - SH) / LH < KH;
+            if (!for_first && !for_second) { continue; }
+            let h = coord(h0, r, 1u, params.in_h);
             let row = x_plane + d.at * params.x_d + h.at * params.x_h;
             let logical_row = logical_plane + (d.at * params.in_h + h.at) * params.in_w;
-            var span: array<Tap, 32>;   // 4 * MAX_CHUNKS
+            var span: array<Tap, 32>;   // 4 * 8 chunks
             for (var j = 0u; j < CHUNKS; j++) {
                 // chunks before or past the row are clamped into it: their taps are padding
                 let chunk = x_load4(row + 4u * u32(clamp(first / 4 + i32(j), 0, last_chunk)));
-                // (the four lanes written out, and the four outputs below: lavapipe's LLVM
-                // then unrolls the loops and keeps `span` in registers, twice as fast)
+                // (the four lanes written out, like the four outputs in four_taps: lavapipe's
+                // LLVM then unrolls the loops and keeps `span` in registers, twice as fast)
                 span[4u * j] = tap_of(chunk[0]);
                 span[4u * j + 1u] = tap_of(chunk[1]);
                 span[4u * j + 2u] = tap_of(chunk[2]);
                 span[4u * j + 3u] = tap_of(chunk[3]);
             }
             let row_inside = d.inside && h.inside;
-            for (var kw = 0u; kw < KW; kw++) {
-                let e = LEAD + kw * LW;   // output v's tap kw is span element e + v * SW
-                acc[0] = row_tap(acc[0], span[e], first + i32(e), row_inside, logical_row);
-                acc[1] = row_tap(acc[1], span[e + SW], first + i32(e + SW), row_inside, logical_row);
-                acc[2] = row_tap(acc[2], span[e + 2u * SW], first + i32(e + 2u * SW), row_inside, logical_row);
-                acc[3] = row_tap(acc[3], span[e + 3u * SW], first + i32(e + 3u * SW), row_inside, logical_row);
-            }
+            if (for_first) { acc0 = four_taps(acc0, &span, first, row_inside, logical_row); }
+            if (for_second) { acc1 = four_taps(acc1, &span, first, row_inside, logical_row); }
         }
     }
-    // (array values built in place: naga rejects a `var` array passed by value)
-    let values = array<Raw, 4>(
-        acc_value(acc[0], Out(n, c, od, oh, ow0 + 0)),
-        acc_value(acc[1], Out(n, c, od, oh, ow0 + 1)),
-        acc_value(acc[2], Out(n, c, od, oh, ow0 + 2)),
-        acc_value(acc[3], Out(n, c, od, oh, ow0 + 3)));
-    let indices = array<u32, 4>(acc_index(acc[0]), acc_index(acc[1]), acc_index(acc[2]), acc_index(acc[3]));
-    let at = Out(n, c, od, oh, ow0);
-    y_store4(y_offset(at), values);
-    idx_store4_index(idx_offset(at), indices);
+    store_four(acc0, Out(n, c, od, oh0, ow0));
+    if (ROWS == 2u && oh0 + 1u < params.out_h) { store_four(acc1, Out(n, c, od, oh0 + 1u, ow0)); }
 }
