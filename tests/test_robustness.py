@@ -239,3 +239,46 @@ def test_op_and_pipeline_caches_are_bounded(device):
     assert first not in dev._ops.values()  # the least recently used went first
     x = np.arange(4, dtype=np.uint8).reshape(1, 1, 4)
     np.testing.assert_array_equal(first(dev.upload(x)).numpy().ravel(), [1, 2, 3])  # still usable
+
+
+# ---------------------------------------------------------------------------------------
+# The hot path: a call on the tensors of the previous call skips checking and binding them
+
+
+def test_repeated_calls_follow_their_tensors(device):
+    op = device.compile(pg.MaxPoolingDesc(pg.TensorDesc("float32", (1, 2, 8)), window_size=(2,), strides=(2,)))
+    a, b = (np.arange(16, dtype=np.float32).reshape(1, 2, 8) * s for s in (1, -1))
+    xa, xb = device.upload(a), device.upload(b)
+    ya, yb = device.empty(op.desc.output), device.empty(op.desc.output)
+    for x, y, values in ((xa, ya, a), (xa, ya, a), (xb, ya, b), (xb, yb, b), (xa, ya, a)):
+        assert op(x, out=y) is y
+        assert same_bits(y.numpy(), reference.max_pool(values, (2,), (2,))[0])
+    assert op(xa, out=(yb,)) is yb  # outputs as a tuple
+    # a tensor moved to other memory (its attributes are public) is bound anew
+    moved = device.upload(b)
+    xa.buffer, xa.offset = moved.buffer, moved.offset
+    op(xa, out=ya)
+    assert same_bits(ya.numpy(), reference.max_pool(b, (2,), (2,))[0])
+    # the remembered call holds no tensor alive
+    del xa, xb, ya, yb, moved, x, y
+    gc.collect()
+    assert op._memo is None and len(op._bound) == 0
+
+
+def test_the_public_wgpu_api_path_gives_the_same_bits(device):
+    """Where wgpu-native's C calls are not available the same steps go through wgpu-py."""
+    assert device._native, "wgpu-native fast path unavailable: wgpu-py's internals moved (see _native.py)"
+    plain = pg.Device(wgpu_device=device.wgpu_device)
+    plain._native = False
+    x = np.random.default_rng(5).standard_normal((2, 3, 9, 9)).astype(np.float32)
+    for dev in (device, plain):
+        op = dev.compile(pg.MaxPooling2Desc(pg.TensorDesc("float32", x.shape), output_indices="uint32",
+                                            window_size=(3, 3), strides=(2, 2)))
+        xt = dev.upload(x)
+        outs = (dev.empty(op.desc.output), dev.empty(op.desc.output_indices))
+        op(xt, out=outs)
+        with dev.batch():
+            op(xt, out=outs)
+            op(xt, out=outs)
+        y, i = reference.max_pool(x, (3, 3), (2, 2))
+        assert same_bits(outs[0].numpy(), y) and np.array_equal(outs[1].numpy(), i)

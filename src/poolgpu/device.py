@@ -17,7 +17,7 @@ from typing import Optional
 import numpy as np
 import wgpu
 
-from . import kernels
+from . import _native, kernels
 from .dtypes import DataType
 from .errors import DeviceError, ValidationError
 from .tensor_desc import TensorDesc
@@ -137,8 +137,9 @@ class Device:
     "opengl") and ``adapter=`` (a substring of the adapter's name) narrow the choice;
     ``wgpu_device=`` shares an existing wgpu GPUDevice instead.
 
-    Thread safety: one Device may be shared by threads.  Recording and submission are
-    serialised by a lock; ``batch()`` collects only the calling thread's operations.
+    Thread safety: one Device may be shared by threads.  ``batch()`` collects only the
+    calling thread's operations; submissions, read-backs and the caches are locked.  Once the
+    GPU device is lost, every use raises DeviceError (``lost`` says so).
     """
 
     def __init__(self, backend: Optional[str] = None, adapter: Optional[str] = None, wgpu_device=None):
@@ -165,6 +166,7 @@ class Device:
         self._pipelines = OrderedDict()
         self._ops = OrderedDict()
         self._lost = None  # what happened, once the device is lost
+        self._native = _native.available(self.wgpu_device)  # the hot path in C calls (_native.py)
 
     def __repr__(self) -> str:
         return f"Device({self.info['name']!r}, backend={self.info['backend']!r})"
@@ -320,22 +322,33 @@ class Device:
 
     # -- submission ---------------------------------------------------------------------
 
-    def _dispatch(self, dispatches) -> None:
-        """Record (pipeline, bind group, grid) dispatches, in order, into the current
-        thread's batch, or submit them at once."""
+    def _dispatch(self, bound: "_Bound") -> None:
+        """Record a call's dispatches, in order, into the current thread's batch, or submit
+        them at once (one command buffer)."""
         compute_pass = getattr(self._local, "compute_pass", None)
-        if compute_pass is not None:  # the thread's own pass: no lock needed
-            with self._guard("recording work"):
-                self._record(compute_pass, dispatches)
-            return
-        with self._guard("submitting work"):
+        try:
+            if compute_pass is not None:  # the thread's own pass (or its caller's): no lock needed
+                if bound.raw is not None and _native.can_record_into(compute_pass):
+                    _native.record(compute_pass, bound.raw)
+                else:
+                    self._record(compute_pass, bound.dispatches)
+                return
+            self._check_alive()
+            if bound.raw is not None:
+                _native.submit(self.wgpu_device, bound.raw, self._lock)
+                return
             encoder = self.wgpu_device.create_command_encoder()
             compute_pass = encoder.begin_compute_pass()
-            self._record(compute_pass, dispatches)
+            self._record(compute_pass, bound.dispatches)
             compute_pass.end()
             command_buffer = encoder.finish()
             with self._lock:
                 self.wgpu_device.queue.submit([command_buffer])
+        except Exception as exc:  # (no `_guard` here: a context manager costs microseconds)
+            error = self._device_error(exc, "submitting work")
+            if error is None:
+                raise
+            raise error from exc
 
     @staticmethod
     def _record(compute_pass, dispatches) -> None:
@@ -424,9 +437,15 @@ class Device:
 
 class _Bound:
     """The bind groups (one per dispatch) and uniform buffers for one set of tensors, with
-    weak references to their buffers so that the cache entry dies with them."""
+    weak references to their buffers so that the cache entry dies with them; ``raw``: the
+    dispatches' C handles (_native.py), where the device runs on wgpu-native."""
 
-    __slots__ = ("dispatches", "uniforms", "refs")
+    __slots__ = ("dispatches", "raw", "uniforms", "refs")
+
+
+# Distinct uniform contents kept per op: a call on new tensors at the usual offsets reuses
+# its uniform buffers (the functional API allocates new tensors every call).
+_UNIFORM_CACHE_SIZE = 64
 
 
 class Op:
@@ -455,6 +474,13 @@ class Op:
         self._descs = dict(self._inputs + self._outputs + tuple(scratch.items()))
         self._scratch = {name: device.empty(t) for name, t in scratch.items()}
         self._bound = OrderedDict()
+        self._uniforms = {}
+        self._input_roles = tuple(role for role, _ in self._inputs)
+        self._output_roles = tuple(role for role, _ in self._outputs)
+        # The last call's tensors: (bound, weak references to the Tensors, their (buffer
+        # id, offset, desc)), so that calling again on the same tensors skips checking and
+        # binding them.  Cleared with the bound entry when one of its buffers dies.
+        self._memo = None
         for pass_ in self._program.passes:  # build the pipelines now, not on the first call
             self._pass_pipeline(pass_, frozenset())
 
@@ -505,8 +531,23 @@ class Op:
             )
 
     def __call__(self, *inputs, out=None):
+        memo = self._memo
+        if memo is not None and out is not None:  # the hot path: the same tensors as last time
+            outputs = (out,) if out.__class__ is Tensor else tuple(out)
+            tensors = inputs + outputs
+            bound, refs, states = memo
+            if len(tensors) == len(refs):
+                for ref, t, (buffer_id, offset, desc) in zip(refs, tensors, states):
+                    if ref() is not t or id(t.buffer) != buffer_id or t.offset != offset or t.desc is not desc:
+                        break
+                else:
+                    self.device._dispatch(bound)
+                    return outputs[0] if len(outputs) == 1 else outputs
+        return self._call(inputs, out)
+
+    def _call(self, inputs: tuple, out):
         if len(inputs) != len(self._inputs):
-            names = ", ".join(role for role, _ in self._inputs)
+            names = ", ".join(self._input_roles)
             raise TypeError(f"{self!r} takes {len(self._inputs)} input tensor(s) ({names}), got {len(inputs)}")
         for tensor, (role, expected) in zip(inputs, self._inputs):
             self._check(role, tensor, expected)
@@ -518,9 +559,14 @@ class Op:
                 raise ValidationError("out", f"expected {len(self._outputs)} output tensor(s), got {len(outputs)}")
             for tensor, (role, expected) in zip(outputs, self._outputs):
                 self._check(role, tensor, expected)
-        tensors = dict(zip((r for r, _ in self._inputs), inputs))
-        tensors.update(zip((r for r, _ in self._outputs), outputs))
-        self.device._dispatch(self._bind(tensors).dispatches)
+        tensors = dict(zip(self._input_roles, inputs))
+        tensors.update(zip(self._output_roles, outputs))
+        bound = self._bind(tensors)
+        self.device._dispatch(bound)
+        if out is not None:
+            called = inputs + outputs
+            self._memo = (bound, tuple(weakref.ref(t) for t in called),
+                          tuple((id(t.buffer), t.offset, t.desc) for t in called))
         return outputs[0] if len(outputs) == 1 else outputs
 
     def _bind(self, tensors: dict) -> _Bound:
@@ -550,22 +596,25 @@ class Op:
                     start, size, base = self._binding_range(view, tensor)
                     params[f"{slot.name}_base"] = base
                     entries.append({"binding": binding, "resource": {"buffer": tensor.buffer, "offset": start, "size": size}})
-                uniform = device.wgpu_device.create_buffer_with_data(
-                    data=kernels.pack_params(pass_.kernel, params), usage=wgpu.BufferUsage.UNIFORM
-                )
+                uniform = self._uniform(kernels.pack_params(pass_.kernel, params))
                 entries.insert(0, {"binding": 0, "resource": {"buffer": uniform, "offset": 0, "size": uniform.size}})
                 bind_group = device.wgpu_device.create_bind_group(layout=pipeline[1], entries=entries)
                 bound.dispatches.append((pipeline[0], bind_group, pass_.grid))
                 bound.uniforms.append(uniform)
+        bound.raw = _native.handles(bound.dispatches) if device._native else None
         cache = self._bound
+        op = weakref.ref(self)
 
         def forget(ref, key=key):
-            # A bind group keeps its buffers' memory alive: drop the entry as soon as one of
-            # its buffers is gone, not only when it ages out of the cache.
+            # A bind group keeps its buffers' memory alive: drop the entry (and the memo of
+            # the last call) as soon as one of its buffers is gone, not only when it ages out.
             with lock:
                 entry = cache.get(key)
                 if entry is not None and any(r is ref for r in entry.refs):
                     del cache[key]
+                alive = op()
+                if alive is not None and alive._memo is not None and any(r is ref for r in alive._memo[0].refs):
+                    alive._memo = None
 
         bound.refs = tuple(weakref.ref(t.buffer, forget) for t in tensors.values())
         with lock:
@@ -573,6 +622,16 @@ class Op:
             while len(cache) > _BIND_GROUP_CACHE_SIZE:
                 cache.popitem(last=False)
         return bound
+
+    def _uniform(self, data: bytes):
+        """A uniform buffer holding `data` (shared by the op's calls that need the same)."""
+        uniform = self._uniforms.get(data)
+        if uniform is None:
+            if len(self._uniforms) >= _UNIFORM_CACHE_SIZE:
+                self._uniforms.clear()
+            uniform = self.device.wgpu_device.create_buffer_with_data(data=data, usage=wgpu.BufferUsage.UNIFORM)
+            self._uniforms[data] = uniform
+        return uniform
 
     def _program_for(self, tensors: dict):
         """The op's program, or its fallback where a chunked kernel's tensor does not start

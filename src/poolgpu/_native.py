@@ -1,0 +1,75 @@
+"""The hot path of a call through wgpu-native's C functions, where wgpu-py runs on it.
+
+wgpu-py wraps every WebGPU call in Python (argument structs, error capture, an object per
+encoder, pass and command buffer, released by ``__del__``): about 10 microseconds per call
+on a cached operator, as much as poolgpu's own work.  Recording dispatches and submitting a
+one-pass command buffer are the same few C calls every time, so poolgpu makes them itself:
+with the C handles of pipelines and bind groups kept when a call's bindings are made, and
+wgpu-py's error-capturing wrappers (``libf``) where WebGPU reports errors (creating the
+encoder, ``finish``, ``submit``: a lost device or a validation error still raises, as
+from wgpu-py).  Commands recorded into a pass report their errors at ``finish``.
+
+Elsewhere (another wgpu backend, or a wgpu-py whose internals moved) ``available`` is
+False and poolgpu uses wgpu-py's public API for the same steps.
+"""
+
+from __future__ import annotations
+
+try:
+    from wgpu.backends.wgpu_native import _api
+    from wgpu.backends.wgpu_native._ffi import ffi, lib
+
+    _libf = _api.libf
+    _NULL = ffi.NULL
+    _set_pipeline = lib.wgpuComputePassEncoderSetPipeline
+    _set_bind_group = lib.wgpuComputePassEncoderSetBindGroup
+    _dispatch = lib.wgpuComputePassEncoderDispatchWorkgroups
+    _DEVICE, _PASS = _api.GPUDevice, _api.GPUComputePassEncoder
+except Exception:  # not wgpu-native, or its layout changed: the public API serves
+    lib = None
+
+
+def available(wgpu_device) -> bool:
+    return lib is not None and isinstance(wgpu_device, _DEVICE)
+
+
+def handles(dispatches) -> tuple:
+    """The C handles of (pipeline, bind group, grid) dispatches, for :func:`record`."""
+    return tuple((pipeline._internal, bind_group._internal) + tuple(grid) for pipeline, bind_group, grid in dispatches)
+
+
+def can_record_into(compute_pass) -> bool:
+    return lib is not None and isinstance(compute_pass, _PASS)
+
+
+def record(compute_pass, raw) -> None:
+    """Record :func:`handles` into a wgpu-py compute pass (wgpu-native's)."""
+    record_raw(compute_pass._internal, raw)
+
+
+def record_raw(pass_handle, raw) -> None:
+    for pipeline, bind_group, x, y, z in raw:
+        _set_pipeline(pass_handle, pipeline)
+        _set_bind_group(pass_handle, 0, bind_group, 0, _NULL)
+        _dispatch(pass_handle, x, y, z)
+
+
+def submit(wgpu_device, raw, lock) -> None:
+    """One command buffer of one compute pass holding `raw`, submitted (under `lock`)."""
+    encoder = _libf.wgpuDeviceCreateCommandEncoder(wgpu_device._internal, _NULL)
+    try:
+        compute_pass = lib.wgpuCommandEncoderBeginComputePass(encoder, _NULL)
+        try:
+            record_raw(compute_pass, raw)
+            lib.wgpuComputePassEncoderEnd(compute_pass)
+        finally:
+            lib.wgpuComputePassEncoderRelease(compute_pass)
+        command_buffer = _libf.wgpuCommandEncoderFinish(encoder, _NULL)
+    finally:
+        lib.wgpuCommandEncoderRelease(encoder)
+    try:
+        buffers = ffi.new("WGPUCommandBuffer[1]", [command_buffer])
+        with lock:
+            _libf.wgpuQueueSubmit(wgpu_device.queue._internal, 1, buffers)
+    finally:
+        lib.wgpuCommandBufferRelease(command_buffer)
