@@ -370,8 +370,10 @@ def _window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "ge
         grid_constants, grid_params, grid = lines_grid(out_w // 4, -(-out_h // rows), n * c * out_d)
         constants["LEAD"], constants["CHUNKS"] = _row_span(desc.window)
         constants["ROWS"] = rows
-    elif walk == "channels":  # (c / 4, ow, (n, od, oh))
-        grid_constants, grid_params, grid = lines_grid(c // 4, out_w, n * out_d * out_h)
+    elif walk == "channels":  # (c / 4, ow / COLS, (n, od, oh / ROWS)): 2 x 2 outputs share loads
+        rows, cols = (2 if out_h > 1 else 1), (2 if out_w > 1 else 1)
+        grid_constants, grid_params, grid = lines_grid(c // 4, -(-out_w // cols), n * out_d * -(-out_h // rows))
+        constants["ROWS"], constants["COLS"] = rows, cols
     else:  # (ow, oh, (n, c, od))
         grid_constants, grid_params, grid = lines_grid(out_w, out_h, n * c * out_d)
     # chunks (see chunked) are runs of planes: (n, c, od), or (n, od, oh) for channels

@@ -1,54 +1,89 @@
 // The window walk for tensors contiguous along C (channels last: NHWC, NDHWC, NWC; see
-// window_geometry.wgsl): one invocation computes the outputs of four neighbouring channels
-// c0 .. c0 + 3 at one position, reading each window tap's four
-// channels at once (one 16-byte load for 32-bit types).
+// window_geometry.wgsl): one invocation computes four neighbouring channels c0 .. c0 + 3
+// of a block of ROWS x COLS output positions (oh0 + a, ow0 + b; each 1 or 2), reading each
+// input position's four channels at once (one 16-byte load for 32-bit types) and feeding
+// it to every output of the block whose window holds it: overlapping windows (3x3 stride 2:
+// a row and a column in three) share their loads.
 //
 // Requires (kernels.py checks): x and y (and idx) contiguous along C, positions and the
 // tensors' starts at multiples of 4 elements; C a multiple of 4.
 
+override ROWS: u32 = 1u;
+override COLS: u32 = 1u;
+
+// One input position's four channels into the four channels' accumulators of an output.
+fn four_channels(acc: array<Acc, 4>, chunk: array<Raw, 4>, index: u32, plane_size: u32, inside: bool) -> array<Acc, 4> {
+    return array<Acc, 4>(
+        acc_add(acc[0], tap_of(chunk[0]), index, inside),
+        acc_add(acc[1], tap_of(chunk[1]), index + plane_size, inside),
+        acc_add(acc[2], tap_of(chunk[2]), index + 2u * plane_size, inside),
+        acc_add(acc[3], tap_of(chunk[3]), index + 3u * plane_size, inside));
+}
+
+fn store_channels(acc: array<Acc, 4>, at: Out) {
+    // (array values built in place: naga rejects a `var` array passed by value)
+    let values = array<Raw, 4>(
+        acc_value(acc[0], at),
+        acc_value(acc[1], Out(at.n, at.c + 1u, at.d, at.h, at.w)),
+        acc_value(acc[2], Out(at.n, at.c + 2u, at.d, at.h, at.w)),
+        acc_value(acc[3], Out(at.n, at.c + 3u, at.d, at.h, at.w)));
+    let indices = array<u32, 4>(acc_index(acc[0]), acc_index(acc[1]), acc_index(acc[2]), acc_index(acc[3]));
+    y_store4(y_offset(at), values);
+    idx_store4_index(idx_offset(at), indices);
+}
+
+// Whether tap offset `t` (input position minus the block's first window's start) is a tap of
+// the block's output `o` along a dimension of window `taps`, stride and dilation.
+fn tap_of_output(t: u32, o: u32, stride: u32, dilation: u32, taps: u32) -> bool {
+    return t >= o * stride && (t - o * stride) % dilation == 0u && (t - o * stride) / dilation < taps;
+}
+
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let pos = grid_position(wg, lid);   // (c0 / 4, ow, (n, od, oh))
+    let pos = grid_position(wg, lid);   // (c0 / 4, ow0 / COLS, (n, od, oh0 / ROWS))
     if (pos.x >= params.columns) { return; }
     let c0 = 4u * pos.x;
-    let ow = pos.y;
-    let oh = pos.z % params.out_h;
-    let od = (pos.z / params.out_h) % params.out_d;
-    let n = pos.z / (params.out_h * params.out_d);
+    let ow0 = COLS * pos.y;
+    let row_blocks = (params.out_h + ROWS - 1u) / ROWS;
+    let oh0 = ROWS * (pos.z % row_blocks);
+    let od = (pos.z / row_blocks) % params.out_d;
+    let n = pos.z / (row_blocks * params.out_d);
 
     let x_start = params.x_base + n * params.x_n + c0;
     let plane_size = params.in_d * params.in_h * params.in_w;
     let logical_start = (n * params.channels + c0) * plane_size;
     let d0 = i32(od * SD) - i32(PD);
-    let h0 = i32(oh * SH) - i32(PH);
-    let w0 = i32(ow * SW) - i32(PW);
+    let h0 = i32(oh0 * SH) - i32(PH);
+    let w0 = i32(ow0 * SW) - i32(PW);
 
-    var acc = array<Acc, 4>(acc_new(), acc_new(), acc_new(), acc_new());
+    let fresh = array<Acc, 4>(acc_new(), acc_new(), acc_new(), acc_new());
+    var acc00 = fresh;  var acc01 = fresh;  var acc10 = fresh;  var acc11 = fresh;   // (oh0 + a, ow0 + b)
     for (var kd = 0u; kd < KD; kd++) {
         let d = coord(d0, kd, LD, params.in_d);
-        for (var kh = 0u; kh < KH; kh++) {
-            let h = coord(h0, kh, LH, params.in_h);
-            for (var kw = 0u; kw < KW; kw++) {
-                let w = coord(w0, kw, LW, params.in_w);
+        for (var r = 0u; r < (ROWS - 1u) * SH + (KH - 1u) * LH + 1u; r++) {
+            let row0 = tap_of_output(r, 0u, SH, LH, KH);
+            let row1 = ROWS == 2u && tap_of_output(r, 1u, SH, LH, KH);
+            if (!row0 && !row1) { continue; }
+            let h = coord(h0, r, 1u, params.in_h);
+            for (var q = 0u; q < (COLS - 1u) * SW + (KW - 1u) * LW + 1u; q++) {
+                let col0 = tap_of_output(q, 0u, SW, LW, KW);
+                let col1 = COLS == 2u && tap_of_output(q, 1u, SW, LW, KW);
+                if (!col0 && !col1) { continue; }
+                let w = coord(w0, q, 1u, params.in_w);
                 let chunk = x_load4(x_start + d.at * params.x_d + h.at * params.x_h + w.at * params.x_w);
-                let spatial = (d.at * params.in_h + h.at) * params.in_w + w.at;
+                let index = logical_start + (d.at * params.in_h + h.at) * params.in_w + w.at;   // channel c0's
                 let inside = d.inside && h.inside && w.inside;
-                let index = logical_start + spatial;   // channel c0's; c0 + v's is v planes on
-                acc[0] = acc_add(acc[0], tap_of(chunk[0]), index, inside);
-                acc[1] = acc_add(acc[1], tap_of(chunk[1]), index + plane_size, inside);
-                acc[2] = acc_add(acc[2], tap_of(chunk[2]), index + 2u * plane_size, inside);
-                acc[3] = acc_add(acc[3], tap_of(chunk[3]), index + 3u * plane_size, inside);
+                if (row0 && col0) { acc00 = four_channels(acc00, chunk, index, plane_size, inside); }
+                if (row0 && col1) { acc01 = four_channels(acc01, chunk, index, plane_size, inside); }
+                if (row1 && col0) { acc10 = four_channels(acc10, chunk, index, plane_size, inside); }
+                if (row1 && col1) { acc11 = four_channels(acc11, chunk, index, plane_size, inside); }
             }
         }
     }
-    // (array values built in place: naga rejects a `var` array passed by value)
-    let values = array<Raw, 4>(
-        acc_value(acc[0], Out(n, c0 + 0, od, oh, ow)),
-        acc_value(acc[1], Out(n, c0 + 1, od, oh, ow)),
-        acc_value(acc[2], Out(n, c0 + 2, od, oh, ow)),
-        acc_value(acc[3], Out(n, c0 + 3, od, oh, ow)));
-    let indices = array<u32, 4>(acc_index(acc[0]), acc_index(acc[1]), acc_index(acc[2]), acc_index(acc[3]));
-    let at = Out(n, c0, od, oh, ow);
-    y_store4(y_offset(at), values);
-    idx_store4_index(idx_offset(at), indices);
+    store_channels(acc00, Out(n, c0, od, oh0, ow0));
+    let second_col = COLS == 2u && ow0 + 1u < params.out_w;
+    let second_row = ROWS == 2u && oh0 + 1u < params.out_h;
+    if (second_col) { store_channels(acc01, Out(n, c0, od, oh0, ow0 + 1u)); }
+    if (second_row) { store_channels(acc10, Out(n, c0, od, oh0 + 1u, ow0)); }
+    if (second_row && second_col) { store_channels(acc11, Out(n, c0, od, oh0 + 1u, ow0 + 1u)); }
 }
