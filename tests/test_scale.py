@@ -304,10 +304,10 @@ def test_lines_past_65535_fold_over_the_grid(device):
     y = pg.max_pool(x, (1, 2), device=device)
     assert same_bits(y, reference.max_pool(x, (1, 2))[0])
     assert folded(pg.MaxPooling2Desc(pg.TensorDesc("int8", x.shape), window_size=(1, 2)), device)
-    # channels last with C = 4: one channel group per line, millions of lines
-    x = random_values("uint8", (1, 4, 4_200_001), np.random.default_rng(6))
+    # channels last with C = 4: one channel group per line (of two outputs), millions of lines
+    x = random_values("uint8", (1, 4, 8_400_001), np.random.default_rng(6))
     xt = device.upload(x, strides=layout_strides(x.shape, "channels_last"))
-    out = pg.TensorDesc("uint8", (1, 4, 4_200_000), layout_strides((1, 4, 4_200_000), "channels_last"))
+    out = pg.TensorDesc("uint8", (1, 4, 8_400_000), layout_strides((1, 4, 8_400_000), "channels_last"))
     op = device.compile(pg.MaxPoolingDesc(xt.desc, out, window_size=(2,)))
     assert op._program.passes[0].kernel.library[-1] == "window_walk_channels.wgsl"
     assert folded(op.desc, device)
