@@ -288,8 +288,9 @@ ROWS_MAX_CHUNKS = 8  # window_walk_rows.wgsl's span holds 32 elements
 
 def _pooling_kernels(file: str, accumulator: tuple) -> dict:
     """The operator's kernel under each walk."""
+    shared = ("grid.wgsl", "window_constants.wgsl", "window_geometry.wgsl")
     return {
-        walk: Kernel(file, slots, "x", library=accumulator + ("grid.wgsl", "window_geometry.wgsl", walk_file))
+        walk: Kernel(file, slots, "x", library=accumulator + shared + (walk_file,))
         for walk, (walk_file, slots) in WALKS.items()
     }
 
@@ -565,24 +566,24 @@ def _roi_pool_program(desc) -> Program:
 
 MAX_POOL_GRAD = Kernel(
     "max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True)), value_slot="dy",
-    library=("windows_covering.wgsl", "row_grid.wgsl"),
+    library=("window_constants.wgsl", "windows_covering.wgsl", "row_grid.wgsl"),
 )
 MAX_POOL_GRAD_DISJOINT = Kernel(
     "max_pool_grad_disjoint.wgsl", (Slot("x", False), Slot("dy", False), Slot("dx", True)), value_slot="x",
-    library=("windows_covering.wgsl", "max_accumulator.wgsl", "row_grid.wgsl"),
+    library=("window_constants.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl", "row_grid.wgsl"),
 )
 MAX_POOL_GRAD_ROWS = Kernel(
     "max_pool_grad_rows.wgsl",
     (Slot("dy", False), Slot("arg", False), Slot("dx", True, snippet="write4_{storage}.wgsl")), value_slot="dy",
-    library=("grid.wgsl", "gather_rows.wgsl"),
+    library=("grid.wgsl", "window_constants.wgsl", "gather_rows.wgsl"),
 )
 AVERAGE_POOL_GRAD_ROWS = Kernel(
     "average_pool_grad_rows.wgsl", (Slot("dy", False), Slot("dx", True, snippet="write4_{storage}.wgsl")),
-    value_slot="dy", library=("grid.wgsl", "gather_rows.wgsl"),
+    value_slot="dy", library=("grid.wgsl", "window_constants.wgsl", "average_divisor.wgsl", "gather_rows.wgsl"),
 )
 AVERAGE_POOL_GRAD = Kernel(
     "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)), value_slot="dy",
-    library=("windows_covering.wgsl", "row_grid.wgsl"),
+    library=("window_constants.wgsl", "average_divisor.wgsl", "windows_covering.wgsl", "row_grid.wgsl"),
 )
 
 

@@ -13,14 +13,6 @@
 // dy (dy_load) and dx (dx_store); library: block_element, first_tap and block_window
 // (common/windows_covering.wgsl).
 
-override KD: u32 = 1u;  override KH: u32 = 1u;  override KW: u32 = 1u;   // window size
-override SD: u32 = 1u;  override SH: u32 = 1u;  override SW: u32 = 1u;   // strides
-override LD: u32 = 1u;  override LH: u32 = 1u;  override LW: u32 = 1u;   // dilations
-override PD: u32 = 0u;  override PH: u32 = 0u;  override PW: u32 = 0u;   // start padding
-override TD: u32 = 1u;  override TH: u32 = 1u;  override TW: u32 = 1u;   // tap steps (see first_tap)
-override ID: u32 = 0u;  override IH: u32 = 0u;  override IW: u32 = 0u;   // their inverses
-override PADDED: bool = true;            // some window reaches into padding
-override INCLUDE_PADDING: bool = false;  // the divisor counts padded positions too
 override WG_X: u32 = 64u;
 
 struct Params {
@@ -36,27 +28,12 @@ struct Params {
 }
 @group(0) @binding(0) var<uniform> params: Params;
 
-// How many of window o's taps along one dimension fall inside the input [0, size).  The
-// window covers the element being computed, so its start is at most size - 1.
-fn taps_inside(o: u32, taps: u32, stride: u32, dilation: u32, pad: u32, size: u32) -> u32 {
-    if (INCLUDE_PADDING || !PADDED) { return taps; }
-    let start = i32(o * stride) - i32(pad);
-    let first = select(0u, (u32(-start) + dilation - 1u) / dilation, start < 0);
-    let last = min(taps - 1u, u32(i32(size) - 1 - start) / dilation);
-    return last + 1u - first;
-}
-
 @compute @workgroup_size(WG_X)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
-    let at = row_position(wg, lane);
-    let bw = at.column;
-    let row = at.row;
-    if (bw >= params.blocks_w || !at.inside) { return; }
-    let bh = row % params.blocks_h;
-    let bd = (row / params.blocks_h) % params.blocks_d;
-    let nc = row / (params.blocks_h * params.blocks_d);
-    let n = nc / params.channels;
-    let c = nc % params.channels;
+    let block = block_of(wg, lane);
+    if (!block.inside) { return; }
+    let bd = block.d;  let bh = block.h;  let bw = block.w;
+    let nc = block.nc;  let n = block.n;  let c = block.c;
 
     let dy_plane = params.dy_base + n * params.dy_n + c * params.dy_c;
     let dx_plane = params.dx_base + n * params.dx_n + c * params.dx_c;

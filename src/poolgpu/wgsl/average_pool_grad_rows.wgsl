@@ -7,8 +7,6 @@
 // Prepended by kernels.py: the value type (Raw, to_f32, from_f32) and the tensors
 // dy (dy_load) and dx (dx_store4); library: grid.wgsl, gather_rows.wgsl.
 
-override INCLUDE_PADDING: bool = false;
-
 struct Params {
     dy_base: u32, dx_base: u32,
     channels: u32,
@@ -19,16 +17,6 @@ struct Params {
     columns: u32, lines: u32, line_groups: u32, planes: u32, plane_origin: u32,   // the grid (common/grid.wgsl)
 }
 @group(0) @binding(0) var<uniform> params: Params;
-
-// How many of window o's taps along one dimension fall inside the input [0, size) (as in
-// average_pool_grad.wgsl: the window covers an input element, so it starts before size).
-fn taps_inside(o: u32, taps: u32, stride: u32, dilation: u32, pad: u32, size: u32) -> u32 {
-    if (INCLUDE_PADDING || !PADDED) { return taps; }
-    let start = i32(o * stride) - i32(pad);
-    let first = select(0u, (u32(-start) + dilation - 1u) / dilation, start < 0);
-    let last = min(taps - 1u, u32(i32(size) - 1 - start) / dilation);
-    return last + 1u - first;
-}
 
 // Whether window column ow's taps reach input column w (w = ow * SW - PW + kw * LW).
 fn covers(ow: u32, w: u32) -> bool {

@@ -14,13 +14,6 @@
 // dy (dy_load), arg (arg_load) and dx (dx_store); library: block_element, first_tap and block_window
 // (common/windows_covering.wgsl).
 
-override KD: u32 = 1u;  override KH: u32 = 1u;  override KW: u32 = 1u;   // window size
-override SD: u32 = 1u;  override SH: u32 = 1u;  override SW: u32 = 1u;   // strides
-override LD: u32 = 1u;  override LH: u32 = 1u;  override LW: u32 = 1u;   // dilations
-override PD: u32 = 0u;  override PH: u32 = 0u;  override PW: u32 = 0u;   // start padding
-override TD: u32 = 1u;  override TH: u32 = 1u;  override TW: u32 = 1u;   // tap steps (see first_tap)
-override ID: u32 = 0u;  override IH: u32 = 0u;  override IW: u32 = 0u;   // their inverses
-override PADDED: bool = true;
 override WG_X: u32 = 64u;
 
 struct Params {
@@ -38,15 +31,10 @@ struct Params {
 
 @compute @workgroup_size(WG_X)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
-    let at = row_position(wg, lane);
-    let bw = at.column;
-    let row = at.row;
-    if (bw >= params.blocks_w || !at.inside) { return; }
-    let bh = row % params.blocks_h;
-    let bd = (row / params.blocks_h) % params.blocks_d;
-    let nc = row / (params.blocks_h * params.blocks_d);
-    let n = nc / params.channels;
-    let c = nc % params.channels;
+    let block = block_of(wg, lane);
+    if (!block.inside) { return; }
+    let bd = block.d;  let bh = block.h;  let bw = block.w;
+    let nc = block.nc;  let n = block.n;  let c = block.c;
 
     let arg_plane = params.arg_base + nc * params.out_d * params.out_h * params.out_w;
     let dy_plane = params.dy_base + n * params.dy_n + c * params.dy_c;

@@ -12,11 +12,6 @@
 // x (x_load), dy (dy_load) and dx (dx_store); library: block_element
 // (common/windows_covering.wgsl), the max rule's acc_new and acc_add (common/max_accumulator.wgsl).
 
-override KD: u32 = 1u;  override KH: u32 = 1u;  override KW: u32 = 1u;   // window size
-override SD: u32 = 1u;  override SH: u32 = 1u;  override SW: u32 = 1u;   // strides
-override LD: u32 = 1u;  override LH: u32 = 1u;  override LW: u32 = 1u;   // dilations
-override PD: u32 = 0u;  override PH: u32 = 0u;  override PW: u32 = 0u;   // start padding
-override PADDED: bool = true;
 override WG_X: u32 = 64u;
 
 struct Params {
@@ -35,15 +30,10 @@ struct Params {
 
 @compute @workgroup_size(WG_X)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
-    let at = row_position(wg, lane);
-    let bw = at.column;
-    let row = at.row;
-    if (bw >= params.blocks_w || !at.inside) { return; }
-    let bh = row % params.blocks_h;
-    let bd = (row / params.blocks_h) % params.blocks_d;
-    let nc = row / (params.blocks_h * params.blocks_d);
-    let n = nc / params.channels;
-    let c = nc % params.channels;
+    let block = block_of(wg, lane);
+    if (!block.inside) { return; }
+    let bd = block.d;  let bh = block.h;  let bw = block.w;
+    let nc = block.nc;  let n = block.n;  let c = block.c;
 
     // The block's own window o starts where the block does: tap k is block element k * dilation.
     let o = vec3<u32>(bd + PD / SD, bh + PH / SH, bw + PW / SW);

@@ -9,11 +9,6 @@
 // Requires (kernels.py checks): dx contiguous along W, rows and start at multiples of 4
 // elements, in_w a multiple of 4.  Grid (common/grid.wgsl): (w0 / 4, h, (n, c, d)).
 
-override KD: u32 = 1u;  override KH: u32 = 1u;  override KW: u32 = 1u;   // window size
-override SD: u32 = 1u;  override SH: u32 = 1u;  override SW: u32 = 1u;   // strides
-override LD: u32 = 1u;  override LH: u32 = 1u;  override LW: u32 = 1u;   // dilations
-override PD: u32 = 0u;  override PH: u32 = 0u;  override PW: u32 = 0u;   // start padding
-override PADDED: bool = true;
 override NOW: u32 = 1u;   // output columns whose windows can reach four dx elements
 
 // The output coordinate o whose window's tap k lands on input position p, when there is

@@ -1,6 +1,5 @@
-// What the three window walks (window_walk*.wgsl) and their accumulators share: the window
-// geometry as override constants (so window loops unroll and, without padding, bounds
-// checks vanish), the uniform Params, and output coordinates.
+// What the three window walks (window_walk*.wgsl) and their accumulators share besides the
+// window geometry (common/window_constants.wgsl): the uniform Params and output coordinates.
 //
 // Every tensor is seen as 5-D {N, C, D, H, W}; 1-D and 2-D pooling have unit D (and H).
 // A walk feeds each output's window taps, in increasing flat index, to the operator's
@@ -12,11 +11,6 @@
 // where `inside` says the tap is input data (not padding: its Tap is then a clamped
 // neighbour's and must be ignored) and `index` is its flat logical input index.
 
-override KD: u32 = 1u;  override KH: u32 = 1u;  override KW: u32 = 1u;   // window size
-override SD: u32 = 1u;  override SH: u32 = 1u;  override SW: u32 = 1u;   // strides
-override LD: u32 = 1u;  override LH: u32 = 1u;  override LW: u32 = 1u;   // dilations
-override PD: u32 = 0u;  override PH: u32 = 0u;  override PW: u32 = 0u;   // start padding
-override PADDED: bool = true;   // some window reaches into padding
 
 struct Params {
     x_base: u32, y_base: u32, idx_base: u32,

@@ -5,6 +5,10 @@
 // k * dilation - r: for k = first_tap(r) + j * step, step = stride / gcd(dilation, stride).
 // So each block visits exactly the window taps that land on it, no search.
 
+// The tap steps of first_tap along D, H, W and their inverses (kernels.py's tap_steps).
+override TD: u32 = 1u;  override TH: u32 = 1u;  override TW: u32 = 1u;
+override ID: u32 = 0u;  override IH: u32 = 0u;  override IW: u32 = 0u;
+
 // Block element r of block b along one dimension: its position and whether it is inside [0, size).
 struct Position { at: u32, inside: bool }
 fn block_element(b: u32, r: u32, stride: u32, pad: u32, size: u32) -> Position {
@@ -26,4 +30,15 @@ struct Window { o: u32, hit: bool }
 fn block_window(b: u32, r: u32, k: u32, stride: u32, dilation: u32, pad: u32, count: u32) -> Window {
     let o = i32(b + pad / stride) - i32((k * dilation - r) / stride);
     return Window(u32(o), o >= 0 && o < i32(count));
+}
+
+// The block this invocation owns in the grid of common/row_grid.wgsl: its coordinates and
+// its plane nc = n * C + c; `inside` false past the grid's end.  Reads the Params fields
+// blocks_d, blocks_h, blocks_w and channels.
+struct Block { d: u32, h: u32, w: u32, nc: u32, n: u32, c: u32, inside: bool }
+fn block_of(wg: vec3<u32>, lane: u32) -> Block {
+    let at = row_position(wg, lane);
+    let nc = at.row / (params.blocks_h * params.blocks_d);
+    return Block((at.row / params.blocks_h) % params.blocks_d, at.row % params.blocks_h, at.column,
+                 nc, nc / params.channels, nc % params.channels, at.inside && at.column < params.blocks_w);
 }
