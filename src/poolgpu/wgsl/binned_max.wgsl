@@ -33,14 +33,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
         @builtin(local_invocation_index) lane: u32) {
     let local = flat_index(wg, groups, lane, WG_X, params.total);
     if (local >= params.total) { return; }
-    let i = params.origin + local;
-    let ow = i % params.out_w;
-    let oh = (i / params.out_w) % params.out_h;
-    let od = (i / (params.out_w * params.out_h)) % params.out_d;
-    let nc = i / (params.out_w * params.out_h * params.out_d);
-    let n = nc / params.channels;
-    let c = nc % params.channels;
-    let bin = bin_of(params.bins_base, n, vec3<u32>(od, oh, ow), vec3<u32>(params.out_d, params.out_h, params.out_w));
+    let out = binned_output(params.origin + local);
+    let bin = out.bin;  let n = out.n;  let c = out.c;
+    let od = out.o.x;  let oh = out.o.y;  let ow = out.o.z;
     if (ROI && bin.batch * params.channels + c - params.source_first >= params.source_count) { return; }
 
     let x_plane = params.x_base + bin.batch * params.x_n + c * params.x_c;

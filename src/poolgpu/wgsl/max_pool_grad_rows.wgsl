@@ -19,14 +19,10 @@ struct Params {
 
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let pos = grid_position(wg, lid);
-    if (pos.x >= params.columns) { return; }
-    let w0 = 4u * pos.x;
-    let h = pos.y;
-    let d = pos.z % params.in_d;
-    let nc = pos.z / params.in_d;
-    let n = nc / params.channels;
-    let c = nc % params.channels;
+    let quad = dx_quad(wg, lid);
+    if (!quad.inside) { return; }
+    let n = quad.n;  let c = quad.c;  let nc = quad.nc;
+    let d = quad.d;  let h = quad.h;  let w0 = quad.w0;
 
     let me = ((nc * params.in_d + d) * params.in_h + h) * params.in_w + w0;  // as pass 1 wrote it
     let ow_first = first_column(w0);

@@ -22,3 +22,14 @@ fn bin_of(table_base: u32, n: u32, o: vec3<u32>, sizes: vec3<u32>) -> Bin {
         vec3<u32>(bins_load(d + 1u), bins_load(h + 1u), bins_load(w + 1u)),
     );
 }
+
+// Output i of the binned kernels, counted over {N, C, out_d, out_h, out_w}: its coordinates
+// and its bin.  Reads the Params fields bins_base, channels and out_d, out_h, out_w.
+struct BinnedOutput { n: u32, c: u32, o: vec3<u32>, bin: Bin }
+fn binned_output(i: u32) -> BinnedOutput {
+    let sizes = vec3<u32>(params.out_d, params.out_h, params.out_w);
+    let o = vec3<u32>((i / (sizes.z * sizes.y)) % sizes.x, (i / sizes.z) % sizes.y, i % sizes.z);
+    let nc = i / (sizes.z * sizes.y * sizes.x);
+    let n = nc / params.channels;
+    return BinnedOutput(n, nc % params.channels, o, bin_of(params.bins_base, n, o, sizes));
+}

@@ -24,3 +24,13 @@ fn first_column(w0: u32) -> u32 {
     let num = i32(w0 + PW) - i32((KW - 1u) * LW);
     return select(0u, (u32(num) + SW - 1u) / SW, num > 0);
 }
+
+// The four dx elements this invocation computes: (n, c, d, h) and the first column w0;
+// `inside` false past the grid's end.  Reads the Params fields columns, in_d and channels.
+struct DxQuad { n: u32, c: u32, nc: u32, d: u32, h: u32, w0: u32, inside: bool }
+fn dx_quad(wg: vec3<u32>, lid: vec3<u32>) -> DxQuad {
+    let pos = grid_position(wg, lid);
+    let nc = pos.z / params.in_d;
+    return DxQuad(nc / params.channels, nc % params.channels, nc, pos.z % params.in_d, pos.y, 4u * pos.x,
+                  pos.x < params.columns);
+}
