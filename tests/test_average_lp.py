@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 import poolgpu as pg
 import reference
 from helpers import assert_canaries_intact, canary_tensor, layout_strides, upload
+from poolgpu import kernels
 
 F32, F16 = pg.DataType.FLOAT32, pg.DataType.FLOAT16
 GPU_SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -243,3 +244,24 @@ def test_descriptions_validate_their_fields():
     d = pg.LpPooling1Desc(x, window_size=(3, 3), dilations=(2, 2))
     assert d.p == 2.0 and d.output.sizes == (1, 2, 2, 2) and d.dilations == (2, 2)
     assert not hasattr(pg.AveragePoolingDesc(x, window_size=(2, 2)), "dilations")
+
+
+@pytest.mark.parametrize("out_layout", ["packed", "channels_last"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("name", sorted(OPERATORS))
+def test_rows_walk_with_any_output_layout(device, name, dtype, out_layout):
+    """Inputs contiguous along W, outputs not in 4-element rows (out_w = 7; channels last
+    with 3 channels): the rows walk with scalar stores, accurate, within its elements."""
+    desc_class, ref = OPERATORS[name]
+    args = operator_args(name)
+    x = (np.random.default_rng(3).standard_normal((2, 3, 6, 16)) * 3).astype(dtype)
+    geometry = dict(window_size=(3, 2), strides=(2, 2), dilations=(1, 2), start_padding=(1, 0), end_padding=(1, 0))
+    plain = desc_class(pg.TensorDesc(dtype, x.shape), **geometry, **args)
+    out = pg.TensorDesc(dtype, plain.output.sizes, layout_strides(plain.output.sizes, out_layout))
+    desc = desc_class(pg.TensorDesc(dtype, x.shape), out, **geometry, **args)
+    assert out.sizes[-1] == 7
+    assert kernels._walk_for(desc) == "rows_tail"
+    y = canary_tensor(device, out)
+    device.compile(desc)(device.upload(x), out=y)
+    assert_accurate(y.numpy(), ref(x, **geometry, **args), dtype)
+    assert_canaries_intact(y)

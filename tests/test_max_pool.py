@@ -173,3 +173,26 @@ def test_chunked_walk_with_odd_output_heights_writes_only_its_rows(device, in_h)
     np.testing.assert_array_equal(idx.numpy(), i_ref)
     assert_canaries_intact(y)
     assert_canaries_intact(idx)
+
+
+@pytest.mark.parametrize("out_layout", ["packed", "channels_last"])
+@pytest.mark.parametrize("data_type", ALL_TYPES)
+def test_rows_walk_with_any_output_layout_stores_element_by_element(device, data_type, out_layout):
+    """An input contiguous along W whose outputs are not 4-element rows (out_w = 7; also
+    channels last with 3 channels) takes the rows walk with scalar stores: right
+    values and indices, nothing written past a row's end (packed 8/16-bit words included)."""
+    rng = np.random.default_rng(ALL_TYPES.index(data_type))
+    x = random_values(data_type, (2, 3, 7, 16), rng)
+    geometry = dict(window_size=(3, 3), strides=(2, 2), dilations=(1, 2), start_padding=(1, 1), end_padding=(0, 1))
+    y_ref, i_ref = reference.max_pool(x, **geometry)
+    index_type = ("uint32", "uint64")[ALL_TYPES.index(data_type) % 2]
+    out = pg.TensorDesc(data_type, y_ref.shape, layout_strides(y_ref.shape, out_layout))
+    out_idx = pg.TensorDesc(index_type, y_ref.shape, layout_strides(y_ref.shape, out_layout))
+    desc = pg.MaxPooling2Desc(pg.TensorDesc(data_type, x.shape), out, out_idx, **geometry)
+    assert y_ref.shape[-1] == 7 and kernels._walk_for(desc) == "rows_tail"
+    y, idx = canary_tensor(device, out), canary_tensor(device, out_idx)
+    device.compile(desc)(device.upload(x), out=(y, idx))
+    assert same_bits(y.numpy(), y_ref)
+    np.testing.assert_array_equal(idx.numpy(), i_ref)
+    assert_canaries_intact(y)
+    assert_canaries_intact(idx)

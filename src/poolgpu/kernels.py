@@ -270,19 +270,22 @@ def window_constants(window) -> dict:
 
 
 # The forward fixed-window pooling kernels: an operator's accumulator (max_pool.wgsl,
-# avg_pool.wgsl, lp_pool.wgsl) under one of three window walks (common/window_walk*.wgsl):
-# "general" for any strides, "rows" when tensors are contiguous along W and "channels" when
-# contiguous along C (four outputs per invocation from 4-element chunk loads and stores).
+# avg_pool.wgsl, lp_pool.wgsl) under one of the window walks (common/window_walk*.wgsl):
+# "general" for any strides; "rows" when tensors are contiguous along W and "channels" when
+# contiguous along C (four outputs per invocation from 4-element chunk loads and stores);
+# "rows_tail" when only the input is contiguous along W (chunk loads, scalar stores).
 
-WALKS = {
-    "general": ("window_walk.wgsl", (Slot("x", False), Slot("y", True), Slot("idx", True))),
-    "rows": ("window_walk_rows.wgsl", (
-        Slot("x", False, snippet="read4_{storage}.wgsl"),
-        Slot("y", True, snippet="write4_{storage}.wgsl"),
-        Slot("idx", True, snippet="write4_index_{storage}.wgsl"),
-    )),
+_CHUNKED = (
+    Slot("x", False, snippet="read4_{storage}.wgsl"),
+    Slot("y", True, snippet="write4_{storage}.wgsl"),
+    Slot("idx", True, snippet="write4_index_{storage}.wgsl"),
+)
+WALKS = {  # walk -> (its files in wgsl/common, its slots)
+    "general": (("window_walk.wgsl",), (Slot("x", False), Slot("y", True), Slot("idx", True))),
+    "rows": (("window_walk_rows.wgsl", "rows_store4.wgsl"), _CHUNKED),
+    "rows_tail": (("window_walk_rows.wgsl", "rows_store_tail.wgsl"), (_CHUNKED[0], Slot("y", True), Slot("idx", True))),
+    "channels": (("window_walk_channels.wgsl",), _CHUNKED),
 }
-WALKS["channels"] = ("window_walk_channels.wgsl", WALKS["rows"][1])
 ROWS_MAX_CHUNKS = 8  # window_walk_rows.wgsl's span holds 32 elements
 
 
@@ -290,8 +293,8 @@ def _pooling_kernels(file: str, accumulator: tuple) -> dict:
     """The operator's kernel under each walk."""
     shared = ("grid.wgsl", "window_constants.wgsl", "window_geometry.wgsl")
     return {
-        walk: Kernel(file, slots, "x", library=accumulator + shared + (walk_file,))
-        for walk, (walk_file, slots) in WALKS.items()
+        walk: Kernel(file, slots, "x", library=accumulator + shared + walk_files)
+        for walk, (walk_files, slots) in WALKS.items()
     }
 
 
@@ -328,10 +331,13 @@ def _walk_for(desc) -> str:
     tensors = [t for t in (desc.input, desc.output, getattr(desc, "output_indices", None)) if t is not None]
     window = desc.window
     out_w, channels = as_5d(desc.output.sizes, desc.output.strides)[0][4], desc.input.sizes[1]
-    if out_w % 4 == 0 and _row_span(window)[1] <= ROWS_MAX_CHUNKS and _contiguous_along(tensors, "w"):
+    span_fits = _row_span(window)[1] <= ROWS_MAX_CHUNKS
+    if out_w % 4 == 0 and span_fits and _contiguous_along(tensors, "w"):
         return "rows"
     if channels % 4 == 0 and _contiguous_along(tensors, "c"):
         return "channels"
+    if out_w >= 4 and span_fits and _contiguous_along(tensors[:1], "w"):
+        return "rows_tail"
     return "general"
 
 
@@ -366,9 +372,9 @@ def _window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "ge
     """A pass of a window-walk kernel: `walk` picks the walk (see _walk_for)."""
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
     n, c, out_d, out_h, out_w = as_5d(desc.output.sizes, desc.output.strides)[0]
-    if walk == "rows":  # (ow / 4, oh / ROWS, (n, c, od)): two output rows share their input rows
+    if walk in ("rows", "rows_tail"):  # (ow / 4, oh / ROWS, (n, c, od)): two output rows share input rows
         rows = 2 if out_h > 1 else 1
-        grid_constants, grid_params, grid = lines_grid(out_w // 4, -(-out_h // rows), n * c * out_d)
+        grid_constants, grid_params, grid = lines_grid(-(-out_w // 4), -(-out_h // rows), n * c * out_d)
         constants["LEAD"], constants["CHUNKS"] = _row_span(desc.window)
         constants["ROWS"] = rows
     elif walk == "channels":  # (c / 4, ow / COLS, (n, od, oh / ROWS)): 2 x 2 outputs share loads
@@ -402,7 +408,8 @@ def _window_walk_program(kernels_by_walk: dict, desc, roles: tuple, **constants)
     if walk == "general":
         return general
     fast = (_window_walk_pass(kernels_by_walk, desc, roles, walk, **constants),)
-    return Program(fast, aligned=tuple(r for r in roles if r is not None), fallback=general)
+    aligned = roles[:1] if walk == "rows_tail" else tuple(r for r in roles if r is not None)
+    return Program(fast, aligned=aligned, fallback=general)
 
 
 def _max_pool_program(desc) -> Program:

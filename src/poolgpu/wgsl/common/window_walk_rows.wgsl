@@ -5,9 +5,10 @@
 // prepared once (tap_of) for every tap that uses it: with two output rows, the input rows
 // their windows share (3x3 stride 2: one in three) are read once for both.
 //
-// Requires (kernels.py checks): x and y (and idx) contiguous along W, with rows and the
-// tensors' starts at multiples of 4 elements; out_w a multiple of 4; a span of at most
-// 8 chunks.
+// Requires (kernels.py checks): x contiguous along W, with rows and the tensor's start at
+// multiples of 4 elements; a span of at most 8 chunks.  The four outputs are stored by
+// store_four: common/rows_store4.wgsl where y (and idx) meet x's requirements and out_w is a
+// multiple of 4, else common/rows_store_tail.wgsl.
 
 override ROWS: u32 = 1u;
 
@@ -36,18 +37,6 @@ fn four_taps(acc: array<Acc, 4>, span: ptr<function, array<Tap, 32>>, first: i32
         a[3] = row_tap(a[3], (*span)[e + 3u * SW], first + i32(e + 3u * SW), row_inside, logical_row);
     }
     return a;
-}
-
-fn store_four(acc: array<Acc, 4>, at: Out) {
-    // (array values built in place: naga rejects a `var` array passed by value)
-    let values = array<Raw, 4>(
-        acc_value(acc[0], at),
-        acc_value(acc[1], Out(at.n, at.c, at.d, at.h, at.w + 1u)),
-        acc_value(acc[2], Out(at.n, at.c, at.d, at.h, at.w + 2u)),
-        acc_value(acc[3], Out(at.n, at.c, at.d, at.h, at.w + 3u)));
-    let indices = array<u32, 4>(acc_index(acc[0]), acc_index(acc[1]), acc_index(acc[2]), acc_index(acc[3]));
-    y_store4(y_offset(at), values);
-    idx_store4_index(idx_offset(at), indices);
 }
 
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
