@@ -68,8 +68,10 @@ def upload(device, array, layout="packed"):
     return device.upload(array, strides=layout_strides(array.shape, layout))
 
 
-def canary_tensor(device, desc, lead_bytes=12, tail_bytes=20):
-    """A tensor over a buffer filled with CANARY bytes, starting `lead_bytes` in."""
+def canary_tensor(device, desc, lead_bytes=32, tail_bytes=20):
+    """A tensor over a buffer filled with CANARY bytes, starting `lead_bytes` in.  The
+    default start is a multiple of 4 elements of every type, so the chunked kernels run
+    (an unaligned start, e.g. 12, tests their fallback instead)."""
     lead = lead_bytes - lead_bytes % desc.data_type.size
     size = lead + desc.total_size_in_bytes + tail_bytes
     size = (size + 3) & ~3

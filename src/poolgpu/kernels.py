@@ -579,6 +579,11 @@ MAX_POOL_GRAD_DISJOINT = Kernel(
     "max_pool_grad_disjoint.wgsl", (Slot("x", False), Slot("dy", False), Slot("dx", True)), value_slot="x",
     library=("window_constants.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl", "row_grid.wgsl"),
 )
+MAX_POOL_GRAD_DISJOINT_ROWS = Kernel(
+    "max_pool_grad_disjoint_rows.wgsl",
+    (Slot("x", False, snippet="read4_{storage}.wgsl"), Slot("dy", False), Slot("dx", True, snippet="write4_{storage}.wgsl")),
+    value_slot="x", library=("window_constants.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl", "row_grid.wgsl"),
+)
 MAX_POOL_GRAD_ROWS = Kernel(
     "max_pool_grad_rows.wgsl",
     (Slot("dy", False), Slot("arg", False), Slot("dx", True, snippet="write4_{storage}.wgsl")), value_slot="dy",
@@ -594,10 +599,10 @@ AVERAGE_POOL_GRAD = Kernel(
 )
 
 
-def _gradient_block_pass(kernel: Kernel, desc, tensors: dict, constants: dict) -> Pass:
+def _gradient_block_pass(kernel: Kernel, desc, tensors: dict, constants: dict, windows_w: int = 1) -> Pass:
     """One invocation per block of stride-many dx elements along each dimension (see
-    wgsl/common/windows_covering.wgsl), rows of blocks folded as in max pooling.
-    ``tensors`` maps slot names to description roles."""
+    wgsl/common/windows_covering.wgsl), or `windows_w` times the stride along W, rows of
+    blocks folded as in max pooling.  ``tensors`` maps slot names to description roles."""
     dy, dx, window = desc.input_gradient, desc.output_gradient, desc.window
     n, c, in_d, in_h, in_w = as_5d(dx.sizes, dx.strides)[0]
     _, _, out_d, out_h, out_w = as_5d(dy.sizes, dy.strides)[0]
@@ -606,6 +611,7 @@ def _gradient_block_pass(kernel: Kernel, desc, tensors: dict, constants: dict) -
         -(-(size + pad % stride) // stride)
         for size, stride, pad in zip((in_d, in_h, in_w), as_3d(window.strides, 1), as_3d(window.start_padding, 0))
     )
+    blocks_w = -(-blocks_w // windows_w)
     wg_x = 64
     grid_constants, grid_params, grid = row_grid(blocks_w, n * c * blocks_d * blocks_h, wg_x)
     params = {
@@ -678,7 +684,14 @@ def _max_pool_grad_program(desc) -> Program:
         # No dx element lies in two windows: one pass finds each argmax and writes its block
         # (measured faster than the two passes below on lavapipe, case B: 39 ms to 50).
         disjoint = {"x": "input", "dy": "input_gradient", "dx": "output_gradient"}
-        return Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT, desc, disjoint, {}),))
+        general = Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT, desc, disjoint, {}),))
+        in_w = desc.input.sizes[-1]  # dx rows are written in whole chunks
+        if in_w % 4 or window.start_padding[-1] or window.strides[-1] > 8 or \
+                not _contiguous_along([desc.input, desc.output_gradient], "w"):
+            return general
+        # four windows along W per invocation, x and dx in 4-element chunks (B: 39 ms to 23)
+        rows = Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT_ROWS, desc, disjoint, {}, windows_w=4),))
+        return replace(rows, aligned=("input", "output_gradient"), fallback=general)
     general = two_passes("general", rows=False)
     walk, rows = _walk_for(desc.forward), _gathers_rows(desc)
     if walk == "general" and not rows:

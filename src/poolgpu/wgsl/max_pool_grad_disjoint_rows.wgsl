@@ -1,0 +1,106 @@
+// Max pooling gradient where windows do not overlap (as max_pool_grad_disjoint.wgsl) and x
+// and dx are contiguous along W: one invocation owns the dx elements of four neighbouring
+// windows along W, a block of SD x SH x 4 * SW elements whose rows are SW aligned 4-element
+// chunks, so x is read and dx written a chunk at a time (the block pass reads and writes
+// element by element).  Same argmax rule, same bits.
+//
+// Requires (kernels.py checks): x and dx contiguous along W, with rows and the tensors'
+// starts at multiples of 4 elements; in_w a multiple of 4 (dx rows are whole chunks); no
+// start padding along W (window ow's taps start at column ow * SW); SW <= 8.
+//
+// Prepended by kernels.py: the value type (Raw, Key, key_of, key_gt) and the tensors
+// x (x_load4), dy (dy_load) and dx (dx_store4); library: window_constants.wgsl,
+// windows_covering.wgsl (block_element, block_of), max_accumulator.wgsl, row_grid.wgsl.
+
+override WG_X: u32 = 64u;
+
+struct Params {
+    x_base: u32, dy_base: u32, dx_base: u32,
+    channels: u32,
+    in_d: u32, in_h: u32, in_w: u32,      // the forward input's (x's, dx's) spatial sizes
+    out_d: u32, out_h: u32, out_w: u32,   // the forward output's (dy's)
+    blocks_d: u32, blocks_h: u32, blocks_w: u32,
+    x_n: u32, x_c: u32, x_d: u32, x_h: u32, x_w: u32,
+    dy_n: u32, dy_c: u32, dy_d: u32, dy_h: u32, dy_w: u32,
+    dx_n: u32, dx_c: u32, dx_d: u32, dx_h: u32, dx_w: u32,
+    // rows of blocks_w blocks, N * C * blocks_d * blocks_h in all (common/row_grid.wgsl)
+    column_groups: u32, rows: u32, row_origin: u32,
+}
+@group(0) @binding(0) var<uniform> params: Params;
+
+// Window v's tap at span element e (column w0 + e; inside the row unless past in_w: end padding).
+fn tap(acc: Acc, span: ptr<function, array<Tap, 32>>, e: u32, w0: u32, row_inside: bool, logical_row: u32) -> Acc {
+    return acc_add(acc, (*span)[e], logical_row + w0 + e, row_inside && w0 + e < params.in_w);
+}
+
+@compute @workgroup_size(WG_X)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
+    let block = block_of(wg, lane);
+    if (!block.inside) { return; }
+    let ow0 = 4u * block.w;   // the block's first window column
+    let w0 = ow0 * SW;        // and its first dx column
+    // The block's windows start where the block does: tap k is block element k * dilation.
+    let od = block.d + PD / SD;
+    let oh = block.h + PH / SH;
+    let rows_have_windows = od < params.out_d && oh < params.out_h;
+    let x_plane = params.x_base + block.n * params.x_n + block.c * params.x_c;
+    let logical_plane = block.nc * params.in_d * params.in_h * params.in_w;
+    let last_chunk = params.in_w - 4u;
+
+    var acc = array<Acc, 4>(acc_new(), acc_new(), acc_new(), acc_new());
+    for (var kd = 0u; kd < KD; kd++) {
+        let d = block_element(block.d, kd * LD, SD, PD, params.in_d);
+        for (var kh = 0u; kh < KH; kh++) {
+            let h = block_element(block.h, kh * LH, SH, PH, params.in_h);
+            let row_inside = d.inside && h.inside;
+            let row = x_plane + select(0u, d.at * params.x_d + h.at * params.x_h, row_inside);
+            let logical_row = logical_plane + (d.at * params.in_h + h.at) * params.in_w;
+            var span: array<Tap, 32>;   // 4 * SW elements
+            for (var j = 0u; j < SW; j++) {
+                let chunk = x_load4(row + min(w0 + 4u * j, last_chunk));   // past the row: padding
+                span[4u * j] = tap_of(chunk[0]);
+                span[4u * j + 1u] = tap_of(chunk[1]);
+                span[4u * j + 2u] = tap_of(chunk[2]);
+                span[4u * j + 3u] = tap_of(chunk[3]);
+            }
+            for (var kw = 0u; kw < KW; kw++) {
+                let e = kw * LW;   // window v's tap kw is span element v * SW + e
+                acc[0] = tap(acc[0], &span, e, w0, row_inside, logical_row);
+                acc[1] = tap(acc[1], &span, SW + e, w0, row_inside, logical_row);
+                acc[2] = tap(acc[2], &span, 2u * SW + e, w0, row_inside, logical_row);
+                acc[3] = tap(acc[3], &span, 3u * SW + e, w0, row_inside, logical_row);
+            }
+        }
+    }
+
+    // Each window's dy goes to its argmax; the block's other elements get zero.
+    var winner: array<u32, 4>;
+    var dy: array<Raw, 4>;
+    let dy_row = params.dy_base + block.n * params.dy_n + block.c * params.dy_c
+                 + select(0u, od * params.dy_d + oh * params.dy_h, rows_have_windows);
+    for (var v = 0u; v < 4u; v++) {
+        let has_window = rows_have_windows && ow0 + v < params.out_w;
+        winner[v] = select(0xffffffffu, acc[v].index, has_window && acc[v].found);
+        dy[v] = dy_load(dy_row + min(ow0 + v, params.out_w - 1u) * params.dy_w);
+    }
+    let dx_plane = params.dx_base + block.n * params.dx_n + block.c * params.dx_c;
+    for (var rd = 0u; rd < SD; rd++) {
+        let d = block_element(block.d, rd, SD, PD, params.in_d);
+        if (!d.inside) { continue; }
+        for (var rh = 0u; rh < SH; rh++) {
+            let h = block_element(block.h, rh, SH, PH, params.in_h);
+            if (!h.inside) { continue; }
+            let me = logical_plane + (d.at * params.in_h + h.at) * params.in_w + w0;   // as acc_add saw it
+            let dx_row = dx_plane + d.at * params.dx_d + h.at * params.dx_h + w0;
+            for (var j = 0u; j < SW; j++) {
+                if (w0 + 4u * j >= params.in_w) { break; }
+                let e = 4u * j;
+                dx_store4(dx_row + e, array<Raw, 4>(
+                    select(Raw(), dy[e / SW], me + e == winner[e / SW]),
+                    select(Raw(), dy[(e + 1u) / SW], me + e + 1u == winner[(e + 1u) / SW]),
+                    select(Raw(), dy[(e + 2u) / SW], me + e + 2u == winner[(e + 2u) / SW]),
+                    select(Raw(), dy[(e + 3u) / SW], me + e + 3u == winner[(e + 3u) / SW])));
+            }
+        }
+    }
+}
