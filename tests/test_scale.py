@@ -195,6 +195,24 @@ def test_every_operator_chunks_over_many_planes(device, operator):
         assert same_bits(a, b)
 
 
+@pytest.mark.parametrize("operator", ["max_grad", "average_grad"])
+def test_channels_last_gradients_chunk_over_whole_batches(device, operator):
+    """Channels-last dx: the block gathers run lanes along C (70: a partial group of 64),
+    whose units are whole batches."""
+    case = dict(operator=operator, sizes=(3, 70, 3, 5), window_size=(2, 2), strides=(1, 2), dilations=(1, 1),
+                start_padding=(1, 0), end_padding=(0, 1), output_size=(2, 3), indices=None,
+                data_type=pg.DataType.FLOAT32, in_layout="channels_last", out_layout="channels_last",
+                extra_bytes=0, seed=3)
+    desc, arrays = describe(case)
+    assert dict(kernels.program_for(desc).passes[-1].constants).get("CHANNEL_LANES")
+    _, expected = run(device, desc, arrays)
+    small = smallest_bounded(device, desc)
+    op, got = run(small, desc, arrays)
+    assert len(op._program.passes) > len(device.compile(desc)._program.passes), "not chunked"
+    for a, b in zip(got, expected):
+        assert same_bits(a, b)
+
+
 def test_chunks_follow_whole_batches_for_channels_last_walks(device):
     # NHWC with C a multiple of 4: the channels walk, whose units are whole batches
     x = random_values("float32", (6, 8, 4, 4), np.random.default_rng(1))

@@ -613,7 +613,17 @@ def _gradient_block_pass(kernel: Kernel, desc, tensors: dict, constants: dict, w
     )
     blocks_w = -(-blocks_w // windows_w)
     wg_x = 64
-    grid_constants, grid_params, grid = row_grid(blocks_w, n * c * blocks_d * blocks_h, wg_x)
+    # channels-last dx: lanes along C, so neighbouring lanes touch neighbouring elements
+    # (coalesced), not elements C apart (lavapipe, A and B NHWC: 10-25% faster)
+    channel_lanes = c > 1 and _strides_5d(dx).get("c") == 1 and windows_w == 1
+    if channel_lanes:
+        per_n = blocks_d * blocks_h * blocks_w
+        grid_constants, grid_params, grid = row_grid(c, n * per_n, wg_x)
+        split = Split(per_n, partial(_rows_regrid, c, wg_x), whole_n=True)
+        grid_constants["CHANNEL_LANES"] = True
+    else:
+        grid_constants, grid_params, grid = row_grid(blocks_w, n * c * blocks_d * blocks_h, wg_x)
+        split = Split(blocks_d * blocks_h, partial(_rows_regrid, blocks_w, wg_x))
     params = {
         "channels": c,
         "in_d": in_d, "in_h": in_h, "in_w": in_w,
@@ -626,7 +636,6 @@ def _gradient_block_pass(kernel: Kernel, desc, tensors: dict, constants: dict, w
         if role in described:
             params.update(tensor_stride_params(slot, described[role]))
     constants = {**grid_constants, **window_constants(window), **constants}
-    split = Split(blocks_d * blocks_h, partial(_rows_regrid, blocks_w, wg_x))
     return Pass(kernel, tuple(tensors.values()), sorted_constants(constants), params, grid, split)
 
 
