@@ -436,3 +436,23 @@ def test_disjoint_windows_over_rows_read_and_write_in_chunks(device, data_type, 
     want[idx.ravel()] = dy.ravel()
     assert same_bits(dx.numpy(), want.reshape(x.shape))
     assert_canaries_intact(dx)
+
+
+@pytest.mark.parametrize("operator", ["max", "average"])
+def test_global_window_gradients_take_one_tap_per_element(device, operator):
+    """A dimension with a single window (global pooling) is gathered as if its windows could
+    not overlap, whatever its stride: the max gradient runs the one-pass kernel, and both
+    match the reference."""
+    rng = np.random.default_rng(23)
+    x = random_values(F32, (2, 5, 7, 6), rng, specials=False)
+    geometry = dict(window_size=(7, 3), strides=(1, 3), start_padding=(0, 1), end_padding=(0, 2))
+    dy = random_values(F32, pg.pooling_output_sizes(x.shape, **geometry), rng, specials=False)
+    assert dy.shape[2] == 1
+    if operator == "max":
+        desc = pg.MaxPoolingGradDesc(pg.TensorDesc(F32, x.shape), pg.TensorDesc(F32, dy.shape), **geometry)
+        assert [p.kernel.file for p in kernels.program_for(desc).passes] == ["max_pool_grad_disjoint.wgsl"]
+        got, want = pg.max_pool_grad(x, dy, device=device, **geometry), reference.max_pool_grad(x, dy, **geometry)
+    else:
+        got = pg.average_pool_grad(dy, x.shape, device=device, **geometry)
+        want = reference.average_pool_grad(dy, x.shape, **geometry)
+    assert_gradient_close(got, want, dy)

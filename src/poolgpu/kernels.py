@@ -673,7 +673,19 @@ def _gradient_rows_pass(kernel: Kernel, desc, tensors: dict, constants: dict) ->
     return Pass(kernel, tuple(tensors.values()), sorted_constants(constants), params, grid, split)
 
 
+def _lone_windows_disjoint(desc):
+    """``desc`` with the stride of every dimension that has a single window (output size 1)
+    raised to the window's extent: the same windows and results, but the gathers see
+    windows that cannot overlap there (global pooling's gradient: one tap per dx element,
+    not a search over the whole window for the one window)."""
+    out_sizes = desc.input_gradient.sizes[2:]
+    window = desc.window
+    strides = tuple(max(s, e) if o == 1 else s for s, e, o in zip(window.strides, window.extents, out_sizes))
+    return desc if strides == window.strides else replace(desc, strides=strides)
+
+
 def _max_pool_grad_program(desc) -> Program:
+    desc = _lone_windows_disjoint(desc)
     window = desc.window
     scratch = (("argmax", desc.forward.output_indices),)
     tensors = {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}
@@ -710,6 +722,7 @@ def _max_pool_grad_program(desc) -> Program:
 
 
 def _average_pool_grad_program(desc) -> Program:
+    desc = _lone_windows_disjoint(desc)
     tensors = {"dy": "input_gradient", "dx": "output_gradient"}
     constants = {"INCLUDE_PADDING": desc.include_padding}
     general = Program((_gradient_block_pass(AVERAGE_POOL_GRAD, desc, tensors, {**constants, **_tap_steps(desc.window)}),))
