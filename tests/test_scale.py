@@ -195,17 +195,29 @@ def test_every_operator_chunks_over_many_planes(device, operator):
         assert same_bits(a, b)
 
 
+@pytest.mark.parametrize("channels", [8, 70])
 @pytest.mark.parametrize("operator", ["max_grad", "average_grad"])
-def test_channels_last_gradients_chunk_over_whole_batches(device, operator):
+def test_channels_last_gradients_chunk_over_whole_batches(device, operator, channels):
     """Channels-last dx: the block gathers run lanes along C (70: a partial group of 64),
-    whose units are whole batches."""
-    case = dict(operator=operator, sizes=(3, 70, 3, 5), window_size=(2, 2), strides=(1, 2), dilations=(1, 1),
+    whose units are whole batches; the max gradient's argmax is channels-last too (8: from
+    the channels walk)."""
+    case = dict(operator=operator, sizes=(3, channels, 3, 5), window_size=(2, 2), strides=(1, 2), dilations=(1, 1),
                 start_padding=(1, 0), end_padding=(0, 1), output_size=(2, 3), indices=None,
                 data_type=pg.DataType.FLOAT32, in_layout="channels_last", out_layout="channels_last",
                 extra_bytes=0, seed=3)
     desc, arrays = describe(case)
-    assert dict(kernels.program_for(desc).passes[-1].constants).get("CHANNEL_LANES")
+    program = kernels.program_for(desc)
+    assert dict(program.passes[-1].constants).get("CHANNEL_LANES")
+    if operator == "max_grad":
+        walk = "window_walk_channels.wgsl" if channels % 4 == 0 else "window_walk.wgsl"
+        assert program.passes[0].kernel.library[-1] == walk and program.scratch[0][1].strides[1] == 1
     _, expected = run(device, desc, arrays)
+    geometry = {k: case[k] for k in ("window_size", "strides", "start_padding", "end_padding", "dilations")}
+    if operator == "max_grad":
+        want = reference.max_pool_grad(arrays["input"], arrays["input_gradient"], **geometry)
+    else:
+        want = reference.average_pool_grad(arrays["input_gradient"], case["sizes"], include_padding=True, **geometry)
+    np.testing.assert_allclose(expected[0], want, rtol=1e-6, atol=1e-6)
     small = smallest_bounded(device, desc)
     op, got = run(small, desc, arrays)
     assert len(op._program.passes) > len(device.compile(desc)._program.passes), "not chunked"

@@ -599,7 +599,23 @@ AVERAGE_POOL_GRAD = Kernel(
 )
 
 
-def _gradient_block_pass(kernel: Kernel, desc, tensors: dict, constants: dict, windows_w: int = 1) -> Pass:
+def _channel_lanes(dx) -> bool:
+    """Whether the block gathers run lanes along C (common/windows_covering.wgsl's
+    CHANNEL_LANES): dx channels-last, so neighbouring lanes touch neighbouring elements
+    (coalesced), not elements C apart (lavapipe, A and B NHWC: 10-25% faster)."""
+    return dx.sizes[1] > 1 and _strides_5d(dx).get("c") == 1
+
+
+def _channels_last(data_type: DataType, sizes: tuple) -> TensorDesc:
+    """A packed channels-last tensor: C innermost, then W, H, D, N."""
+    strides, step = [0] * len(sizes), 1
+    for axis in [1] + list(range(len(sizes) - 1, 1, -1)) + [0]:
+        strides[axis], step = step, step * sizes[axis]
+    return TensorDesc(data_type, sizes, tuple(strides))
+
+
+def _gradient_block_pass(kernel: Kernel, desc, tensors: dict, constants: dict, windows_w: int = 1,
+                         scratch: Mapping[str, TensorDesc] = {}) -> Pass:
     """One invocation per block of stride-many dx elements along each dimension (see
     wgsl/common/windows_covering.wgsl), or `windows_w` times the stride along W, rows of
     blocks folded as in max pooling.  ``tensors`` maps slot names to description roles."""
@@ -613,10 +629,7 @@ def _gradient_block_pass(kernel: Kernel, desc, tensors: dict, constants: dict, w
     )
     blocks_w = -(-blocks_w // windows_w)
     wg_x = 64
-    # channels-last dx: lanes along C, so neighbouring lanes touch neighbouring elements
-    # (coalesced), not elements C apart (lavapipe, A and B NHWC: 10-25% faster)
-    channel_lanes = c > 1 and _strides_5d(dx).get("c") == 1 and windows_w == 1
-    if channel_lanes:
+    if windows_w == 1 and _channel_lanes(dx):
         per_n = blocks_d * blocks_h * blocks_w
         grid_constants, grid_params, grid = row_grid(c, n * per_n, wg_x)
         split = Split(per_n, partial(_rows_regrid, c, wg_x), whole_n=True)
@@ -631,7 +644,7 @@ def _gradient_block_pass(kernel: Kernel, desc, tensors: dict, constants: dict, w
         "blocks_d": blocks_d, "blocks_h": blocks_h, "blocks_w": blocks_w,
         **grid_params,
     }
-    described = dict(desc.input_tensors() + desc.output_tensors())
+    described = dict(desc.input_tensors() + desc.output_tensors(), **scratch)
     for slot, role in tensors.items():
         if role in described:
             params.update(tensor_stride_params(slot, described[role]))
@@ -687,18 +700,26 @@ def _lone_windows_disjoint(desc):
 def _max_pool_grad_program(desc) -> Program:
     desc = _lone_windows_disjoint(desc)
     window = desc.window
-    scratch = (("argmax", desc.forward.output_indices),)
+    forward = desc.forward
+    if _channel_lanes(desc.output_gradient) and _strides_5d(desc.input).get("c") == 1:
+        # channels-last x and dx: a channels-last argmax too (and output, which pass 1 does
+        # not write), so that pass 1 can take the channels walk and the gather (lanes along
+        # C) reads it coalesced
+        sizes = forward.output.sizes
+        forward = replace(forward, output=_channels_last(forward.output.data_type, sizes),
+                          output_indices=_channels_last(DataType.UINT32, sizes))
+    scratch = (("argmax", forward.output_indices),)
     tensors = {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}
 
     def two_passes(walk: str, rows: bool) -> Program:
         # Pass 1: forward max pooling writing only each window's argmax (into scratch; no
         # forward values: the y slot is absent); pass 2: the gather adding each window's dy
         # at its argmax.
-        argmax = _window_walk_pass(MAX_POOL, desc.forward, ("input", None, "argmax"), walk)
+        argmax = _window_walk_pass(MAX_POOL, forward, ("input", None, "argmax"), walk)
         if rows:
             gather = _gradient_rows_pass(MAX_POOL_GRAD_ROWS, desc, tensors, {})
         else:
-            gather = _gradient_block_pass(MAX_POOL_GRAD, desc, tensors, _tap_steps(window))
+            gather = _gradient_block_pass(MAX_POOL_GRAD, desc, tensors, _tap_steps(window), scratch=dict(scratch))
         return Program((argmax, gather), scratch=scratch)
 
     if all(s >= e for s, e in zip(window.strides, window.extents)):
@@ -714,7 +735,7 @@ def _max_pool_grad_program(desc) -> Program:
         rows = Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT_ROWS, desc, disjoint, {}, windows_w=4),))
         return replace(rows, aligned=("input", "output_gradient"), fallback=general)
     general = two_passes("general", rows=False)
-    walk, rows = _walk_for(desc.forward), _gathers_rows(desc)
+    walk, rows = _walk_for(forward), _gathers_rows(desc)
     if walk == "general" and not rows:
         return general
     aligned = (("input",) if walk != "general" else ()) + (("output_gradient",) if rows else ())

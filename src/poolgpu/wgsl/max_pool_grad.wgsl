@@ -24,6 +24,7 @@ struct Params {
     blocks_d: u32, blocks_h: u32, blocks_w: u32,
     dy_n: u32, dy_c: u32, dy_d: u32, dy_h: u32, dy_w: u32,
     dx_n: u32, dx_c: u32, dx_d: u32, dx_h: u32, dx_w: u32,
+    arg_n: u32, arg_c: u32, arg_d: u32, arg_h: u32, arg_w: u32,   // packed, or channels-last with dx
     // rows of blocks_w blocks, N * C * blocks_d * blocks_h in all (common/row_grid.wgsl)
     column_groups: u32, rows: u32, row_origin: u32,
 }
@@ -36,7 +37,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let bd = block.d;  let bh = block.h;  let bw = block.w;
     let nc = block.nc;  let n = block.n;  let c = block.c;
 
-    let arg_plane = params.arg_base + nc * params.out_d * params.out_h * params.out_w;
+    let arg_plane = params.arg_base + n * params.arg_n + c * params.arg_c;
     let dy_plane = params.dy_base + n * params.dy_n + c * params.dy_c;
     let dx_plane = params.dx_base + n * params.dx_n + c * params.dx_c;
     for (var rd = 0u; rd < SD; rd++) {
@@ -60,7 +61,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                             let ow = block_window(bw, rw, kw, SW, LW, PW, params.out_w);
                             if (!ow.hit) { continue; }
                             // select, not a branch: both loads unconditional vectorise better
-                            let hit = arg_load(arg_plane + (od.o * params.out_h + oh.o) * params.out_w + ow.o) == me;
+                            let hit = arg_load(arg_plane + od.o * params.arg_d + oh.o * params.arg_h + ow.o * params.arg_w) == me;
                             let dy = to_f32(dy_load(dy_plane + od.o * params.dy_d + oh.o * params.dy_h + ow.o * params.dy_w));
                             sum += select(0.0, dy, hit);
                         }
