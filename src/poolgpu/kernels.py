@@ -584,6 +584,12 @@ MAX_POOL_GRAD_DISJOINT_ROWS = Kernel(
     (Slot("x", False, snippet="read4_{storage}.wgsl"), Slot("dy", False), Slot("dx", True, snippet="write4_{storage}.wgsl")),
     value_slot="x", library=("window_constants.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl", "row_grid.wgsl"),
 )
+MAX_POOL_GRAD_CHANNELS = Kernel(
+    "max_pool_grad_channels.wgsl",
+    (Slot("dy", False, snippet="read4_{storage}.wgsl"), Slot("arg", False, snippet="read4_b32.wgsl"),
+     Slot("dx", True, snippet="write4_{storage}.wgsl")),
+    value_slot="dy", library=("window_constants.wgsl", "windows_covering.wgsl", "row_grid.wgsl"),
+)
 MAX_POOL_GRAD_ROWS = Kernel(
     "max_pool_grad_rows.wgsl",
     (Slot("dy", False), Slot("arg", False), Slot("dx", True, snippet="write4_{storage}.wgsl")), value_slot="dy",
@@ -615,10 +621,12 @@ def _channels_last(data_type: DataType, sizes: tuple) -> TensorDesc:
 
 
 def _gradient_block_pass(kernel: Kernel, desc, tensors: dict, constants: dict, windows_w: int = 1,
-                         scratch: Mapping[str, TensorDesc] = {}) -> Pass:
+                         scratch: Mapping[str, TensorDesc] = {}, channels_per_lane: int = 1) -> Pass:
     """One invocation per block of stride-many dx elements along each dimension (see
     wgsl/common/windows_covering.wgsl), or `windows_w` times the stride along W, rows of
-    blocks folded as in max pooling.  ``tensors`` maps slot names to description roles."""
+    blocks folded as in max pooling; over channels-last dx, lanes along C, each taking
+    `channels_per_lane` channels.  ``tensors`` maps slot names to description roles (or
+    ``scratch`` names)."""
     dy, dx, window = desc.input_gradient, desc.output_gradient, desc.window
     n, c, in_d, in_h, in_w = as_5d(dx.sizes, dx.strides)[0]
     _, _, out_d, out_h, out_w = as_5d(dy.sizes, dy.strides)[0]
@@ -630,10 +638,10 @@ def _gradient_block_pass(kernel: Kernel, desc, tensors: dict, constants: dict, w
     blocks_w = -(-blocks_w // windows_w)
     wg_x = 64
     if windows_w == 1 and _channel_lanes(dx):
-        per_n = blocks_d * blocks_h * blocks_w
-        grid_constants, grid_params, grid = row_grid(c, n * per_n, wg_x)
-        split = Split(per_n, partial(_rows_regrid, c, wg_x), whole_n=True)
-        grid_constants["CHANNEL_LANES"] = True
+        per_n, lanes = blocks_d * blocks_h * blocks_w, -(-c // channels_per_lane)
+        grid_constants, grid_params, grid = row_grid(lanes, n * per_n, wg_x)
+        split = Split(per_n, partial(_rows_regrid, lanes, wg_x), whole_n=True)
+        grid_constants.update(CHANNEL_LANES=True, CHANNELS_PER_LANE=channels_per_lane)
     else:
         grid_constants, grid_params, grid = row_grid(blocks_w, n * c * blocks_d * blocks_h, wg_x)
         split = Split(blocks_d * blocks_h, partial(_rows_regrid, blocks_w, wg_x))
@@ -701,7 +709,8 @@ def _max_pool_grad_program(desc) -> Program:
     desc = _lone_windows_disjoint(desc)
     window = desc.window
     forward = desc.forward
-    if _channel_lanes(desc.output_gradient) and _strides_5d(desc.input).get("c") == 1:
+    channels_last = _channel_lanes(desc.output_gradient) and _strides_5d(desc.input).get("c") == 1
+    if channels_last:
         # channels-last x and dx: a channels-last argmax too (and output, which pass 1 does
         # not write), so that pass 1 can take the channels walk and the gather (lanes along
         # C) reads it coalesced
@@ -711,13 +720,16 @@ def _max_pool_grad_program(desc) -> Program:
     scratch = (("argmax", forward.output_indices),)
     tensors = {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}
 
-    def two_passes(walk: str, rows: bool) -> Program:
+    def two_passes(walk: str, rows: bool, channels: bool = False) -> Program:
         # Pass 1: forward max pooling writing only each window's argmax (into scratch; no
         # forward values: the y slot is absent); pass 2: the gather adding each window's dy
         # at its argmax.
         argmax = _window_walk_pass(MAX_POOL, forward, ("input", None, "argmax"), walk)
         if rows:
             gather = _gradient_rows_pass(MAX_POOL_GRAD_ROWS, desc, tensors, {})
+        elif channels:  # four channels per invocation, in 4-element chunks
+            gather = _gradient_block_pass(MAX_POOL_GRAD_CHANNELS, desc, tensors, _tap_steps(window),
+                                          scratch=dict(scratch), channels_per_lane=4)
         else:
             gather = _gradient_block_pass(MAX_POOL_GRAD, desc, tensors, _tap_steps(window), scratch=dict(scratch))
         return Program((argmax, gather), scratch=scratch)
@@ -736,10 +748,13 @@ def _max_pool_grad_program(desc) -> Program:
         return replace(rows, aligned=("input", "output_gradient"), fallback=general)
     general = two_passes("general", rows=False)
     walk, rows = _walk_for(forward), _gathers_rows(desc)
-    if walk == "general" and not rows:
+    channels = channels_last and desc.input.sizes[1] % 4 == 0 and \
+        _contiguous_along([desc.input_gradient, desc.output_gradient], "c")
+    if walk == "general" and not rows and not channels:
         return general
-    aligned = (("input",) if walk != "general" else ()) + (("output_gradient",) if rows else ())
-    return replace(two_passes(walk, rows), aligned=aligned, fallback=general)
+    aligned = (("input",) if walk != "general" else ()) + (("output_gradient",) if rows else ()) + \
+        (("input_gradient", "output_gradient") if channels else ())
+    return replace(two_passes(walk, rows, channels), aligned=aligned, fallback=general)
 
 
 def _average_pool_grad_program(desc) -> Program:

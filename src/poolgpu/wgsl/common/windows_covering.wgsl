@@ -35,17 +35,20 @@ fn block_window(b: u32, r: u32, k: u32, stride: u32, dilation: u32, pad: u32, co
 // The block this invocation owns in the grid of common/row_grid.wgsl: its coordinates and
 // its plane nc = n * C + c; `inside` false past the grid's end.  Rows of blocks along W,
 // one row per (n, c, bd, bh); or, with CHANNEL_LANES (channels-last dx: neighbouring lanes
-// then touch neighbouring elements), rows of channels, one row per (n, bd, bh, bw).  Reads
-// the Params fields blocks_d, blocks_h, blocks_w and channels.
+// then touch neighbouring elements), rows of channels (of CHANNELS_PER_LANE channels from c
+// on), one row per (n, bd, bh, bw).  Reads the Params fields blocks_d, blocks_h, blocks_w
+// and channels.
 override CHANNEL_LANES: bool = false;
+override CHANNELS_PER_LANE: u32 = 1u;
 struct Block { d: u32, h: u32, w: u32, nc: u32, n: u32, c: u32, inside: bool }
 fn block_of(wg: vec3<u32>, lane: u32) -> Block {
     let at = row_position(wg, lane);
     if (CHANNEL_LANES) {
         let bhw = at.row / params.blocks_w;
         let n = bhw / (params.blocks_h * params.blocks_d);
+        let c = at.column * CHANNELS_PER_LANE;
         return Block((bhw / params.blocks_h) % params.blocks_d, bhw % params.blocks_h, at.row % params.blocks_w,
-                     n * params.channels + at.column, n, at.column, at.inside && at.column < params.channels);
+                     n * params.channels + c, n, c, at.inside && c < params.channels);
     }
     let nc = at.row / (params.blocks_h * params.blocks_d);
     return Block((at.row / params.blocks_h) % params.blocks_d, at.row % params.blocks_h, at.column,
