@@ -458,23 +458,33 @@ def test_global_window_gradients_take_one_tap_per_element(device, operator):
     assert_gradient_close(got, want, dy)
 
 
+@pytest.mark.parametrize("operator", ["max", "average"])
 @pytest.mark.parametrize("data_type", FLOAT_TYPES)
 @pytest.mark.parametrize("geometry", [
     dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1)),
     dict(window_size=(2, 3), strides=(1, 2), dilations=(2, 1), end_padding=(1, 0)),
 ])
-def test_channels_last_max_pool_grad_four_channels_at_a_time(device, data_type, geometry):
-    """x, dy and dx channels-last with C a multiple of 4: a channels-last argmax from the
-    channels walk, then the gather of four channels per invocation, in 4-element chunks."""
+def test_channels_last_gradients_four_channels_at_a_time(device, operator, data_type, geometry):
+    """dy and dx (and for max, x) channels-last with C a multiple of 4: the block gather
+    takes four channels per invocation in 4-element chunks (for max, from a channels-last
+    argmax written by the channels walk)."""
     rng = np.random.default_rng(29)
     x = random_values(data_type, (2, 8, 7, 9), rng)  # NaN, infinities, ties
     out_sizes = pg.pooling_output_sizes(x.shape, **geometry)
     dy = random_values(data_type, out_sizes, rng, specials=False)
     nhwc = lambda sizes: pg.TensorDesc(data_type, sizes, layout_strides(sizes, "channels_last"))  # noqa: E731
-    desc = pg.MaxPoolingGradDesc(nhwc(x.shape), nhwc(out_sizes), nhwc(x.shape), **geometry)
-    files = [p.kernel.file for p in kernels.program_for(desc).passes]
-    assert files == ["max_pool.wgsl", "max_pool_grad_channels.wgsl"]
+    if operator == "max":
+        desc = pg.MaxPoolingGradDesc(nhwc(x.shape), nhwc(out_sizes), nhwc(x.shape), **geometry)
+        inputs = (upload(device, x, "channels_last"), upload(device, dy, "channels_last"))
+        want = reference.max_pool_grad(x, dy, **geometry)
+        assert kernels.program_for(desc).passes[0].kernel.library[-1] == "window_walk_channels.wgsl"
+    else:
+        desc = pg.AveragePoolingGradDesc(nhwc(out_sizes), nhwc(x.shape), include_padding=True, **geometry)
+        inputs = (upload(device, dy, "channels_last"),)
+        want = reference.average_pool_grad(dy, x.shape, include_padding=True, **geometry)
+    gather = kernels.program_for(desc).passes[-1]
+    assert gather.kernel.library[-1] in ("gather_lanes4.wgsl", "argmax_lanes4.wgsl")
     dx = canary_tensor(device, desc.output_gradient)
-    device.compile(desc)(upload(device, x, "channels_last"), upload(device, dy, "channels_last"), out=dx)
+    device.compile(desc)(*inputs, out=dx)
     assert_canaries_intact(dx)
-    assert_gradient_close(dx.numpy(), reference.max_pool_grad(x, dy, **geometry), dy)
+    assert_gradient_close(dx.numpy(), want, dy)

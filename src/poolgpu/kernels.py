@@ -571,10 +571,20 @@ def _roi_pool_program(desc) -> Program:
 # Gradients: each invocation owns a block of dx elements and gathers what lands on them
 # (deterministic: no atomics, a fixed summation order)
 
-MAX_POOL_GRAD = Kernel(
-    "max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True)), value_slot="dy",
-    library=("window_constants.wgsl", "windows_covering.wgsl", "row_grid.wgsl"),
-)
+def _block_gather_kernels(file: str, slots: tuple, library: tuple, argmax: bool) -> tuple:
+    """A block gather's kernel with one channel per invocation, and with four over
+    channels-last tensors (chunked dy, arg and dx; common/gather_lanes4.wgsl)."""
+    shared = ("window_constants.wgsl",) + library + ("windows_covering.wgsl", "row_grid.wgsl")
+    lanes = {n: (f"gather_lanes{n}.wgsl",) + ((f"argmax_lanes{n}.wgsl",) if argmax else ()) for n in (1, 4)}
+    chunked = {"dy": "read4_{storage}.wgsl", "arg": "read4_b32.wgsl", "dx": "write4_{storage}.wgsl"}
+    four = tuple(replace(s, snippet=chunked[s.name]) for s in slots)
+    return (Kernel(file, slots, "dy", library=shared + lanes[1]), Kernel(file, four, "dy", library=shared + lanes[4]))
+
+
+MAX_POOL_GRAD, MAX_POOL_GRAD_CHANNELS = _block_gather_kernels(
+    "max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True)), (), argmax=True)
+AVERAGE_POOL_GRAD, AVERAGE_POOL_GRAD_CHANNELS = _block_gather_kernels(
+    "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)), ("average_divisor.wgsl",), argmax=False)
 MAX_POOL_GRAD_DISJOINT = Kernel(
     "max_pool_grad_disjoint.wgsl", (Slot("x", False), Slot("dy", False), Slot("dx", True)), value_slot="x",
     library=("window_constants.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl", "row_grid.wgsl"),
@@ -583,12 +593,6 @@ MAX_POOL_GRAD_DISJOINT_ROWS = Kernel(
     "max_pool_grad_disjoint_rows.wgsl",
     (Slot("x", False, snippet="read4_{storage}.wgsl"), Slot("dy", False), Slot("dx", True, snippet="write4_{storage}.wgsl")),
     value_slot="x", library=("window_constants.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl", "row_grid.wgsl"),
-)
-MAX_POOL_GRAD_CHANNELS = Kernel(
-    "max_pool_grad_channels.wgsl",
-    (Slot("dy", False, snippet="read4_{storage}.wgsl"), Slot("arg", False, snippet="read4_b32.wgsl"),
-     Slot("dx", True, snippet="write4_{storage}.wgsl")),
-    value_slot="dy", library=("window_constants.wgsl", "windows_covering.wgsl", "row_grid.wgsl"),
 )
 MAX_POOL_GRAD_ROWS = Kernel(
     "max_pool_grad_rows.wgsl",
@@ -599,10 +603,6 @@ AVERAGE_POOL_GRAD_ROWS = Kernel(
     "average_pool_grad_rows.wgsl", (Slot("dy", False), Slot("dx", True, snippet="write4_{storage}.wgsl")),
     value_slot="dy", library=("grid.wgsl", "window_constants.wgsl", "average_divisor.wgsl", "gather_rows.wgsl"),
 )
-AVERAGE_POOL_GRAD = Kernel(
-    "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)), value_slot="dy",
-    library=("window_constants.wgsl", "average_divisor.wgsl", "windows_covering.wgsl", "row_grid.wgsl"),
-)
 
 
 def _channel_lanes(dx) -> bool:
@@ -610,6 +610,13 @@ def _channel_lanes(dx) -> bool:
     CHANNEL_LANES): dx channels-last, so neighbouring lanes touch neighbouring elements
     (coalesced), not elements C apart (lavapipe, A and B NHWC: 10-25% faster)."""
     return dx.sizes[1] > 1 and _strides_5d(dx).get("c") == 1
+
+
+def _gathers_channels(desc) -> bool:
+    """Whether dy and dx meet the four-channel block gathers' layout (gather_lanes4.wgsl):
+    channels-last, C a multiple of 4, 4-element aligned steps."""
+    dy, dx = desc.input_gradient, desc.output_gradient
+    return _channel_lanes(dx) and dx.sizes[1] % 4 == 0 and _contiguous_along([dy, dx], "c")
 
 
 def _channels_last(data_type: DataType, sizes: tuple) -> TensorDesc:
@@ -748,8 +755,7 @@ def _max_pool_grad_program(desc) -> Program:
         return replace(rows, aligned=("input", "output_gradient"), fallback=general)
     general = two_passes("general", rows=False)
     walk, rows = _walk_for(forward), _gathers_rows(desc)
-    channels = channels_last and desc.input.sizes[1] % 4 == 0 and \
-        _contiguous_along([desc.input_gradient, desc.output_gradient], "c")
+    channels = channels_last and _gathers_channels(desc)
     if walk == "general" and not rows and not channels:
         return general
     aligned = (("input",) if walk != "general" else ()) + (("output_gradient",) if rows else ()) + \
@@ -761,11 +767,16 @@ def _average_pool_grad_program(desc) -> Program:
     desc = _lone_windows_disjoint(desc)
     tensors = {"dy": "input_gradient", "dx": "output_gradient"}
     constants = {"INCLUDE_PADDING": desc.include_padding}
-    general = Program((_gradient_block_pass(AVERAGE_POOL_GRAD, desc, tensors, {**constants, **_tap_steps(desc.window)}),))
-    if not _gathers_rows(desc):
-        return general
-    rows = Program((_gradient_rows_pass(AVERAGE_POOL_GRAD_ROWS, desc, tensors, constants),))
-    return replace(rows, aligned=("output_gradient",), fallback=general)
+    block_constants = {**constants, **_tap_steps(desc.window)}
+    general = Program((_gradient_block_pass(AVERAGE_POOL_GRAD, desc, tensors, block_constants),))
+    if _gathers_rows(desc):
+        rows = Program((_gradient_rows_pass(AVERAGE_POOL_GRAD_ROWS, desc, tensors, constants),))
+        return replace(rows, aligned=("output_gradient",), fallback=general)
+    if _gathers_channels(desc):  # four channels per invocation, in 4-element chunks
+        four = Program((_gradient_block_pass(AVERAGE_POOL_GRAD_CHANNELS, desc, tensors, block_constants,
+                                             channels_per_lane=4),))
+        return replace(four, aligned=("input_gradient", "output_gradient"), fallback=general)
+    return general
 
 
 # ---------------------------------------------------------------------------------------

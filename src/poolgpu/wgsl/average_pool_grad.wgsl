@@ -4,14 +4,16 @@
 // for each, visits in a fixed order every window tap landing on it, adding that window's
 // dy / divisor (the window's size when padding counts, else the
 // number of input elements it covers).  No atomics and a fixed summation order: the same
-// inputs give bit-identical dx, run after run.  Sums are f32.
+// inputs give bit-identical dx, run after run.  Sums are f32, one channel per invocation,
+// or four over channels-last tensors (the lanes: common/gather_lanes*.wgsl).
 //
 // Tensors are seen as 5-D {N, C, D, H, W}; the window geometry arrives as override
 // constants, so the loops unroll and the tap selection folds away.
 //
-// Prepended by kernels.py: the value type (Raw, to_f32, from_f32) and the tensors
-// dy (dy_load) and dx (dx_store); library: block_element, first_tap and block_window
-// (common/windows_covering.wgsl).
+// Prepended by kernels.py: the value type (Raw, to_f32, from_f32) and the tensors dy and
+// dx; library: block_of, block_element, first_tap and block_window
+// (common/windows_covering.wgsl), taps_inside (common/average_divisor.wgsl), Sum, dy_sum
+// and dx_put (the lanes).
 
 override WG_X: u32 = 64u;
 
@@ -46,7 +48,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             for (var rw = 0u; rw < SW; rw++) {
                 let w = block_element(bw, rw, SW, PW, params.in_w);
                 if (!w.inside) { continue; }
-                var sum = 0.0;
+                var sum = Sum(0.0);
                 for (var kd = first_tap(rd, SD, TD, ID); kd < KD; kd += TD) {
                     let od = block_window(bd, rd, kd, SD, LD, PD, params.out_d);
                     if (!od.hit) { continue; }
@@ -59,12 +61,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                             let ow = block_window(bw, rw, kw, SW, LW, PW, params.out_w);
                             if (!ow.hit) { continue; }
                             let divisor = count_dh * taps_inside(ow.o, KW, SW, LW, PW, params.in_w);
-                            let dy = to_f32(dy_load(dy_plane + od.o * params.dy_d + oh.o * params.dy_h + ow.o * params.dy_w));
-                            sum += dy / f32(divisor);
+                            sum += dy_sum(dy_plane + od.o * params.dy_d + oh.o * params.dy_h + ow.o * params.dy_w) / f32(divisor);
                         }
                     }
                 }
-                dx_store(dx_plane + d.at * params.dx_d + h.at * params.dx_h + w.at * params.dx_w, from_f32(sum));
+                dx_put(dx_plane + d.at * params.dx_d + h.at * params.dx_h + w.at * params.dx_w, sum);
             }
         }
     }

@@ -1,18 +1,19 @@
 // Max pooling gradient (DirectML MAX_POOLING_GRAD), pass 2 of 2: a gather.
 //
 // Pass 1 (max_pool.wgsl) wrote each window's argmax, a flat logical input index, into the
-// packed scratch `arg` of the forward output's sizes.  Here one invocation owns a block of
+// scratch `arg` of the forward output's sizes (packed, or channels-last with dx).  Here one invocation owns a block of
 // SD x SH x SW dx elements (common/windows_covering.wgsl) and, for each, visits in a fixed
 // order every window tap landing on it, adding that window's dy where the window's argmax
 // is this element.  No atomics and a fixed summation order: the same inputs give
-// bit-identical dx, run after run.  Sums are f32.
+// bit-identical dx, run after run.  Sums are f32, one channel per invocation, or four
+// over channels-last tensors (the lanes: common/gather_lanes*.wgsl, argmax_lanes*.wgsl).
 //
 // Tensors are seen as 5-D {N, C, D, H, W}; the window geometry arrives as override
 // constants, so the loops unroll and the tap selection folds away.
 //
-// Prepended by kernels.py: the value type (Raw, to_f32, from_f32) and the tensors
-// dy (dy_load), arg (arg_load) and dx (dx_store); library: block_element, first_tap and block_window
-// (common/windows_covering.wgsl).
+// Prepended by kernels.py: the value type (Raw, to_f32, from_f32) and the tensors dy, arg
+// and dx; library: block_of, block_element, first_tap and block_window
+// (common/windows_covering.wgsl), Sum, dy_sum, dx_put and arg_hits (the lanes).
 
 override WG_X: u32 = 64u;
 
@@ -50,7 +51,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 let w = block_element(bw, rw, SW, PW, params.in_w);
                 if (!w.inside) { continue; }
                 let me = ((nc * params.in_d + d.at) * params.in_h + h.at) * params.in_w + w.at;  // as pass 1 wrote it
-                var sum = 0.0;
+                var sum = Sum(0.0);
                 for (var kd = first_tap(rd, SD, TD, ID); kd < KD; kd += TD) {
                     let od = block_window(bd, rd, kd, SD, LD, PD, params.out_d);
                     if (!od.hit) { continue; }
@@ -61,13 +62,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                             let ow = block_window(bw, rw, kw, SW, LW, PW, params.out_w);
                             if (!ow.hit) { continue; }
                             // select, not a branch: both loads unconditional vectorise better
-                            let hit = arg_load(arg_plane + od.o * params.arg_d + oh.o * params.arg_h + ow.o * params.arg_w) == me;
-                            let dy = to_f32(dy_load(dy_plane + od.o * params.dy_d + oh.o * params.dy_h + ow.o * params.dy_w));
-                            sum += select(0.0, dy, hit);
+                            let hit = arg_hits(arg_plane + od.o * params.arg_d + oh.o * params.arg_h + ow.o * params.arg_w, me);
+                            let dy = dy_sum(dy_plane + od.o * params.dy_d + oh.o * params.dy_h + ow.o * params.dy_w);
+                            sum += select(Sum(0.0), dy, hit);
                         }
                     }
                 }
-                dx_store(dx_plane + d.at * params.dx_d + h.at * params.dx_h + w.at * params.dx_w, from_f32(sum));
+                dx_put(dx_plane + d.at * params.dx_d + h.at * params.dx_h + w.at * params.dx_w, sum);
             }
         }
     }
