@@ -10,23 +10,8 @@
 //
 // Prepended by kernels.py: the value type (Raw, Key, key_of, key_gt) and the tensors
 // x (x_load), dy (dy_load) and dx (dx_store); library: block_element
-// (common/windows_covering.wgsl), the max rule's acc_new and acc_add (common/max_accumulator.wgsl).
-
-override WG_X: u32 = 64u;
-
-struct Params {
-    x_base: u32, dy_base: u32, dx_base: u32,
-    channels: u32,
-    in_d: u32, in_h: u32, in_w: u32,      // the forward input's (x's, dx's) spatial sizes
-    out_d: u32, out_h: u32, out_w: u32,   // the forward output's (dy's)
-    blocks_d: u32, blocks_h: u32, blocks_w: u32,
-    x_n: u32, x_c: u32, x_d: u32, x_h: u32, x_w: u32,
-    dy_n: u32, dy_c: u32, dy_d: u32, dy_h: u32, dy_w: u32,
-    dx_n: u32, dx_c: u32, dx_d: u32, dx_h: u32, dx_w: u32,
-    // rows of blocks_w blocks, N * C * blocks_d * blocks_h in all (common/row_grid.wgsl)
-    column_groups: u32, rows: u32, row_origin: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// (common/windows_covering.wgsl), the max rule's acc_new and acc_add (common/max_accumulator.wgsl),
+// Params (common/disjoint_gradient.wgsl).
 
 @compute @workgroup_size(WG_X)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {

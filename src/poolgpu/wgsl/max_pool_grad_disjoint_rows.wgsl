@@ -10,23 +10,8 @@
 //
 // Prepended by kernels.py: the value type (Raw, Key, key_of, key_gt) and the tensors
 // x (x_load4), dy (dy_load) and dx (dx_store4); library: window_constants.wgsl,
-// windows_covering.wgsl (block_element, block_of), max_accumulator.wgsl, row_grid.wgsl.
-
-override WG_X: u32 = 64u;
-
-struct Params {
-    x_base: u32, dy_base: u32, dx_base: u32,
-    channels: u32,
-    in_d: u32, in_h: u32, in_w: u32,      // the forward input's (x's, dx's) spatial sizes
-    out_d: u32, out_h: u32, out_w: u32,   // the forward output's (dy's)
-    blocks_d: u32, blocks_h: u32, blocks_w: u32,
-    x_n: u32, x_c: u32, x_d: u32, x_h: u32, x_w: u32,
-    dy_n: u32, dy_c: u32, dy_d: u32, dy_h: u32, dy_w: u32,
-    dx_n: u32, dx_c: u32, dx_d: u32, dx_h: u32, dx_w: u32,
-    // rows of blocks_w blocks, N * C * blocks_d * blocks_h in all (common/row_grid.wgsl)
-    column_groups: u32, rows: u32, row_origin: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// windows_covering.wgsl (block_element, block_of), max_accumulator.wgsl, row_grid.wgsl,
+// disjoint_gradient.wgsl (Params).
 
 // Window v's tap at span element e (column w0 + e; inside the row unless past in_w: end padding).
 fn tap(acc: Acc, span: ptr<function, array<Tap, 32>>, e: u32, w0: u32, row_inside: bool, logical_row: u32) -> Acc {
