@@ -630,7 +630,7 @@ def _channels_last(data_type: DataType, sizes: tuple) -> TensorDesc:
 
 
 def _gradient_block_pass(kernel: Kernel, desc, tensors: dict, constants: dict, windows_w: int = 1,
-                         scratch: Mapping[str, TensorDesc] = {}, channels_per_lane: int = 1) -> Pass:
+                         scratch: Optional[Mapping[str, TensorDesc]] = None, channels_per_lane: int = 1) -> Pass:
     """One invocation per block of stride-many dx elements along each dimension (see
     wgsl/common/windows_covering.wgsl), or `windows_w` times the stride along W, rows of
     blocks folded as in max pooling; over channels-last dx, lanes along C, each taking
@@ -661,7 +661,7 @@ def _gradient_block_pass(kernel: Kernel, desc, tensors: dict, constants: dict, w
         "blocks_d": blocks_d, "blocks_h": blocks_h, "blocks_w": blocks_w,
         **grid_params,
     }
-    described = dict(desc.input_tensors() + desc.output_tensors(), **scratch)
+    described = dict(desc.input_tensors() + desc.output_tensors(), **(scratch or {}))
     for slot, role in tensors.items():
         if role in described:
             params.update(tensor_stride_params(slot, described[role]))
