@@ -488,3 +488,27 @@ def test_channels_last_gradients_four_channels_at_a_time(device, operator, data_
     device.compile(desc)(*inputs, out=dx)
     assert_canaries_intact(dx)
     assert_gradient_close(dx.numpy(), want, dy)
+
+
+@pytest.mark.parametrize("data_type", FLOAT_TYPES)
+@pytest.mark.parametrize("geometry", [
+    dict(window_size=(2, 2), strides=(2, 2)),
+    dict(window_size=(2, 3), strides=(3, 3), start_padding=(1, 0), end_padding=(1, 2)),  # gaps, end padding
+])
+def test_channels_last_disjoint_max_pool_grad_four_channels_at_a_time(device, data_type, geometry):
+    """Disjoint windows over channels-last x, dy and dx with C a multiple of 4: one pass of
+    four channels per invocation, x, dy and dx in 4-element chunks; dy's bits copied."""
+    rng = np.random.default_rng(37)
+    x = random_values(data_type, (2, 8, 7, 9), rng)  # NaN, infinities, ties
+    out_sizes = pg.pooling_output_sizes(x.shape, **geometry)
+    dy = random_values(data_type, out_sizes, rng)
+    nhwc = lambda sizes: pg.TensorDesc(data_type, sizes, layout_strides(sizes, "channels_last"))  # noqa: E731
+    desc = pg.MaxPoolingGradDesc(nhwc(x.shape), nhwc(out_sizes), nhwc(x.shape), **geometry)
+    assert [p.kernel.file for p in kernels.program_for(desc).passes] == ["max_pool_grad_disjoint_channels.wgsl"]
+    dx = canary_tensor(device, desc.output_gradient)
+    device.compile(desc)(upload(device, x, "channels_last"), upload(device, dy, "channels_last"), out=dx)
+    assert_canaries_intact(dx)
+    _, idx = reference.max_pool(x, **geometry)
+    want = np.zeros(x.size, x.dtype)
+    want[idx.ravel()] = dy.ravel()
+    assert same_bits(dx.numpy(), want.reshape(x.shape))

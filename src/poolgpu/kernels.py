@@ -596,6 +596,13 @@ MAX_POOL_GRAD_DISJOINT_ROWS = Kernel(
     value_slot="x", library=("window_constants.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl", "row_grid.wgsl",
              "disjoint_gradient.wgsl"),
 )
+MAX_POOL_GRAD_DISJOINT_CHANNELS = Kernel(
+    "max_pool_grad_disjoint_channels.wgsl",
+    (Slot("x", False, snippet="read4_{storage}.wgsl"), Slot("dy", False, snippet="read4_{storage}.wgsl"),
+     Slot("dx", True, snippet="write4_{storage}.wgsl")),
+    value_slot="x", library=("window_constants.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl", "row_grid.wgsl",
+                             "disjoint_gradient.wgsl"),
+)
 MAX_POOL_GRAD_ROWS = Kernel(
     "max_pool_grad_rows.wgsl",
     (Slot("dy", False), Slot("arg", False), Slot("dx", True, snippet="write4_{storage}.wgsl")), value_slot="dy",
@@ -748,6 +755,11 @@ def _max_pool_grad_program(desc) -> Program:
         # (measured faster than the two passes below on lavapipe, case B: 39 ms to 50).
         disjoint = {"x": "input", "dy": "input_gradient", "dx": "output_gradient"}
         general = Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT, desc, disjoint, {}),))
+        if channels_last and _gathers_channels(desc) and _contiguous_along([desc.input], "c"):
+            # four channels per invocation, x, dy and dx in 4-element chunks
+            four = Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT_CHANNELS, desc, disjoint, {},
+                                                 channels_per_lane=4),))
+            return replace(four, aligned=("input", "input_gradient", "output_gradient"), fallback=general)
         in_w = desc.input.sizes[-1]  # dx rows are written in whole chunks
         if in_w % 4 or window.start_padding[-1] or window.strides[-1] > 8 or \
                 not _contiguous_along([desc.input, desc.output_gradient], "w"):
