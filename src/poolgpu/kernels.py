@@ -585,23 +585,22 @@ MAX_POOL_GRAD, MAX_POOL_GRAD_CHANNELS = _block_gather_kernels(
     "max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True)), (), argmax=True)
 AVERAGE_POOL_GRAD, AVERAGE_POOL_GRAD_CHANNELS = _block_gather_kernels(
     "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)), ("average_divisor.wgsl",), argmax=False)
+_DISJOINT_LIBRARY = ("window_constants.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl", "row_grid.wgsl",
+                     "disjoint_gradient.wgsl")
 MAX_POOL_GRAD_DISJOINT = Kernel(
     "max_pool_grad_disjoint.wgsl", (Slot("x", False), Slot("dy", False), Slot("dx", True)), value_slot="x",
-    library=("window_constants.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl", "row_grid.wgsl",
-             "disjoint_gradient.wgsl"),
+    library=_DISJOINT_LIBRARY + ("disjoint_lanes1.wgsl",),
+)
+MAX_POOL_GRAD_DISJOINT_CHANNELS = Kernel(  # four channels per invocation, in 4-element chunks
+    "max_pool_grad_disjoint.wgsl",
+    (Slot("x", False, snippet="read4_{storage}.wgsl"), Slot("dy", False, snippet="read4_{storage}.wgsl"),
+     Slot("dx", True, snippet="write4_{storage}.wgsl")),
+    value_slot="x", library=_DISJOINT_LIBRARY + ("disjoint_lanes4.wgsl",),
 )
 MAX_POOL_GRAD_DISJOINT_ROWS = Kernel(
     "max_pool_grad_disjoint_rows.wgsl",
     (Slot("x", False, snippet="read4_{storage}.wgsl"), Slot("dy", False), Slot("dx", True, snippet="write4_{storage}.wgsl")),
-    value_slot="x", library=("window_constants.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl", "row_grid.wgsl",
-             "disjoint_gradient.wgsl"),
-)
-MAX_POOL_GRAD_DISJOINT_CHANNELS = Kernel(
-    "max_pool_grad_disjoint_channels.wgsl",
-    (Slot("x", False, snippet="read4_{storage}.wgsl"), Slot("dy", False, snippet="read4_{storage}.wgsl"),
-     Slot("dx", True, snippet="write4_{storage}.wgsl")),
-    value_slot="x", library=("window_constants.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl", "row_grid.wgsl",
-                             "disjoint_gradient.wgsl"),
+    value_slot="x", library=_DISJOINT_LIBRARY,
 )
 MAX_POOL_GRAD_ROWS = Kernel(
     "max_pool_grad_rows.wgsl",

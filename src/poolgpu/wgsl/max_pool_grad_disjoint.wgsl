@@ -8,8 +8,11 @@
 // Deterministic by construction, with no scratch and less memory traffic than the two
 // passes of the general case (max_pool_grad.wgsl).
 //
+// One channel per invocation, or four over channels-last tensors with C a multiple of 4,
+// read and written in 4-element chunks (the lanes: common/disjoint_lanes*.wgsl).
+//
 // Prepended by kernels.py: the value type (Raw, Key, key_of, key_gt) and the tensors
-// x (x_load), dy (dy_load) and dx (dx_store); library: block_element
+// x, dy and dx; library: x_lanes, dy_lanes, dx_lanes (the lanes), block_element
 // (common/windows_covering.wgsl), the max rule's acc_new and acc_add (common/max_accumulator.wgsl),
 // Params (common/disjoint_gradient.wgsl).
 
@@ -24,7 +27,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let o = vec3<u32>(bd + PD / SD, bh + PH / SH, bw + PW / SW);
     let has_window = o.x < params.out_d && o.y < params.out_h && o.z < params.out_w;
     let x_plane = params.x_base + n * params.x_n + c * params.x_c;
-    var acc = acc_new();
+    let plane = params.in_d * params.in_h * params.in_w;   // lane i's channel: its indices i planes on
+    var acc = array<Acc, 4>(acc_new(), acc_new(), acc_new(), acc_new());
     for (var kd = 0u; kd < KD; kd++) {
         let d = block_element(bd, kd * LD, SD, PD, params.in_d);
         for (var kh = 0u; kh < KH; kh++) {
@@ -32,14 +36,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             for (var kw = 0u; kw < KW; kw++) {
                 let w = block_element(bw, kw * LW, SW, PW, params.in_w);
                 let inside = d.inside && h.inside && w.inside;
-                let raw = x_load(x_plane + select(0u, d.at * params.x_d + h.at * params.x_h + w.at * params.x_w, inside));
-                acc = acc_add(acc, tap_of(raw), ((nc * params.in_d + d.at) * params.in_h + h.at) * params.in_w + w.at, inside);
+                let raw = x_lanes(x_plane + select(0u, d.at * params.x_d + h.at * params.x_h + w.at * params.x_w, inside));
+                let index = ((nc * params.in_d + d.at) * params.in_h + h.at) * params.in_w + w.at;
+                for (var i = 0u; i < LANES; i++) {
+                    acc[i] = acc_add(acc[i], tap_of(raw[i]), index + i * plane, inside);
+                }
             }
         }
     }
-    let winner = select(0xffffffffu, acc.index, has_window && acc.found);
-    let dy = dy_load(params.dy_base + n * params.dy_n + c * params.dy_c
-                     + select(0u, o.x * params.dy_d + o.y * params.dy_h + o.z * params.dy_w, has_window));
+    var winner = vec4<u32>(0xffffffffu);
+    for (var i = 0u; i < LANES; i++) {
+        winner[i] = select(0xffffffffu, acc[i].index, has_window && acc[i].found);
+    }
+    let dy = dy_lanes(params.dy_base + n * params.dy_n + c * params.dy_c
+                      + select(0u, o.x * params.dy_d + o.y * params.dy_h + o.z * params.dy_w, has_window));
 
     let dx_plane = params.dx_base + n * params.dx_n + c * params.dx_c;
     for (var rd = 0u; rd < SD; rd++) {
@@ -51,8 +61,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             for (var rw = 0u; rw < SW; rw++) {
                 let w = block_element(bw, rw, SW, PW, params.in_w);
                 if (!w.inside) { continue; }
-                let me = ((nc * params.in_d + d.at) * params.in_h + h.at) * params.in_w + w.at;
-                dx_store(dx_plane + d.at * params.dx_d + h.at * params.dx_h + w.at * params.dx_w, select(Raw(), dy, me == winner));
+                let me = ((nc * params.in_d + d.at) * params.in_h + h.at) * params.in_w + w.at
+                         + vec4<u32>(0u, 1u, 2u, 3u) * plane;
+                dx_lanes(dx_plane + d.at * params.dx_d + h.at * params.dx_h + w.at * params.dx_w,
+                         select(vec4<u32>(0u), dy, me == winner));
             }
         }
     }
