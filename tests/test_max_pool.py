@@ -158,9 +158,10 @@ def test_every_max_pooling_version_runs(device, desc_class):
     assert same_bits(y.numpy(), reference.max_pool(x, (3, 3), (2, 2), (1, 1), (1, 1))[0])
 
 
-@pytest.mark.parametrize("in_h", [1, 5, 6])
-def test_chunked_walk_with_odd_output_heights_writes_only_its_rows(device, in_h):
-    """The rows walk computes two output rows per invocation: a last, odd row stands alone."""
+@pytest.mark.parametrize("in_h", [1, 5, 8, 10, 12, 14])
+def test_chunked_walk_with_any_output_height_writes_only_its_rows(device, in_h):
+    """The rows walk computes up to four output rows per invocation: the last 1 to 4 rows
+    (out_h 1, 3, 4, 5, 6, 7) are stored, the ones past the end are not."""
     rng = np.random.default_rng(in_h)
     x = rng.standard_normal((2, 3, in_h, 16)).astype(np.float32)
     geometry = dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1))

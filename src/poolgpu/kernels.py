@@ -287,6 +287,7 @@ WALKS = {  # walk -> (its files in wgsl/common, its slots)
     "channels": (("window_walk_channels.wgsl",), _CHUNKED),
 }
 ROWS_MAX_CHUNKS = 8  # window_walk_rows.wgsl's span holds 32 elements
+ROWS_PER_INVOCATION = 4  # output rows of window_walk_rows.wgsl's invocations (fewer where out_h is)
 
 
 def _pooling_kernels(file: str, accumulator: tuple) -> dict:
@@ -372,8 +373,8 @@ def _window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "ge
     """A pass of a window-walk kernel: `walk` picks the walk (see _walk_for)."""
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
     n, c, out_d, out_h, out_w = as_5d(desc.output.sizes, desc.output.strides)[0]
-    if walk in ("rows", "rows_tail"):  # (ow / 4, oh / ROWS, (n, c, od)): two output rows share input rows
-        rows = 2 if out_h > 1 else 1
+    if walk in ("rows", "rows_tail"):  # (ow / 4, oh / ROWS, (n, c, od)): output rows share input rows
+        rows = min(ROWS_PER_INVOCATION, out_h)
         grid_constants, grid_params, grid = lines_grid(-(-out_w // 4), -(-out_h // rows), n * c * out_d)
         constants["LEAD"], constants["CHUNKS"] = _row_span(desc.window)
         constants["ROWS"] = rows

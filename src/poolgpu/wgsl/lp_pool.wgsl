@@ -60,13 +60,14 @@ fn rescale_factor(k: i32) -> f32 {
 }
 
 fn acc_add(acc: Acc, t: Tap, index: u32, inside: bool) -> Acc {
-    var a = acc;
-    if (inside && t.exponent > a.exponent) {
-        let shrink = rescale_factor(a.exponent - t.exponent);
-        a = Acc(CompensatedSum(a.sum.sum * shrink, a.sum.error * shrink), t.exponent, power_of_two(-t.exponent));
-    }
-    let term = power_p(t.magnitude * a.scale);
-    return Acc(compensated_add(a.sum, select(0.0, term, inside)), a.exponent, a.scale);
+    // (branch-free: a branch that some lanes take costs both paths on SIMD adapters)
+    let grow = inside && t.exponent > acc.exponent;
+    let exponent = select(acc.exponent, t.exponent, grow);
+    let shrink = select(1.0, rescale_factor(acc.exponent - t.exponent), grow);
+    let scale = select(acc.scale, power_of_two(-t.exponent), grow);
+    let sum = CompensatedSum(acc.sum.sum * shrink, acc.sum.error * shrink);
+    let term = power_p(t.magnitude * scale);
+    return Acc(compensated_add(sum, select(0.0, term, inside)), exponent, scale);
 }
 
 fn acc_value(acc: Acc, at: Out) -> Raw {
