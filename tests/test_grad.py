@@ -513,3 +513,34 @@ def test_channels_last_disjoint_max_pool_grad_four_channels_at_a_time(device, da
     want = np.zeros(x.size, x.dtype)
     want[idx.ravel()] = dy.ravel()
     assert same_bits(dx.numpy(), want.reshape(x.shape))
+
+
+@pytest.mark.parametrize("operator", ["max", "average"])
+@pytest.mark.parametrize("data_type", FLOAT_TYPES)
+@pytest.mark.parametrize("in_w, geometry", [
+    (24, dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1))),
+    (20, dict(window_size=(2, 3), strides=(1, 1), dilations=(1, 2), end_padding=(1, 0))),  # in_w = 8k + 4
+    (36, dict(window_size=(3, 4), strides=(2, 3), start_padding=(0, 1), end_padding=(1, 1))),
+    (12, dict(window_size=(1, 5), strides=(1, 1), start_padding=(0, 2), end_padding=(0, 2))),
+])
+def test_row_gathers_take_eight_dx_elements_from_chunks_of_dy(device, operator, data_type, in_w, geometry):
+    """dx and dy contiguous along W (in_w and out_w multiples of 4): the gather computes
+    eight dx elements per invocation from 4-element chunks of dy (and the argmax); the
+    last eight of a row may be four, and the chunks reach past the windows."""
+    rng = np.random.default_rng(in_w)
+    x = random_values(data_type, (2, 3, 7, in_w), rng)  # NaN, infinities, ties
+    out_sizes = pg.pooling_output_sizes(x.shape, **geometry)
+    assert out_sizes[-1] % 4 == 0
+    dy = random_values(data_type, out_sizes, rng, specials=False)
+    if operator == "max":
+        desc = pg.MaxPoolingGradDesc(pg.TensorDesc(data_type, x.shape), pg.TensorDesc(data_type, out_sizes), **geometry)
+        inputs, want = (device.upload(x), device.upload(dy)), reference.max_pool_grad(x, dy, **geometry)
+    else:
+        desc = pg.AveragePoolingGradDesc(pg.TensorDesc(data_type, out_sizes), pg.TensorDesc(data_type, x.shape),
+                                         **geometry)
+        inputs, want = (device.upload(dy),), reference.average_pool_grad(dy, x.shape, **geometry)
+    assert kernels.program_for(desc).passes[-1].kernel.file == f"{operator}_pool_grad_rows.wgsl"
+    dx = canary_tensor(device, desc.output_gradient)
+    device.compile(desc)(*inputs, out=dx)
+    assert_canaries_intact(dx)
+    assert_gradient_close(dx.numpy(), want, dy)

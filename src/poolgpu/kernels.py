@@ -605,11 +605,13 @@ MAX_POOL_GRAD_DISJOINT_ROWS = Kernel(
 )
 MAX_POOL_GRAD_ROWS = Kernel(
     "max_pool_grad_rows.wgsl",
-    (Slot("dy", False), Slot("arg", False), Slot("dx", True, snippet="write4_{storage}.wgsl")), value_slot="dy",
+    (Slot("dy", False, snippet="read4_{storage}.wgsl"), Slot("arg", False, snippet="read4_b32.wgsl"),
+     Slot("dx", True, snippet="write4_{storage}.wgsl")), value_slot="dy",
     library=("grid.wgsl", "window_constants.wgsl", "gather_rows.wgsl"),
 )
 AVERAGE_POOL_GRAD_ROWS = Kernel(
-    "average_pool_grad_rows.wgsl", (Slot("dy", False), Slot("dx", True, snippet="write4_{storage}.wgsl")),
+    "average_pool_grad_rows.wgsl",
+    (Slot("dy", False, snippet="read4_{storage}.wgsl"), Slot("dx", True, snippet="write4_{storage}.wgsl")),
     value_slot="dy", library=("grid.wgsl", "window_constants.wgsl", "average_divisor.wgsl", "gather_rows.wgsl"),
 )
 
@@ -687,26 +689,39 @@ def _tap_steps(window) -> dict:
 
 
 def _gathers_rows(desc) -> bool:
-    """Whether dx meets the row gathers' layout (common/gather_rows.wgsl)."""
-    dx = desc.output_gradient
-    return as_5d(dx.sizes, dx.strides)[0][4] % 4 == 0 and _contiguous_along([dx], "w")
+    """Whether dx and dy meet the row gathers' layout (common/gather_rows.wgsl); the argmax
+    scratch, packed, then meets it too."""
+    dy, dx = desc.input_gradient, desc.output_gradient
+    in_w, out_w = as_5d(dx.sizes, dx.strides)[0][4], as_5d(dy.sizes, dy.strides)[0][4]
+    return in_w % 4 == 0 and out_w % 4 == 0 and _contiguous_along([dx, dy], "w")
+
+
+def _dy_chunks(window) -> int:
+    """DY_CHUNKS of common/gather_rows.wgsl: the most aligned 4-column chunks that the
+    windows reaching eight dx elements w0 .. w0 + 7 (w0 a multiple of 8) span."""
+    stride, pad, extent = window.strides[-1], window.start_padding[-1], window.extents[-1]
+    most = 1
+    for w0 in range(0, 32 * stride, 8):  # the chunks' pattern repeats with w0 every lcm(8, 4 * stride)
+        first = -(-(w0 + pad - (extent - 1)) // stride)  # (negative: before the row, never loaded)
+        last = (w0 + 7 + pad) // stride
+        most = max(most, last // 4 - max(first, 0) // 4 + 1)
+    return most
 
 
 def _gradient_rows_pass(kernel: Kernel, desc, tensors: dict, constants: dict) -> Pass:
-    """One invocation per four dx elements along W (common/gather_rows.wgsl).  ``tensors``
+    """One invocation per eight dx elements along W (common/gather_rows.wgsl).  ``tensors``
     maps slot names to description roles."""
     dy, dx, window = desc.input_gradient, desc.output_gradient, desc.window
     n, c, in_d, in_h, in_w = as_5d(dx.sizes, dx.strides)[0]
     _, _, out_d, out_h, out_w = as_5d(dy.sizes, dy.strides)[0]
-    grid_constants, grid_params, grid = lines_grid(in_w // 4, in_h, n * c * in_d)
-    # output columns whose windows can reach four neighbouring dx elements
-    reach = (3 + (window.window_size[-1] - 1) * window.dilations[-1]) // window.strides[-1] + 1
-    constants = {**grid_constants, **window_constants(window), "NOW": reach, **constants}
+    columns = -(-in_w // 8)
+    grid_constants, grid_params, grid = lines_grid(columns, in_h, n * c * in_d)
+    constants = {**grid_constants, **window_constants(window), "DY_CHUNKS": _dy_chunks(window), **constants}
     params = {
         "channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w, "out_d": out_d, "out_h": out_h, "out_w": out_w,
         **tensor_stride_params("dy", dy), **tensor_stride_params("dx", dx), **grid_params,
     }
-    split = Split(in_d, partial(_lines_regrid, in_w // 4, in_h))
+    split = Split(in_d, partial(_lines_regrid, columns, in_h))
     return Pass(kernel, tuple(tensors.values()), sorted_constants(constants), params, grid, split)
 
 
@@ -772,7 +787,7 @@ def _max_pool_grad_program(desc) -> Program:
     channels = channels_last and _gathers_channels(desc)
     if walk == "general" and not rows and not channels:
         return general
-    aligned = (("input",) if walk != "general" else ()) + (("output_gradient",) if rows else ()) + \
+    aligned = (("input",) if walk != "general" else ()) + (("input_gradient", "output_gradient") if rows else ()) + \
         (("input_gradient", "output_gradient") if channels else ())
     return replace(two_passes(walk, rows, channels), aligned=aligned, fallback=general)
 
@@ -785,7 +800,7 @@ def _average_pool_grad_program(desc) -> Program:
     general = Program((_gradient_block_pass(AVERAGE_POOL_GRAD, desc, tensors, block_constants),))
     if _gathers_rows(desc):
         rows = Program((_gradient_rows_pass(AVERAGE_POOL_GRAD_ROWS, desc, tensors, constants),))
-        return replace(rows, aligned=("output_gradient",), fallback=general)
+        return replace(rows, aligned=("input_gradient", "output_gradient"), fallback=general)
     if _gathers_channels(desc):  # four channels per invocation, in 4-element chunks
         four = Program((_gradient_block_pass(AVERAGE_POOL_GRAD_CHANNELS, desc, tensors, block_constants,
                                              channels_per_lane=4),))
