@@ -525,8 +525,9 @@ def test_channels_last_disjoint_max_pool_grad_four_channels_at_a_time(device, da
 ])
 def test_row_gathers_take_eight_dx_elements_from_chunks_of_dy(device, operator, data_type, in_w, geometry):
     """dx and dy contiguous along W (in_w and out_w multiples of 4): the gather computes
-    eight dx elements per invocation from 4-element chunks of dy (and the argmax); the
-    last eight of a row may be four, and the chunks reach past the windows."""
+    2 x 8 dx elements per invocation from 4-element chunks of dy (and the argmax); the
+    last eight of a row may be four, the last two rows one (in_h = 7), and the chunks
+    reach past the windows."""
     rng = np.random.default_rng(in_w)
     x = random_values(data_type, (2, 3, 7, in_w), rng)  # NaN, infinities, ties
     out_sizes = pg.pooling_output_sizes(x.shape, **geometry)

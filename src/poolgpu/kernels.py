@@ -708,20 +708,33 @@ def _dy_chunks(window) -> int:
     return most
 
 
+def _oh_rows(window) -> int:
+    """OH_ROWS of common/gather_rows.wgsl: the most window rows that can cover two dx rows
+    h0, h0 + 1 (h0 even)."""
+    stride, pad, extent = as_3d(window.strides, 1)[1], as_3d(window.start_padding, 0)[1], as_3d(window.extents, 1)[1]
+    most = 1
+    for h0 in range(0, 2 * stride, 2):  # the pattern repeats with h0 every lcm(2, stride)
+        first = -(-(h0 + pad - (extent - 1)) // stride)
+        last = (h0 + 1 + pad) // stride
+        most = max(most, last - first + 1)
+    return most
+
+
 def _gradient_rows_pass(kernel: Kernel, desc, tensors: dict, constants: dict) -> Pass:
-    """One invocation per eight dx elements along W (common/gather_rows.wgsl).  ``tensors``
-    maps slot names to description roles."""
+    """One invocation per 2 x 8 dx elements along H and W (common/gather_rows.wgsl).
+    ``tensors`` maps slot names to description roles."""
     dy, dx, window = desc.input_gradient, desc.output_gradient, desc.window
     n, c, in_d, in_h, in_w = as_5d(dx.sizes, dx.strides)[0]
     _, _, out_d, out_h, out_w = as_5d(dy.sizes, dy.strides)[0]
     columns = -(-in_w // 8)
-    grid_constants, grid_params, grid = lines_grid(columns, in_h, n * c * in_d)
-    constants = {**grid_constants, **window_constants(window), "DY_CHUNKS": _dy_chunks(window), **constants}
+    grid_constants, grid_params, grid = lines_grid(columns, -(-in_h // 2), n * c * in_d)
+    constants = {**grid_constants, **window_constants(window), "DY_CHUNKS": _dy_chunks(window),
+                 "OH_ROWS": _oh_rows(window), **constants}
     params = {
         "channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w, "out_d": out_d, "out_h": out_h, "out_w": out_w,
         **tensor_stride_params("dy", dy), **tensor_stride_params("dx", dx), **grid_params,
     }
-    split = Split(in_d, partial(_lines_regrid, columns, in_h))
+    split = Split(in_d, partial(_lines_regrid, columns, -(-in_h // 2)))
     return Pass(kernel, tuple(tensors.values()), sorted_constants(constants), params, grid, split)
 
 

@@ -25,13 +25,18 @@ fn covers(ow: u32, w: u32) -> bool {
 }
 
 // Window column ow's share (dy over the divisor of its rows, count_dh, and of its columns)
-// added to the eight dx elements it covers; a column past the row covers none.
-fn gather_column(sums: Eight, ow: u32, dy: Raw, count_dh: u32, w0: u32) -> Eight {
+// and the eight dx elements it covers (none for a column past the row).
+struct Column { share: f32, lo: vec4<bool>, hi: vec4<bool> }
+fn column_of(ow: u32, dy: Raw, count_dh: u32, w0: u32) -> Column {
     let share = to_f32(dy) / f32(count_dh * taps_inside(ow, KW, SW, LW, PW, params.in_w));
-    let real = ow < params.out_w;
+    let real = vec4<bool>(ow < params.out_w);
     let lo = vec4<bool>(covers(ow, w0), covers(ow, w0 + 1u), covers(ow, w0 + 2u), covers(ow, w0 + 3u));
     let hi = vec4<bool>(covers(ow, w0 + 4u), covers(ow, w0 + 5u), covers(ow, w0 + 6u), covers(ow, w0 + 7u));
-    return add_where(sums, share, lo & vec4<bool>(real), hi & vec4<bool>(real));
+    return Column(share, lo & real, hi & real);
+}
+
+fn gather_column(sums: Eight, column: Column) -> Eight {
+    return add_where(sums, column.share, column.lo, column.hi);
 }
 
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
@@ -39,29 +44,36 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let block = dx_block(wg, lid);
     if (!block.inside) { return; }
     let n = block.n;  let c = block.c;  let nc = block.nc;
-    let d = block.d;  let h = block.h;  let w0 = block.w0;
+    let d = block.d;  let h0 = block.h0;  let w0 = block.w0;
 
     let first_chunk = first_column(w0) / 4u;
     let last_chunk = params.out_w / 4u - 1u;
-    var sums = Eight(vec4<f32>(0.0), vec4<f32>(0.0));
+    let last_row = last_window_row(h0);
+    var first = Eight(vec4<f32>(0.0), vec4<f32>(0.0));   // row h0
+    var second = first;                                   // row h0 + 1
     for (var kd = 0u; kd < KD; kd++) {
         let od = window_of(d, kd, SD, LD, PD, params.out_d);
         if (!od.hit) { continue; }
         let count_d = taps_inside(od.o, KD, SD, LD, PD, params.in_d);
-        for (var kh = 0u; kh < KH; kh++) {
-            let oh = window_of(h, kh, SH, LH, PH, params.out_h);
-            if (!oh.hit) { continue; }
-            let count_dh = count_d * taps_inside(oh.o, KH, SH, LH, PH, params.in_h);
-            let dy_row = params.dy_base + n * params.dy_n + c * params.dy_c + od.o * params.dy_d + oh.o * params.dy_h;
+        for (var i = 0; i < i32(OH_ROWS); i++) {
+            let oh = last_row - i;
+            if (oh < 0 || oh >= i32(params.out_h)) { continue; }
+            let count_dh = count_d * taps_inside(u32(oh), KH, SH, LH, PH, params.in_h);
+            let in_first = covers_row(u32(oh), h0);
+            let in_second = covers_row(u32(oh), h0 + 1u);
+            let dy_row = params.dy_base + n * params.dy_n + c * params.dy_c + od.o * params.dy_d + u32(oh) * params.dy_h;
             for (var j = DY_CHUNKS; j > 0u; j--) {
                 let ow = 4u * (first_chunk + j - 1u);   // the chunk's first column
                 let dy = dy_load4(dy_row + 4u * min(ow / 4u, last_chunk));   // (clamped: then no column is real)
-                sums = gather_column(sums, ow + 3u, dy[3], count_dh, w0);
-                sums = gather_column(sums, ow + 2u, dy[2], count_dh, w0);
-                sums = gather_column(sums, ow + 1u, dy[1], count_dh, w0);
-                sums = gather_column(sums, ow, dy[0], count_dh, w0);
+                for (var k = 3; k >= 0; k--) {   // columns ow + 3 down to ow
+                    let column = column_of(ow + u32(k), dy[k], count_dh, w0);
+                    // (uniform branches: the same for every lane along W)
+                    if (in_first) { first = gather_column(first, column); }
+                    if (in_second) { second = gather_column(second, column); }
+                }
             }
         }
     }
-    store_eight(params.dx_base + n * params.dx_n + c * params.dx_c + d * params.dx_d + h * params.dx_h, w0, sums);
+    store_sixteen(params.dx_base + n * params.dx_n + c * params.dx_c + d * params.dx_d + h0 * params.dx_h,
+                  params.dx_h, h0, w0, first, second);
 }

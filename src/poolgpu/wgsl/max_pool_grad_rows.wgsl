@@ -29,20 +29,24 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let block = dx_block(wg, lid);
     if (!block.inside) { return; }
     let n = block.n;  let c = block.c;  let nc = block.nc;
-    let d = block.d;  let h = block.h;  let w0 = block.w0;
+    let d = block.d;  let h0 = block.h0;  let w0 = block.w0;
 
-    let me = ((nc * params.in_d + d) * params.in_h + h) * params.in_w + w0;  // as pass 1 wrote it
+    let me = ((nc * params.in_d + d) * params.in_h + h0) * params.in_w + w0;  // as pass 1 wrote it
     let first_chunk = first_column(w0) / 4u;
     let last_chunk = params.out_w / 4u - 1u;
-    var sums = Eight(vec4<f32>(0.0), vec4<f32>(0.0));
+    let last_row = last_window_row(h0);
+    var first = Eight(vec4<f32>(0.0), vec4<f32>(0.0));   // row h0
+    var second = first;                                   // row h0 + 1
     for (var kd = 0u; kd < KD; kd++) {
         let od = window_of(d, kd, SD, LD, PD, params.out_d);
         if (!od.hit) { continue; }
-        for (var kh = 0u; kh < KH; kh++) {
-            let oh = window_of(h, kh, SH, LH, PH, params.out_h);
-            if (!oh.hit) { continue; }
-            let arg_row = params.arg_base + ((nc * params.out_d + od.o) * params.out_h + oh.o) * params.out_w;
-            let dy_row = params.dy_base + n * params.dy_n + c * params.dy_c + od.o * params.dy_d + oh.o * params.dy_h;
+        for (var i = 0; i < i32(OH_ROWS); i++) {
+            let oh = last_row - i;
+            if (oh < 0 || oh >= i32(params.out_h)) { continue; }
+            let in_first = covers_row(u32(oh), h0);
+            let in_second = covers_row(u32(oh), h0 + 1u);
+            let arg_row = params.arg_base + ((nc * params.out_d + od.o) * params.out_h + u32(oh)) * params.out_w;
+            let dy_row = params.dy_base + n * params.dy_n + c * params.dy_c + od.o * params.dy_d + u32(oh) * params.dy_h;
             for (var j = DY_CHUNKS; j > 0u; j--) {
                 let chunk = first_chunk + j - 1u;
                 let at = 4u * min(chunk, last_chunk);
@@ -50,12 +54,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
                 let a = arg_load4(arg_row + at);
                 let arg = select(vec4<u32>(0xffffffffu), vec4<u32>(a[0], a[1], a[2], a[3]), chunk <= last_chunk);
                 let dy = dy_load4(dy_row + at);
-                sums = gather_column(sums, arg.w, dy[3], me);
-                sums = gather_column(sums, arg.z, dy[2], me);
-                sums = gather_column(sums, arg.y, dy[1], me);
-                sums = gather_column(sums, arg.x, dy[0], me);
+                for (var k = 3; k >= 0; k--) {
+                    // (the same for every lane along W: a uniform branch, skipping the compares
+                    // for a row the window row misses)
+                    if (in_first) { first = gather_column(first, arg[k], dy[k], me); }
+                    if (in_second) { second = gather_column(second, arg[k], dy[k], me + params.in_w); }
+                }
             }
         }
     }
-    store_eight(params.dx_base + n * params.dx_n + c * params.dx_c + d * params.dx_d + h * params.dx_h, w0, sums);
+    store_sixteen(params.dx_base + n * params.dx_n + c * params.dx_c + d * params.dx_d + h0 * params.dx_h,
+                  params.dx_h, h0, w0, first, second);
 }

@@ -1,19 +1,21 @@
 // What the row gathers of the gradients (max_pool_grad_rows.wgsl, average_pool_grad_rows.wgsl)
 // share.  One invocation computes eight neighbouring dx elements along W, w0 .. w0 + 7, of
-// one (n, c, d, h); it visits the window rows (kd, kh) that can cover them and, in each,
-// the dy (and argmax) columns of DY_CHUNKS aligned 4-element chunks, from the last down to
-// the one holding the first column whose window can reach w0 (kernels.py sizes DY_CHUNKS
-// so that they hold every window reaching [w0, w0 + 7]): each 16-byte load serves eight dx
-// elements, and dx is stored four at a time.  Loads, not arithmetic, bound these gathers
-// on SIMD CPU adapters: scalar loads of each reaching column, four dx elements per
-// invocation, were 2x slower.  Windows are visited in the order of the block gathers (kd,
-// kh ascending, ow descending: kw ascending), so both give the same bits.
+// two neighbouring rows h0 and h0 + 1 of one (n, c, d).  It visits the window rows (kd, oh)
+// that can cover either row (OH_ROWS of them per kd, from the last down) and, in each, the
+// dy (and argmax) columns of DY_CHUNKS aligned 4-element chunks, from the last down to the
+// one holding the first column whose window can reach w0 (kernels.py sizes both so that
+// they hold every window reaching the 2 x 8 elements): each 16-byte load serves sixteen dx
+// elements, and a window row both rows share (3x3 stride 2: one in two) is read once.
+// Scalar loads of each reaching column, four dx elements per invocation, were 2x slower.
+// Windows are visited in the order of the block gathers (kd ascending, kh ascending: oh
+// descending, ow descending: kw ascending), so both give the same bits.
 //
 // Requires (kernels.py checks): dx contiguous along W, rows and start at multiples of 4
 // elements, in_w a multiple of 4; dy (and the argmax) likewise, out_w a multiple of 4.
-// Grid (common/grid.wgsl): (w0 / 8, h, (n, c, d)).
+// Grid (common/grid.wgsl): (w0 / 8, h0 / 2, (n, c, d)).
 
 override DY_CHUNKS: u32 = 1u;
+override OH_ROWS: u32 = 1u;
 
 // The output coordinate o whose window's tap k lands on input position p, when there is
 // one (o * stride - pad + k * dilation = p, 0 <= o < count).
@@ -29,15 +31,25 @@ fn first_column(w0: u32) -> u32 {
     return select(0u, (u32(num) + SW - 1u) / SW, num > 0);
 }
 
-// The eight dx elements this invocation computes: (n, c, d, h) and the first column w0;
-// `inside` false past the grid's end.  Reads the Params fields columns, in_d and channels.
-struct DxBlock { n: u32, c: u32, nc: u32, d: u32, h: u32, w0: u32, inside: bool }
+// The 2 x 8 dx elements this invocation computes: (n, c, d), the first row h0 and column
+// w0; `inside` false past the grid's end.  Reads the Params fields columns, in_d and channels.
+struct DxBlock { n: u32, c: u32, nc: u32, d: u32, h0: u32, w0: u32, inside: bool }
 fn dx_block(wg: vec3<u32>, lid: vec3<u32>) -> DxBlock {
     let pos = grid_position(wg, lid);
     let nc = pos.z / params.in_d;
-    return DxBlock(nc / params.channels, nc % params.channels, nc, pos.z % params.in_d, pos.y, 8u * pos.x,
+    return DxBlock(nc / params.channels, nc % params.channels, nc, pos.z % params.in_d, 2u * pos.y, 8u * pos.x,
                    pos.x < params.columns);
 }
+
+// Whether window row oh's taps reach dx row h.
+fn covers_row(oh: u32, h: u32) -> bool {
+    let num = i32(h + PH) - i32(oh * SH);
+    return num >= 0 && u32(num) % LH == 0u && u32(num) / LH < KH;
+}
+
+// The last window row that can cover dx row h0 + 1: the window rows visited are
+// last_window_row(h0) - i for i < OH_ROWS, those in [0, out_h).
+fn last_window_row(h0: u32) -> i32 { return i32((h0 + 1u + PH) / SH); }
 
 // The sums of dx elements w0 .. w0 + 3 (lo) and w0 + 4 .. w0 + 7 (hi).
 struct Eight { lo: vec4<f32>, hi: vec4<f32> }
@@ -49,7 +61,12 @@ fn add_where(sums: Eight, value: f32, lo: vec4<bool>, hi: vec4<bool>) -> Eight {
 }
 
 // The eight sums stored at dx_row + w0 (the second four only inside the row: in_w may be
-// 4 more than a multiple of 8).
+// 4 more than a multiple of 8), and those of the next row, dx_step further, when it is inside.
+fn store_sixteen(dx_row: u32, dx_step: u32, h0: u32, w0: u32, first: Eight, second: Eight) {
+    store_eight(dx_row, w0, first);
+    if (h0 + 1u < params.in_h) { store_eight(dx_row + dx_step, w0, second); }
+}
+
 fn store_eight(dx_row: u32, w0: u32, sums: Eight) {
     let lo = sums.lo;  let hi = sums.hi;
     dx_store4(dx_row + w0, array<Raw, 4>(from_f32(lo.x), from_f32(lo.y), from_f32(lo.z), from_f32(lo.w)));
