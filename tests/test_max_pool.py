@@ -11,7 +11,7 @@ import poolgpu as pg
 import reference
 from poolgpu import kernels
 from helpers import (ALL_TYPES, assert_canaries_intact, canary_tensor, layout_strides, random_values,
-                     same_bits, upload)
+                     same_bits, sentinel_input, upload)
 
 GPU_SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -193,6 +193,36 @@ def test_rows_walk_with_any_output_layout_stores_element_by_element(device, data
     assert y_ref.shape[-1] == 7 and kernels._walk_for(desc) == "rows_tail"
     y, idx = canary_tensor(device, out), canary_tensor(device, out_idx)
     device.compile(desc)(device.upload(x), out=(y, idx))
+    assert same_bits(y.numpy(), y_ref)
+    np.testing.assert_array_equal(idx.numpy(), i_ref)
+    assert_canaries_intact(y)
+    assert_canaries_intact(idx)
+
+
+SIXTEEN_BIT = tuple(t for t in ALL_TYPES if t.size == 2)
+
+
+@pytest.mark.parametrize("lead_bytes", [16, 8])
+@pytest.mark.parametrize("data_type", SIXTEEN_BIT)
+@pytest.mark.parametrize("in_w, geometry", [
+    (16, dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1))),  # first chunk odd
+    (16, dict(window_size=(2, 2), strides=(2, 2))),  # even
+    (24, dict(window_size=(3, 3), strides=(1, 1), start_padding=(1, 1), end_padding=(1, 1))),  # either
+    (32, dict(window_size=(2, 5), strides=(1, 3), start_padding=(0, 2), end_padding=(0, 2))),  # either, 4 chunks
+    (24, dict(window_size=(1, 3), strides=(1, 2), dilations=(1, 3), start_padding=(0, 3), end_padding=(0, 1))),
+])
+def test_rows_walk_reads_16_bit_inputs_eight_elements_at_a_time(device, data_type, in_w, geometry, lead_bytes):
+    """16-bit inputs whose rows hold whole 16-byte words: the rows walk reads pairs of chunks
+    (PAIRED), whichever chunk a span starts on; an input starting 8 bytes into a word takes
+    the fallback.  Values and indices exact; nothing outside the input's elements pooled."""
+    rng = np.random.default_rng(in_w + lead_bytes)
+    x = random_values(data_type, (2, 3, 9, in_w), rng)
+    desc = pg.MaxPooling2Desc(pg.TensorDesc(data_type, x.shape), output_indices="uint32", **geometry)
+    program = kernels.program_for(desc)
+    assert dict(program.passes[0].constants).get("PAIRED") and program.aligned_elements == 8
+    y, idx = canary_tensor(device, desc.output), canary_tensor(device, desc.output_indices)
+    device.compile(desc)(sentinel_input(device, x, lead_bytes=lead_bytes), out=(y, idx))
+    y_ref, i_ref = reference.max_pool(x, **geometry)
     assert same_bits(y.numpy(), y_ref)
     np.testing.assert_array_equal(idx.numpy(), i_ref)
     assert_canaries_intact(y)

@@ -62,8 +62,16 @@ def test_outputs_are_written_within_their_elements_whatever_the_layout(device, o
 # Device loss and out of memory
 
 
+# Every Device made here stays referenced until the session ends: wgpu-py (0.32) stops a
+# released device's poll thread with a 1 s timeout and then releases the device, and a
+# poll still running then aborts the process (seen about once in ten runs when a garbage
+# collection released one of these mid-session).
+_FRESH_DEVICES = []
+
+
 def fresh_device(device):
-    return pg.Device(backend=device.backend, adapter=device.name)
+    _FRESH_DEVICES.append(pg.Device(backend=device.backend, adapter=device.name))
+    return _FRESH_DEVICES[-1]
 
 
 def test_a_lost_device_raises_device_errors_and_others_keep_working(device):

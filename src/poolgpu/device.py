@@ -635,7 +635,8 @@ class Op:
 
     def _program_for(self, tensors: dict):
         """The op's program, or its fallback where a chunked kernel's tensor does not start
-        at a multiple of 4 elements or a binding cannot span whole 16-byte chunks."""
+        at a multiple of its chunk (4 elements, or 8) or a binding cannot span whole 16-byte
+        chunks."""
         program = self._program
         if not program.aligned:
             return program
@@ -645,7 +646,7 @@ class Op:
                     continue
                 t = tensors[_role(entry)]
                 start, size, _ = self._binding_range(self._view(entry), t)
-                if t.offset % (4 * t.desc.data_type.size) or size % 16:
+                if t.offset % (program.aligned_elements * t.desc.data_type.size) or size % 16:
                     return program.fallback
         return program
 

@@ -121,13 +121,15 @@ class Program:
     share (allocated once per compiled operator).
 
     A program reading or writing whole 4-element chunks needs its tensors to start at
-    multiples of 4 elements: ``aligned`` lists those roles, and ``fallback`` is the
-    program to run when a call's tensor offsets break that."""
+    multiples of 4 elements (``aligned_elements``: 8 where it reads pairs of chunks):
+    ``aligned`` lists those roles, and ``fallback`` is the program to run when a call's
+    tensor offsets break that."""
 
     passes: tuple
     scratch: tuple = ()  # (name, TensorDesc) pairs
     aligned: tuple = ()
     fallback: "Program | None" = None
+    aligned_elements: int = 4
 
 
 def _value_snippet(data_type: DataType) -> str:
@@ -327,6 +329,25 @@ def _row_span(window) -> tuple:
     return lead, (lead + 3 * window.strides[-1] + (window.window_size[-1] - 1) * window.dilations[-1]) // 4 + 1
 
 
+def _reads_pairs(desc) -> bool:
+    """Whether window_walk_rows.wgsl reads x eight elements (two chunks) per load (PAIRED):
+    16-bit x whose rows and planes hold whole pairs of chunks."""
+    x = desc.input
+    in_w = as_5d(x.sizes, x.strides)[0][4]
+    strides = _strides_5d(x)
+    return x.data_type.size == 2 and in_w % 8 == 0 and all(st % 8 == 0 for a, st in strides.items() if a != "w")
+
+
+def _pair_constants(window, chunks: int) -> dict:
+    """PARITY and PAIRS of window_walk_rows.wgsl: whether the span's first chunk, c0 = column
+    * SW - (PW + LEAD) / 4, is odd in every invocation (1), in none (0) or in some (2), and
+    how many pairs of chunks hold the span."""
+    lead = -window.start_padding[-1] % 4
+    stride = window.strides[-1]
+    parity = (-(window.start_padding[-1] + lead) // 4) % 2 if stride % 2 == 0 else 2
+    return {"PARITY": parity, "PAIRS": (chunks + 1) // 2 if parity == 0 else (chunks + 2) // 2}
+
+
 def _walk_for(desc) -> str:
     """The fastest window walk whose layout requirements ``desc`` meets."""
     tensors = [t for t in (desc.input, desc.output, getattr(desc, "output_indices", None)) if t is not None]
@@ -378,6 +399,8 @@ def _window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "ge
         grid_constants, grid_params, grid = lines_grid(-(-out_w // 4), -(-out_h // rows), n * c * out_d)
         constants["LEAD"], constants["CHUNKS"] = _row_span(desc.window)
         constants["ROWS"] = rows
+        if _reads_pairs(desc):
+            constants.update(PAIRED=True, **_pair_constants(desc.window, constants["CHUNKS"]))
     elif walk == "channels":  # (c / 4, ow / COLS, (n, od, oh / ROWS)): 2 x 2 outputs share loads
         rows, cols = (2 if out_h > 1 else 1), (2 if out_w > 1 else 1)
         grid_constants, grid_params, grid = lines_grid(c // 4, -(-out_w // cols), n * out_d * -(-out_h // rows))
@@ -410,7 +433,8 @@ def _window_walk_program(kernels_by_walk: dict, desc, roles: tuple, **constants)
         return general
     fast = (_window_walk_pass(kernels_by_walk, desc, roles, walk, **constants),)
     aligned = roles[:1] if walk == "rows_tail" else tuple(r for r in roles if r is not None)
-    return Program(fast, aligned=aligned, fallback=general)
+    pairs = walk in ("rows", "rows_tail") and _reads_pairs(desc)
+    return Program(fast, aligned=aligned, fallback=general, aligned_elements=8 if pairs else 4)
 
 
 def _max_pool_program(desc) -> Program:
@@ -802,7 +826,9 @@ def _max_pool_grad_program(desc) -> Program:
         return general
     aligned = (("input",) if walk != "general" else ()) + (("input_gradient", "output_gradient") if rows else ()) + \
         (("input_gradient", "output_gradient") if channels else ())
-    return replace(two_passes(walk, rows, channels), aligned=aligned, fallback=general)
+    pairs = walk in ("rows", "rows_tail") and _reads_pairs(forward)  # pass 1 reads x in pairs of chunks
+    return replace(two_passes(walk, rows, channels), aligned=aligned, fallback=general,
+                   aligned_elements=8 if pairs else 4)
 
 
 def _average_pool_grad_program(desc) -> Program:

@@ -5,3 +5,10 @@ fn ${name}_load4(e: u32) -> array<Raw, 4> {
     let b = ${name}_quads[(e >> 1u) + 1u];
     return array<Raw, 4>(a.xy, a.zw, b.xy, b.zw);
 }
+// Eight elements (e a multiple of 8): two of the loads above (only 16-bit types load
+// eight at once; window_walk_rows.wgsl's PAIRED).
+fn ${name}_load8(e: u32) -> array<Raw, 8> {
+    let a = ${name}_load4(e);
+    let b = ${name}_load4(e + 4u);
+    return array<Raw, 8>(a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]);
+}

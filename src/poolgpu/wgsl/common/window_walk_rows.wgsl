@@ -9,7 +9,7 @@
 // array indexed by a loop, lavapipe keeps the accumulators in memory, 2x slower.)
 //
 // Requires (kernels.py checks): x contiguous along W, with rows and the tensor's start at
-// multiples of 4 elements; a span of at most 8 chunks.  The four outputs are stored by
+// multiples of 4 elements (PAIRED: 8, and in_w a multiple of 8); a span of at most 8 chunks.  The four outputs are stored by
 // store_four: common/rows_store4.wgsl where y (and idx) meet x's requirements and out_w is a
 // multiple of 4, else common/rows_store_tail.wgsl.
 
@@ -21,6 +21,34 @@ override ROWS: u32 = 1u;
 // computes both: naga 29 miscompiles override expressions derived from other overrides).
 override LEAD: u32 = 0u;
 override CHUNKS: u32 = 1u;
+
+// 16-bit x (PAIRED) is read as pairs of chunks, eight elements per 16-byte load: the span's
+// chunks come from PAIRS pairs, the first holding its first chunk as its second half where
+// that chunk is odd (PARITY 1: in every invocation, 2: in some; kernels.py computes both).
+// Loads, not arithmetic, bound this walk on SIMD CPU adapters, whatever their width.
+override PAIRED: bool = false;
+override PARITY: u32 = 0u;
+override PAIRS: u32 = 1u;
+
+// The span's chunks c0 .. c0 + CHUNKS - 1 from pairs of chunks (x rows hold whole pairs).
+fn fill_span_paired(span: ptr<function, array<Tap, 32>>, row: u32, c0: i32) {
+    let first_pair = c0 >> 1u;   // (floor: c0 may be negative)
+    let last_pair = i32(params.in_w / 8u) - 1;
+    var pairs: array<array<Raw, 8>, 5>;   // 8 chunks, from an odd one
+    for (var p = 0u; p < PAIRS; p++) {
+        // pairs before or past the row are clamped into it: their taps are padding
+        pairs[p] = x_load8(row + 8u * u32(clamp(first_pair + i32(p), 0, last_pair)));
+    }
+    let odd = select(PARITY == 1u, (c0 & 1) != 0, PARITY == 2u);
+    for (var j = 0u; j < CHUNKS; j++) {
+        // chunk c0 + j: in pair j / 2 (c0 even) or (j + 1) / 2 (c0 odd), half by parity
+        let even_at = 4u * (j % 2u);
+        let odd_at = 4u * ((j + 1u) % 2u);
+        for (var l = 0u; l < 4u; l++) {
+            (*span)[4u * j + l] = tap_of(select(pairs[j / 2u][even_at + l], pairs[(j + 1u) / 2u][odd_at + l], odd));
+        }
+    }
+}
 
 // The tap at column `col` of a window row (`row_inside`: the row is input data).
 fn row_tap(acc: Acc, t: Tap, col: i32, row_inside: bool, logical_row: u32) -> Acc {
@@ -77,7 +105,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             let row = x_plane + d.at * params.x_d + h.at * params.x_h;
             let logical_row = logical_plane + (d.at * params.in_h + h.at) * params.in_w;
             var span: array<Tap, 32>;   // 4 * 8 chunks
-            for (var j = 0u; j < CHUNKS; j++) {
+            if (PAIRED) { fill_span_paired(&span, row, first / 4); }
+            for (var j = 0u; j < select(CHUNKS, 0u, PAIRED); j++) {
                 // chunks before or past the row are clamped into it: their taps are padding
                 let chunk = x_load4(row + 4u * u32(clamp(first / 4 + i32(j), 0, last_chunk)));
                 // (the four lanes written out, like the four outputs in four_taps: lavapipe's
