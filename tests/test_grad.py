@@ -545,3 +545,43 @@ def test_row_gathers_take_eight_dx_elements_from_chunks_of_dy(device, operator, 
     device.compile(desc)(*inputs, out=dx)
     assert_canaries_intact(dx)
     assert_gradient_close(dx.numpy(), want, dy)
+
+
+@settings(GPU_SETTINGS, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_row_gathers_on_random_row_geometries(device, data):
+    """dx and dy contiguous along W with whole chunks: the row gathers over random windows,
+    strides, dilations and paddings (2 x 8 dx elements per invocation), against the
+    reference; nothing written outside dx."""
+    data_type = data.draw(st.sampled_from(FLOAT_TYPES))
+    operator = data.draw(st.sampled_from(["max", "average"]))
+    in_h, in_w = data.draw(st.integers(1, 11)), data.draw(st.sampled_from([4, 8, 12, 20, 32]))
+    geometry = dict(
+        window_size=(data.draw(st.integers(1, 3)), data.draw(st.integers(1, 5))),
+        strides=(data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))),
+        dilations=(data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2))),
+        start_padding=(data.draw(st.integers(0, 1)), data.draw(st.integers(0, 2))),
+        end_padding=(data.draw(st.integers(0, 1)), data.draw(st.integers(0, 2))),
+    )
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+    x = random_values(data_type, (2, 3, in_h, in_w), rng)
+    try:
+        out_sizes = pg.pooling_output_sizes(x.shape, **geometry)
+        if operator == "max":
+            desc = pg.MaxPoolingGradDesc(pg.TensorDesc(data_type, x.shape), pg.TensorDesc(data_type, out_sizes),
+                                         **geometry)
+        else:
+            desc = pg.AveragePoolingGradDesc(pg.TensorDesc(data_type, out_sizes), pg.TensorDesc(data_type, x.shape),
+                                             **geometry)
+    except (pg.ValidationError, ValueError):
+        assume(False)
+    assume(kernels.program_for(desc).passes[-1].kernel.file == f"{operator}_pool_grad_rows.wgsl")
+    dy = rng.integers(-8, 9, out_sizes).astype(x.dtype)  # small integers: every f32 sum exact
+    if operator == "max":
+        inputs, want = (device.upload(x), device.upload(dy)), reference.max_pool_grad(x, dy, **geometry)
+    else:
+        inputs, want = (device.upload(dy),), reference.average_pool_grad(dy, x.shape, **geometry)
+    dx = canary_tensor(device, desc.output_gradient)
+    device.compile(desc)(*inputs, out=dx)
+    assert_canaries_intact(dx)
+    assert_gradient_close(dx.numpy(), want, dy, exact=operator == "max" and data_type == F32)

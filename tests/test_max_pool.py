@@ -227,3 +227,33 @@ def test_rows_walk_reads_16_bit_inputs_eight_elements_at_a_time(device, data_typ
     np.testing.assert_array_equal(idx.numpy(), i_ref)
     assert_canaries_intact(y)
     assert_canaries_intact(idx)
+
+
+@settings(GPU_SETTINGS, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_rows_walk_on_random_row_geometries(device, data):
+    """Inputs contiguous along W with whole chunks (and for 16-bit types pairs of chunks):
+    the rows walk over random windows, strides, dilations and paddings, several output rows
+    per invocation; values and indices exact, nothing written outside the outputs."""
+    data_type = data.draw(st.sampled_from(ALL_TYPES))
+    in_h, in_w = data.draw(st.integers(1, 13)), data.draw(st.sampled_from([8, 16, 24, 40]))
+    geometry = dict(
+        window_size=(data.draw(st.integers(1, 3)), data.draw(st.integers(1, 5))),
+        strides=(data.draw(st.integers(1, 3)), data.draw(st.integers(1, 4))),
+        dilations=(data.draw(st.integers(1, 2)), data.draw(st.integers(1, 3))),
+        start_padding=(data.draw(st.integers(0, 1)), data.draw(st.integers(0, 3))),
+        end_padding=(data.draw(st.integers(0, 1)), data.draw(st.integers(0, 3))),
+    )
+    x = random_values(data_type, (2, 2, in_h, in_w), np.random.default_rng(data.draw(st.integers(0, 2**31))))
+    try:
+        desc = pg.MaxPooling2Desc(pg.TensorDesc(data_type, x.shape), output_indices="uint32", **geometry)
+    except pg.ValidationError:
+        assume(False)
+    assume(kernels._walk_for(desc) in ("rows", "rows_tail"))
+    y, idx = canary_tensor(device, desc.output), canary_tensor(device, desc.output_indices)
+    device.compile(desc)(device.upload(x), out=(y, idx))
+    y_ref, i_ref = reference.max_pool(x, **geometry)
+    assert same_bits(y.numpy(), y_ref)
+    np.testing.assert_array_equal(idx.numpy(), i_ref)
+    assert_canaries_intact(y)
+    assert_canaries_intact(idx)
