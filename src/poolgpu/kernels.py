@@ -452,8 +452,12 @@ def _average_pool_program(desc) -> Program:
     return _window_walk_program(AVERAGE_POOL, desc, ("input", "output", None), **constants)
 
 
+LP_PLAIN_SUM_TAPS = 9  # lp_pool.wgsl: windows up to this many taps sum without compensation
+
+
 def _lp_pool_program(desc) -> Program:
-    return _window_walk_program(LP_POOL, desc, ("input", "output", None), P=desc.p)
+    compensated = math.prod(desc.window.window_size) > LP_PLAIN_SUM_TAPS
+    return _window_walk_program(LP_POOL, desc, ("input", "output", None), P=desc.p, COMPENSATED=compensated)
 
 
 # ---------------------------------------------------------------------------------------

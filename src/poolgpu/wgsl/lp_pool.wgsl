@@ -5,10 +5,13 @@
 // scaled by 2^-e, e being the exponent of the largest |x| seen so far (|x| < 2^e, e kept
 // in [-126, 126] so that 2^-e is a normal float built from its bits: no ldexp per tap):
 // when a larger one arrives the sum is rescaled (by a power of two: exact for integer p),
-// and the root is scaled back by 2^e.  The sum is compensated (common/compensated_sum.wgsl).
-// p = 1 and p = 2 skip pow().
+// and the root is scaled back by 2^e.  The terms are never negative, so a plain f32 sum of
+// n of them is within (n - 1) half-ulps of exact (no cancellation): windows of at most 9
+// taps (kernels.py) sum plainly, within 4 ulp; larger ones are compensated
+// (common/compensated_sum.wgsl, COMPENSATED).  p = 1 and p = 2 skip pow().
 
 override P: f32 = 2.0;
+override COMPENSATED: bool = true;
 
 const MIN_EXPONENT: i32 = -126;   // |x| < 2^-126 for subnormals and zero
 const MAX_EXPONENT: i32 = 126;    // larger |x| (and NaN, infinities) are scaled by 2^-126 too
@@ -67,7 +70,9 @@ fn acc_add(acc: Acc, t: Tap, index: u32, inside: bool) -> Acc {
     let scale = select(acc.scale, power_of_two(-t.exponent), grow);
     let sum = CompensatedSum(acc.sum.sum * shrink, acc.sum.error * shrink);
     let term = power_p(t.magnitude * scale);
-    return Acc(compensated_add(sum, select(0.0, term, inside)), exponent, scale);
+    let added = select(0.0, term, inside);
+    if (!COMPENSATED) { return Acc(CompensatedSum(sum.sum + added, 0.0), exponent, scale); }
+    return Acc(compensated_add(sum, added), exponent, scale);
 }
 
 fn acc_value(acc: Acc, at: Out) -> Raw {
