@@ -124,3 +124,14 @@ def sentinel_input(device, array, strides=None, lead_bytes=16, tail_bytes=32):
         data=raw, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
     )
     return device.wrap(buffer, desc, offset=lead)
+
+
+def draw_row_geometry(data):
+    """A random 2-D window geometry (hypothesis ``st.data()``) for the row kernels' tests:
+    small along H, wider along W, any strides, dilations and paddings."""
+    from hypothesis import strategies as st
+
+    draw = lambda low, high: data.draw(st.integers(low, high))  # noqa: E731
+    return dict(window_size=(draw(1, 3), draw(1, 5)), strides=(draw(1, 3), draw(1, 4)),
+                dilations=(draw(1, 2), draw(1, 3)), start_padding=(draw(0, 1), draw(0, 3)),
+                end_padding=(draw(0, 1), draw(0, 3)))

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 import poolgpu as pg
 import reference
 from poolgpu import kernels
-from helpers import FLOAT_TYPES, assert_canaries_intact, canary_tensor, layout_strides, random_values, same_bits, upload
+from helpers import (FLOAT_TYPES, assert_canaries_intact, canary_tensor, draw_row_geometry, layout_strides,
+                     random_values, same_bits, upload)
 
 GPU_SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 GEOMETRY = ("window_size", "strides", "dilations", "start_padding", "end_padding")
@@ -556,13 +557,7 @@ def test_row_gathers_on_random_row_geometries(device, data):
     data_type = data.draw(st.sampled_from(FLOAT_TYPES))
     operator = data.draw(st.sampled_from(["max", "average"]))
     in_h, in_w = data.draw(st.integers(1, 11)), data.draw(st.sampled_from([4, 8, 12, 20, 32]))
-    geometry = dict(
-        window_size=(data.draw(st.integers(1, 3)), data.draw(st.integers(1, 5))),
-        strides=(data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))),
-        dilations=(data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2))),
-        start_padding=(data.draw(st.integers(0, 1)), data.draw(st.integers(0, 2))),
-        end_padding=(data.draw(st.integers(0, 1)), data.draw(st.integers(0, 2))),
-    )
+    geometry = draw_row_geometry(data)
     rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
     x = random_values(data_type, (2, 3, in_h, in_w), rng)
     try:

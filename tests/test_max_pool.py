@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 import poolgpu as pg
 import reference
 from poolgpu import kernels
-from helpers import (ALL_TYPES, assert_canaries_intact, canary_tensor, layout_strides, random_values,
-                     same_bits, sentinel_input, upload)
+from helpers import (ALL_TYPES, assert_canaries_intact, canary_tensor, draw_row_geometry, layout_strides,
+                     random_values, same_bits, sentinel_input, upload)
 
 GPU_SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -65,6 +65,18 @@ def run_case(device, case):
         np.testing.assert_array_equal(result[1].numpy(), i_ref.astype(case["indices"]))
     for t in outs:
         assert_canaries_intact(t)
+
+
+def assert_pools_with_indices(device, desc, xt, x, geometry):
+    """Run ``desc`` (with indices) on ``xt`` (holding ``x``) into canary-guarded outputs:
+    values bit-exact, indices exact, no byte outside the outputs written."""
+    y, idx = canary_tensor(device, desc.output), canary_tensor(device, desc.output_indices)
+    device.compile(desc)(xt, out=(y, idx))
+    y_ref, i_ref = reference.max_pool(x, **geometry)
+    assert same_bits(y.numpy(), y_ref)
+    np.testing.assert_array_equal(idx.numpy(), i_ref)
+    assert_canaries_intact(y)
+    assert_canaries_intact(idx)
 
 
 @GPU_SETTINGS
@@ -167,13 +179,7 @@ def test_chunked_walk_with_any_output_height_writes_only_its_rows(device, in_h):
     geometry = dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1))
     desc = pg.MaxPooling2Desc(pg.TensorDesc("float32", x.shape), output_indices="uint32", **geometry)
     assert kernels._walk_for(desc) == "rows"
-    y, idx = canary_tensor(device, desc.output), canary_tensor(device, desc.output_indices)
-    device.compile(desc)(device.upload(x), out=(y, idx))
-    y_ref, i_ref = reference.max_pool(x, **geometry)
-    assert same_bits(y.numpy(), y_ref)
-    np.testing.assert_array_equal(idx.numpy(), i_ref)
-    assert_canaries_intact(y)
-    assert_canaries_intact(idx)
+    assert_pools_with_indices(device, desc, device.upload(x), x, geometry)
 
 
 @pytest.mark.parametrize("out_layout", ["packed", "channels_last"])
@@ -185,18 +191,13 @@ def test_rows_walk_with_any_output_layout_stores_element_by_element(device, data
     rng = np.random.default_rng(ALL_TYPES.index(data_type))
     x = random_values(data_type, (2, 3, 7, 16), rng)
     geometry = dict(window_size=(3, 3), strides=(2, 2), dilations=(1, 2), start_padding=(1, 1), end_padding=(0, 1))
-    y_ref, i_ref = reference.max_pool(x, **geometry)
+    y_ref, _ = reference.max_pool(x, **geometry)
     index_type = ("uint32", "uint64")[ALL_TYPES.index(data_type) % 2]
     out = pg.TensorDesc(data_type, y_ref.shape, layout_strides(y_ref.shape, out_layout))
     out_idx = pg.TensorDesc(index_type, y_ref.shape, layout_strides(y_ref.shape, out_layout))
     desc = pg.MaxPooling2Desc(pg.TensorDesc(data_type, x.shape), out, out_idx, **geometry)
     assert y_ref.shape[-1] == 7 and kernels._walk_for(desc) == "rows_tail"
-    y, idx = canary_tensor(device, out), canary_tensor(device, out_idx)
-    device.compile(desc)(device.upload(x), out=(y, idx))
-    assert same_bits(y.numpy(), y_ref)
-    np.testing.assert_array_equal(idx.numpy(), i_ref)
-    assert_canaries_intact(y)
-    assert_canaries_intact(idx)
+    assert_pools_with_indices(device, desc, device.upload(x), x, geometry)
 
 
 SIXTEEN_BIT = tuple(t for t in ALL_TYPES if t.size == 2)
@@ -220,13 +221,7 @@ def test_rows_walk_reads_16_bit_inputs_eight_elements_at_a_time(device, data_typ
     desc = pg.MaxPooling2Desc(pg.TensorDesc(data_type, x.shape), output_indices="uint32", **geometry)
     program = kernels.program_for(desc)
     assert dict(program.passes[0].constants).get("PAIRED") and program.aligned_elements == 8
-    y, idx = canary_tensor(device, desc.output), canary_tensor(device, desc.output_indices)
-    device.compile(desc)(sentinel_input(device, x, lead_bytes=lead_bytes), out=(y, idx))
-    y_ref, i_ref = reference.max_pool(x, **geometry)
-    assert same_bits(y.numpy(), y_ref)
-    np.testing.assert_array_equal(idx.numpy(), i_ref)
-    assert_canaries_intact(y)
-    assert_canaries_intact(idx)
+    assert_pools_with_indices(device, desc, sentinel_input(device, x, lead_bytes=lead_bytes), x, geometry)
 
 
 @settings(GPU_SETTINGS, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
@@ -237,23 +232,11 @@ def test_rows_walk_on_random_row_geometries(device, data):
     per invocation; values and indices exact, nothing written outside the outputs."""
     data_type = data.draw(st.sampled_from(ALL_TYPES))
     in_h, in_w = data.draw(st.integers(1, 13)), data.draw(st.sampled_from([8, 16, 24, 40]))
-    geometry = dict(
-        window_size=(data.draw(st.integers(1, 3)), data.draw(st.integers(1, 5))),
-        strides=(data.draw(st.integers(1, 3)), data.draw(st.integers(1, 4))),
-        dilations=(data.draw(st.integers(1, 2)), data.draw(st.integers(1, 3))),
-        start_padding=(data.draw(st.integers(0, 1)), data.draw(st.integers(0, 3))),
-        end_padding=(data.draw(st.integers(0, 1)), data.draw(st.integers(0, 3))),
-    )
+    geometry = draw_row_geometry(data)
     x = random_values(data_type, (2, 2, in_h, in_w), np.random.default_rng(data.draw(st.integers(0, 2**31))))
     try:
         desc = pg.MaxPooling2Desc(pg.TensorDesc(data_type, x.shape), output_indices="uint32", **geometry)
     except pg.ValidationError:
         assume(False)
     assume(kernels._walk_for(desc) in ("rows", "rows_tail"))
-    y, idx = canary_tensor(device, desc.output), canary_tensor(device, desc.output_indices)
-    device.compile(desc)(device.upload(x), out=(y, idx))
-    y_ref, i_ref = reference.max_pool(x, **geometry)
-    assert same_bits(y.numpy(), y_ref)
-    np.testing.assert_array_equal(idx.numpy(), i_ref)
-    assert_canaries_intact(y)
-    assert_canaries_intact(idx)
+    assert_pools_with_indices(device, desc, device.upload(x), x, geometry)
