@@ -1,5 +1,5 @@
 // Average pooling gradient (DirectML AVERAGE_POOLING_GRAD) when dx and dy are contiguous
-// along W: the gather of average_pool_grad.wgsl, eight dx elements per invocation from
+// along W: the gather of average_pool_grad.wgsl, 2 x 8 dx elements per invocation from
 // 4-element chunks of dy (see common/gather_rows.wgsl).  Each dx element sums, in a fixed
 // order, dy / divisor of the windows covering it (the divisor: the window's size when
 // padding counts, else the number of input elements it covers).

@@ -1,5 +1,5 @@
 // Max pooling gradient (DirectML MAX_POOLING_GRAD), pass 2 of 2 when dx, dy and the argmax
-// are contiguous along W: the gather of max_pool_grad.wgsl, eight dx elements per
+// are contiguous along W: the gather of max_pool_grad.wgsl, 2 x 8 dx elements per
 // invocation from 4-element chunks of dy and the argmax (see common/gather_rows.wgsl).
 // Each dx element sums, in a fixed order, the dy of the windows whose argmax (written by
 // pass 1 into the packed scratch `arg`) is that element.

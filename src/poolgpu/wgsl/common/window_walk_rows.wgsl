@@ -4,14 +4,15 @@
 // chunks of four elements (one 16-byte load for 32-bit types), and each element is
 // prepared once (tap_of) for every tap that uses it: the input rows that neighbouring
 // output rows' windows share (3x3 stride 2: one in three) are read once for both.  Loads
-// per output, not arithmetic, bound this walk on SIMD CPU adapters: four rows instead of
-// two made 3x3 stride 2 1.3-2x faster.  (The rows are written out as acc0..acc3: in an
-// array indexed by a loop, lavapipe keeps the accumulators in memory, 2x slower.)
+// per output, not arithmetic, bound this walk on lavapipe (3x3 stride 2 max with its loads
+// replaced by arithmetic ran at the copy's speed); four rows instead of two made it 1.1x
+// faster, eight outputs along W (register spills) 5% slower.  (The rows are written out as
+// acc0..acc3: in an array indexed by a loop, lavapipe keeps them in memory, 2x slower.)
 //
 // Requires (kernels.py checks): x contiguous along W, with rows and the tensor's start at
-// multiples of 4 elements (PAIRED: 8, and in_w a multiple of 8); a span of at most 8 chunks.  The four outputs are stored by
-// store_four: common/rows_store4.wgsl where y (and idx) meet x's requirements and out_w is a
-// multiple of 4, else common/rows_store_tail.wgsl.
+// multiples of 4 elements (PAIRED: 8, and in_w a multiple of 8); a span of at most 8
+// chunks.  The four outputs are stored by store_four: common/rows_store4.wgsl where y (and
+// idx) meet x's requirements and out_w is a multiple of 4, else common/rows_store_tail.wgsl.
 
 override ROWS: u32 = 1u;
 
@@ -25,7 +26,7 @@ override CHUNKS: u32 = 1u;
 // 16-bit x (PAIRED) is read as pairs of chunks, eight elements per 16-byte load: the span's
 // chunks come from PAIRS pairs, the first holding its first chunk as its second half where
 // that chunk is odd (PARITY 1: in every invocation, 2: in some; kernels.py computes both).
-// Loads, not arithmetic, bound this walk on SIMD CPU adapters, whatever their width.
+// Half the loads of 4-element chunks: float16 max 1.2-1.3x faster on lavapipe.
 override PAIRED: bool = false;
 override PARITY: u32 = 0u;
 override PAIRS: u32 = 1u;
