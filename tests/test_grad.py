@@ -523,6 +523,8 @@ def test_channels_last_disjoint_max_pool_grad_four_channels_at_a_time(device, da
     (20, dict(window_size=(2, 3), strides=(1, 1), dilations=(1, 2), end_padding=(1, 0))),  # in_w = 8k + 4
     (36, dict(window_size=(3, 4), strides=(2, 3), start_padding=(0, 1), end_padding=(1, 1))),
     (12, dict(window_size=(1, 5), strides=(1, 1), start_padding=(0, 2), end_padding=(0, 2))),
+    # a window 51 wide: blocks far from the row's start reach 16 chunks of dy
+    (128, dict(window_size=(1, 11), strides=(1, 1), dilations=(1, 5), start_padding=(0, 1), end_padding=(0, 1))),
 ])
 def test_row_gathers_take_eight_dx_elements_from_chunks_of_dy(device, operator, data_type, in_w, geometry):
     """dx and dy contiguous along W (in_w and out_w multiples of 4): the gather computes

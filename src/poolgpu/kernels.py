@@ -730,9 +730,11 @@ def _dy_chunks(window) -> int:
     stride, pad, extent = window.strides[-1], window.start_padding[-1], window.extents[-1]
     most = 1
     for w0 in range(0, 32 * stride, 8):  # the chunks' pattern repeats with w0 every lcm(8, 4 * stride)
-        first = -(-(w0 + pad - (extent - 1)) // stride)  # (negative: before the row, never loaded)
+        # (not clamped at the row's start: a wide window's blocks far from it need every
+        # chunk, and w0 here stays small)
+        first = -(-(w0 + pad - (extent - 1)) // stride)
         last = (w0 + 7 + pad) // stride
-        most = max(most, last // 4 - max(first, 0) // 4 + 1)
+        most = max(most, last // 4 - first // 4 + 1)
     return most
 
 
