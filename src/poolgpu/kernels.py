@@ -338,11 +338,10 @@ def _reads_pairs(desc) -> bool:
     return x.data_type.size == 2 and in_w % 8 == 0 and all(st % 8 == 0 for a, st in strides.items() if a != "w")
 
 
-def _pair_constants(window, chunks: int) -> dict:
+def _pair_constants(window, lead: int, chunks: int) -> dict:
     """PARITY and PAIRS of window_walk_rows.wgsl: whether the span's first chunk, c0 = column
     * SW - (PW + LEAD) / 4, is odd in every invocation (1), in none (0) or in some (2), and
-    how many pairs of chunks hold the span."""
-    lead = -window.start_padding[-1] % 4
+    how many pairs of chunks hold the span (LEAD, CHUNKS: _row_span's)."""
     stride = window.strides[-1]
     parity = (-(window.start_padding[-1] + lead) // 4) % 2 if stride % 2 == 0 else 2
     return {"PARITY": parity, "PAIRS": (chunks + 1) // 2 if parity == 0 else (chunks + 2) // 2}
@@ -400,7 +399,7 @@ def _window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "ge
         constants["LEAD"], constants["CHUNKS"] = _row_span(desc.window)
         constants["ROWS"] = rows
         if _reads_pairs(desc):
-            constants.update(PAIRED=True, **_pair_constants(desc.window, constants["CHUNKS"]))
+            constants.update(PAIRED=True, **_pair_constants(desc.window, constants["LEAD"], constants["CHUNKS"]))
     elif walk == "channels":  # (c / 4, ow / COLS, (n, od, oh / ROWS)): 2 x 2 outputs share loads
         rows, cols = (2 if out_h > 1 else 1), (2 if out_w > 1 else 1)
         grid_constants, grid_params, grid = lines_grid(c // 4, -(-out_w // cols), n * out_d * -(-out_h // rows))

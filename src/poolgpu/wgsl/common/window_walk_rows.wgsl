@@ -107,7 +107,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             let logical_row = logical_plane + (d.at * params.in_h + h.at) * params.in_w;
             var span: array<Tap, 32>;   // 4 * 8 chunks
             if (PAIRED) { fill_span_paired(&span, row, first / 4); }
-            for (var j = 0u; j < select(CHUNKS, 0u, PAIRED); j++) {
+            for (var j = 0u; j < CHUNKS && !PAIRED; j++) {
                 // chunks before or past the row are clamped into it: their taps are padding
                 let chunk = x_load4(row + 4u * u32(clamp(first / 4 + i32(j), 0, last_chunk)));
                 // (the four lanes written out, like the four outputs in four_taps: lavapipe's
