@@ -2,7 +2,10 @@
 Vulkan and llvmpipe through OpenGL here); GPU tests skip cleanly when there is none.
 
 POOLGPU_TEST_BACKENDS (comma-separated, e.g. "vulkan") restricts the adapters tested;
-POOLGPU_REQUIRE_BACKENDS makes the run fail unless adapters of those backends exist (CI)."""
+POOLGPU_REQUIRE_BACKENDS makes the run fail unless adapters of those backends exist (CI).
+An adapter on which no device opens (e.g. an OpenGL 3.3 context without compute shaders,
+as NVIDIA's EGL gives) is left out and named in the report header: each of its tests would
+only repeat that error."""
 
 import os
 
@@ -29,8 +32,23 @@ def _adapters():
     return unique
 
 
-ADAPTERS = _adapters()
 _devices = {}
+_UNUSABLE = []  # (adapter, why no device opened on it)
+
+
+def _usable(adapters):
+    usable = []
+    for a in adapters:
+        try:
+            _devices[(a["backend"], a["name"])] = pg.Device(backend=a["backend"], adapter=a["name"])
+        except pg.DeviceError as exc:
+            _UNUSABLE.append((a, str(exc).splitlines()[0]))
+        else:
+            usable.append(a)
+    return usable
+
+
+ADAPTERS = _usable(_adapters())
 
 
 def pytest_configure(config):
@@ -43,7 +61,8 @@ def pytest_configure(config):
 
 def pytest_report_header(config):
     names = ", ".join(f"{a['name']} ({a['backend']})" for a in ADAPTERS) or "none (GPU tests skip)"
-    return f"poolgpu adapters: {names}"
+    left_out = [f"poolgpu left out {a['name']} ({a['backend']}): {why}" for a, why in _UNUSABLE]
+    return [f"poolgpu adapters: {names}"] + left_out
 
 
 @pytest.fixture(
@@ -55,7 +74,4 @@ def device(request):
     adapter = request.param
     if adapter is None:
         pytest.skip("no WebGPU adapter found")
-    key = (adapter["backend"], adapter["name"])
-    if key not in _devices:
-        _devices[key] = pg.Device(backend=adapter["backend"], adapter=adapter["name"])
-    return _devices[key]
+    return _devices[(adapter["backend"], adapter["name"])]

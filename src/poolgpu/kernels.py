@@ -180,6 +180,7 @@ def params_fields(kernel: Kernel) -> tuple:
 
 def pack_params(kernel: Kernel, values: Mapping[str, int]) -> bytes:
     names = params_fields(kernel)
+    values = {"opaque_zero": 0, **values}  # always 0: common/as_written.wgsl
     missing = set(names) - set(values)
     assert not missing, f"{kernel.file}: no value for Params fields {sorted(missing)}"
     words = [values[n] for n in names]
@@ -302,8 +303,9 @@ def _pooling_kernels(file: str, accumulator: tuple) -> dict:
 
 
 MAX_POOL = _pooling_kernels("max_pool.wgsl", ("max_accumulator.wgsl",))
-AVERAGE_POOL = _pooling_kernels("avg_pool.wgsl", ("compensated_sum.wgsl",))
-LP_POOL = _pooling_kernels("lp_pool.wgsl", ("compensated_sum.wgsl",))
+COMPENSATED_SUM = ("compensated_sum.wgsl", "as_written.wgsl")  # the library and what it needs
+AVERAGE_POOL = _pooling_kernels("avg_pool.wgsl", COMPENSATED_SUM)
+LP_POOL = _pooling_kernels("lp_pool.wgsl", COMPENSATED_SUM)
 
 
 def _strides_5d(tensor) -> dict:
@@ -478,7 +480,7 @@ BINNED_MAX = Kernel(
 )
 BINNED_AVERAGE = Kernel(
     "binned_average.wgsl", (Slot("x", False), Slot("bins", False), Slot("y", True)), value_slot="x",
-    library=("bin_table.wgsl", "compensated_sum.wgsl", "flat_index.wgsl"),
+    library=("bin_table.wgsl", "flat_index.wgsl") + COMPENSATED_SUM,
 )
 
 
@@ -612,7 +614,8 @@ def _block_gather_kernels(file: str, slots: tuple, library: tuple, argmax: bool)
 MAX_POOL_GRAD, MAX_POOL_GRAD_CHANNELS = _block_gather_kernels(
     "max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True)), (), argmax=True)
 AVERAGE_POOL_GRAD, AVERAGE_POOL_GRAD_CHANNELS = _block_gather_kernels(
-    "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)), ("average_divisor.wgsl",), argmax=False)
+    "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)), ("average_divisor.wgsl", "as_written.wgsl"),
+    argmax=False)
 _DISJOINT_LIBRARY = ("window_constants.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl", "row_grid.wgsl",
                      "disjoint_gradient.wgsl")
 MAX_POOL_GRAD_DISJOINT = Kernel(
@@ -639,7 +642,8 @@ MAX_POOL_GRAD_ROWS = Kernel(
 AVERAGE_POOL_GRAD_ROWS = Kernel(
     "average_pool_grad_rows.wgsl",
     (Slot("dy", False, snippet="read4_{storage}.wgsl"), Slot("dx", True, snippet="write4_{storage}.wgsl")),
-    value_slot="dy", library=("grid.wgsl", "window_constants.wgsl", "average_divisor.wgsl", "gather_rows.wgsl"),
+    value_slot="dy",
+    library=("grid.wgsl", "window_constants.wgsl", "average_divisor.wgsl", "as_written.wgsl", "gather_rows.wgsl"),
 )
 
 

@@ -27,8 +27,17 @@ struct Params {
     dx_n: u32, dx_c: u32, dx_d: u32, dx_h: u32, dx_w: u32,
     // rows of blocks_w blocks, N * C * blocks_d * blocks_h in all (common/row_grid.wgsl)
     column_groups: u32, rows: u32, row_origin: u32,
+    opaque_zero: u32,   // always 0 (common/as_written.wgsl)
 }
 @group(0) @binding(0) var<uniform> params: Params;
+
+// dy's share of a window of `divisor` taps, rounded as in average_pool_grad_rows.wgsl: the
+// divisor and the quotient are kept as written (common/as_written.wgsl), so no driver turns
+// the division into a multiplication by a folded reciprocal, or fuses it into the sum.
+fn share_of(dy: Sum, divisor: u32) -> Sum {
+    let share = dy / divisor_as_written(divisor);
+    return bitcast<Sum>(bitcast<SumBits>(share) | SumBits(params.opaque_zero));
+}
 
 @compute @workgroup_size(WG_X)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
@@ -61,7 +70,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                             let ow = block_window(bw, rw, kw, SW, LW, PW, params.out_w);
                             if (!ow.hit) { continue; }
                             let divisor = count_dh * taps_inside(ow.o, KW, SW, LW, PW, params.in_w);
-                            sum += dy_sum(dy_plane + od.o * params.dy_d + oh.o * params.dy_h + ow.o * params.dy_w) / f32(divisor);
+                            sum += share_of(dy_sum(dy_plane + od.o * params.dy_d + oh.o * params.dy_h + ow.o * params.dy_w), divisor);
                         }
                     }
                 }

@@ -15,6 +15,7 @@ struct Params {
     dy_n: u32, dy_c: u32, dy_d: u32, dy_h: u32, dy_w: u32,
     dx_n: u32, dx_c: u32, dx_d: u32, dx_h: u32, dx_w: u32,
     columns: u32, lines: u32, line_groups: u32, planes: u32, plane_origin: u32,   // the grid (common/grid.wgsl)
+    opaque_zero: u32,   // always 0 (common/as_written.wgsl)
 }
 @group(0) @binding(0) var<uniform> params: Params;
 
@@ -28,7 +29,8 @@ fn covers(ow: u32, w: u32) -> bool {
 // and the eight dx elements it covers (none for a column past the row).
 struct Column { share: f32, lo: vec4<bool>, hi: vec4<bool> }
 fn column_of(ow: u32, dy: Raw, count_dh: u32, w0: u32) -> Column {
-    let share = to_f32(dy) / f32(count_dh * taps_inside(ow, KW, SW, LW, PW, params.in_w));
+    // kept as written (common/as_written.wgsl): the same rounding as average_pool_grad.wgsl's share_of
+    let share = as_written(to_f32(dy) / divisor_as_written(count_dh * taps_inside(ow, KW, SW, LW, PW, params.in_w)));
     let real = vec4<bool>(ow < params.out_w);
     let lo = vec4<bool>(covers(ow, w0), covers(ow, w0 + 1u), covers(ow, w0 + 2u), covers(ow, w0 + 3u));
     let hi = vec4<bool>(covers(ow, w0 + 4u), covers(ow, w0 + 5u), covers(ow, w0 + 6u), covers(ow, w0 + 7u));

@@ -21,6 +21,7 @@ struct Params {
     out_d: u32, out_h: u32, out_w: u32,
     x_n: u32, x_c: u32, x_d: u32, x_h: u32, x_w: u32,
     y_n: u32, y_c: u32, y_d: u32, y_h: u32, y_w: u32,
+    opaque_zero: u32,   // always 0 (common/as_written.wgsl)
 }
 @group(0) @binding(0) var<uniform> params: Params;
 

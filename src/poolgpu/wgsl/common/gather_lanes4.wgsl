@@ -2,6 +2,7 @@
 // tensors with C a multiple of 4 (CHANNELS_PER_LANE = 4): four neighbouring channels per
 // invocation, dy read and dx written as 4-element chunks.
 alias Sum = vec4<f32>;
+alias SumBits = vec4<u32>;   // Sum's bits (average_pool_grad.wgsl's share_of)
 fn dy_sum(e: u32) -> Sum {
     let v = dy_load4(e);
     return vec4<f32>(to_f32(v[0]), to_f32(v[1]), to_f32(v[2]), to_f32(v[3]));

@@ -21,6 +21,7 @@ struct Params {
     y_n: u32, y_c: u32, y_d: u32, y_h: u32, y_w: u32,
     idx_n: u32, idx_c: u32, idx_d: u32, idx_h: u32, idx_w: u32,
     columns: u32, lines: u32, line_groups: u32, planes: u32, plane_origin: u32,   // the grid (common/grid.wgsl)
+    opaque_zero: u32,   // always 0 (common/as_written.wgsl)
 }
 @group(0) @binding(0) var<uniform> params: Params;
 
