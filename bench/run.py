@@ -54,6 +54,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--layout", help="nchw, nhwc or both, comma-separated (NHWC: channels last, inputs and outputs)")
     p.add_argument("--reps", type=int, default=5, help="repetitions per measurement (default: %(default)s)")
     p.add_argument("--warmup", type=int, default=1, help="untimed runs first (default: %(default)s)")
+    p.add_argument("--warmup-s", type=float, default=0.0,
+                   help="untimed runs go on for at least this many seconds: real GPUs run slowly until a "
+                        "sustained load raises their clocks (an H100: up to 4x); e.g. 0.5 (default: %(default)s)")
     p.add_argument("--budget", type=float, default=0.4,
                    help="seconds after which a measurement stops repeating, once 3 repetitions are done "
                         "(default: %(default)s)")
@@ -192,7 +195,8 @@ class Bench:
 
     def measure(self, times_of, warmed: bool = False):
         """Repetitions of ``times_of``; ``warmed``: set-up already ran it once (untimed)."""
-        return repeat(times_of, max(self.args.warmup - warmed, 0), self.args.reps, self.args.budget)
+        return repeat(times_of, max(self.args.warmup - warmed, 0), self.args.reps, self.args.budget,
+                      warmup_s=self.args.warmup_s)
 
     def poolgpu_row(self, problem, layout: str) -> dict:
         row = {}
@@ -304,6 +308,7 @@ class Bench:
             "settings": {
                 "argv": sys.argv[1:], "cases": list(args.case_names), "ops": args.op_patterns,
                 "variants": [list(v) for v in args.variants], "reps": args.reps, "warmup": args.warmup,
+                "warmup_s": args.warmup_s,
                 "budget_s": args.budget, "quick": args.quick, "tiny": args.tiny, "seed": args.seed,
                 "peers": list(args.peer_names), "peer_rows": args.peer_rows,
             },

@@ -81,13 +81,16 @@ class GpuTimer:
         return gpu
 
 
-def repeat(measures, warmup: int, reps: int, budget: float, min_reps: int = 3) -> list:
-    """Run every measure (a callable returning seconds) ``warmup`` times, then up to
-    ``reps`` rounds, each measure once per round (so slow drifts hit all alike), stopping
-    early once ``budget`` seconds have passed and ``min_reps`` rounds are done."""
-    for _ in range(warmup):
+def repeat(measures, warmup: int, reps: int, budget: float, min_reps: int = 3, warmup_s: float = 0.0) -> list:
+    """Run every measure (a callable returning seconds) ``warmup`` times and for at least
+    ``warmup_s`` seconds, then up to ``reps`` rounds, each measure once per round (so slow
+    drifts hit all alike), stopping early once ``budget`` seconds have passed and
+    ``min_reps`` rounds are done."""
+    start, warmed = time.perf_counter(), 0
+    while warmed < warmup or time.perf_counter() - start < warmup_s:
         for measure in measures:
             measure()
+        warmed += 1
     series = [[] for _ in measures]
     start = time.perf_counter()
     for done in range(1, max(reps, 1) + 1):

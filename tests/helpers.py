@@ -1,5 +1,7 @@
 """Test helpers: random data per type, layouts expressed as strides, canary-guarded outputs."""
 
+import contextlib
+
 import numpy as np
 import wgpu
 
@@ -135,3 +137,14 @@ def draw_row_geometry(data):
     return dict(window_size=(draw(1, 3), draw(1, 5)), strides=(draw(1, 3), draw(1, 4)),
                 dilations=(draw(1, 2), draw(1, 3)), start_padding=(draw(0, 1), draw(0, 3)),
                 end_padding=(draw(0, 1), draw(0, 3)))
+
+
+@contextlib.contextmanager
+def tuned_for(device, tuning):
+    """Ops compiled inside compile for ``tuning`` ("cpu" or "gpu", Device.tuned_for)."""
+    before = device.tuned_for
+    device.tuned_for = tuning
+    try:
+        yield device
+    finally:
+        device.tuned_for = before

@@ -160,6 +160,12 @@ class Device:
         self.info = _describe(self.adapter)
         self.features = frozenset(self.wgpu_device.features)
         self.limits = dict(self.wgpu_device.limits)
+        # Which kernels ops compile to: "cpu" on software adapters (lavapipe, llvmpipe), whose
+        # SIMD lanes load one by one, so that several outputs per invocation sharing their
+        # loads win; "gpu" elsewhere: one output per invocation, coalesced, and a workgroup
+        # per output for global pooling (kernels._walk_for).  Settable: ops compiled after a
+        # change follow it (the tests run the "gpu" kernels on software adapters this way).
+        self.tuned_for = "cpu" if self.info["type"] == "cpu" else "gpu"
         self._lock = threading.RLock()  # submission, read-back and the caches of ops and bind groups
         self._pipeline_lock = threading.RLock()
         self._local = threading.local()
@@ -268,18 +274,19 @@ class Device:
     def compile(self, desc) -> "Op":
         """A callable operator for the (already validated) description ``desc``; cached (the
         most recently used _OP_CACHE_SIZE)."""
+        key = (desc, self.tuned_for)
         with self._lock:
-            op = self._ops.get(desc)
+            op = self._ops.get(key)
             if op is not None:
-                self._ops.move_to_end(desc)
+                self._ops.move_to_end(key)
                 return op
         if not hasattr(desc, "kernel"):
             raise ValidationError("desc", f"{type(desc).__name__} is not an operator description")
         self._check_alive()
         op = Op(self, desc)  # outside the lock: other threads' calls go on meanwhile
         with self._lock:
-            op = self._ops.setdefault(desc, op)
-            self._ops.move_to_end(desc)
+            op = self._ops.setdefault(key, op)
+            self._ops.move_to_end(key)
             while len(self._ops) > _OP_CACHE_SIZE:
                 self._ops.popitem(last=False)
         return op
@@ -463,7 +470,7 @@ class Op:
         self._align = max(align, 8)
         self._max_binding = device.limits["max-storage-buffer-binding-size"]
         # a binding starts up to one alignment before its tensor and is rounded up to 16 bytes
-        self._program = kernels.program_for(desc, self._max_binding - self._align - 16)
+        self._program = kernels.program_for(desc, self._max_binding - self._align - 16, gpu=device.tuned_for == "gpu")
         self._inputs = desc.input_tensors()
         self._outputs = tuple((role, t) for role, t in desc.output_tensors() if t is not None)
         scratch = {}

@@ -288,7 +288,9 @@ WALKS = {  # walk -> (its files in wgsl/common, its slots)
     "rows": (("window_walk_rows.wgsl", "rows_store4.wgsl"), _CHUNKED),
     "rows_tail": (("window_walk_rows.wgsl", "rows_store_tail.wgsl"), (_CHUNKED[0], Slot("y", True), Slot("idx", True))),
     "channels": (("window_walk_channels.wgsl",), _CHUNKED),
+    "plane": (("window_walk_plane.wgsl",), (Slot("x", False), Slot("y", True), Slot("idx", True))),
 }
+CHUNKED_WALKS = ("rows", "rows_tail", "channels")  # the walks that need 4-element aligned tensors
 ROWS_MAX_CHUNKS = 8  # window_walk_rows.wgsl's span holds 32 elements
 ROWS_PER_INVOCATION = 4  # output rows of window_walk_rows.wgsl's invocations (fewer where out_h is)
 
@@ -349,17 +351,38 @@ def _pair_constants(window, lead: int, chunks: int) -> dict:
     return {"PARITY": parity, "PAIRS": (chunks + 1) // 2 if parity == 0 else (chunks + 2) // 2}
 
 
-def _walk_for(desc) -> str:
-    """The fastest window walk whose layout requirements ``desc`` meets."""
+# The plane walk's workgroup (window_walk_plane.wgsl's PLANE_LANES): smaller planes would
+# leave most of its lanes idle (an H100, case C's 49-element planes: 24% of copy, against
+# 31% for one invocation per output).
+PLANE_LANES = 256
+
+
+def _covers_plane(desc) -> bool:
+    """Whether ``desc``'s one window covers each whole input plane (global pooling) of at
+    least PLANE_LANES elements."""
+    window = desc.window
+    return all(o == 1 for o in desc.output.sizes[2:]) and tuple(window.window_size) == tuple(desc.input.sizes[2:]) \
+        and not any(window.start_padding) and all(d == 1 for d in window.dilations) \
+        and math.prod(window.window_size) >= PLANE_LANES
+
+
+def _walk_for(desc, gpu: bool) -> str:
+    """The fastest window walk whose layout requirements ``desc`` meets: on a software
+    adapter (lavapipe, llvmpipe; ``gpu`` false) the rows walk's several outputs per
+    invocation, which share their loads; on GPUs one output per invocation, whose
+    neighbouring lanes read neighbouring elements (measured on an H100, case A: 43-47% of
+    copy, against 19-38% for the rows walk), and a workgroup per output for global pooling."""
     tensors = [t for t in (desc.input, desc.output, getattr(desc, "output_indices", None)) if t is not None]
     window = desc.window
     out_w, channels = as_5d(desc.output.sizes, desc.output.strides)[0][4], desc.input.sizes[1]
     span_fits = _row_span(window)[1] <= ROWS_MAX_CHUNKS
-    if out_w % 4 == 0 and span_fits and _contiguous_along(tensors, "w"):
+    if gpu and _covers_plane(desc):
+        return "plane"
+    if not gpu and out_w % 4 == 0 and span_fits and _contiguous_along(tensors, "w"):
         return "rows"
     if channels % 4 == 0 and _contiguous_along(tensors, "c"):
         return "channels"
-    if out_w >= 4 and span_fits and _contiguous_along(tensors[:1], "w"):
+    if not gpu and out_w >= 4 and span_fits and _contiguous_along(tensors[:1], "w"):
         return "rows_tail"
     return "general"
 
@@ -391,6 +414,15 @@ def _lines_regrid(columns: int, lines: int, first: int, count: int) -> tuple:
     return {"FOLDED": constants.get("FOLDED", False)}, dict(params, plane_origin=first), grid
 
 
+def _plane_params(first: int, planes: int) -> dict:
+    """The grid params of the plane walk: only its planes count (one workgroup each)."""
+    return {"columns": 1, "lines": 1, "line_groups": 1, "planes": planes, "plane_origin": first}
+
+
+def _plane_regrid(first: int, count: int) -> tuple:
+    return {}, _plane_params(first, count), fold_groups(count)
+
+
 def _window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "general", **constants) -> Pass:
     """A pass of a window-walk kernel: `walk` picks the walk (see _walk_for)."""
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
@@ -402,6 +434,10 @@ def _window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "ge
         constants["ROWS"] = rows
         if _reads_pairs(desc):
             constants.update(PAIRED=True, **_pair_constants(desc.window, constants["LEAD"], constants["CHUNKS"]))
+    elif walk == "plane":  # a workgroup per (n, c), numbered flat
+        grid_constants, grid_params, grid = {}, _plane_params(0, n * c), fold_groups(n * c)
+        x_sizes, x_strides = as_5d(desc.input.sizes, desc.input.strides)
+        grid_constants["FLAT_PLANE"] = x_strides[2:] == (x_sizes[3] * x_sizes[4], x_sizes[4], 1)
     elif walk == "channels":  # (c / 4, ow / COLS, (n, od, oh / ROWS)): 2 x 2 outputs share loads
         rows, cols = (2 if out_h > 1 else 1), (2 if out_w > 1 else 1)
         grid_constants, grid_params, grid = lines_grid(c // 4, -(-out_w // cols), n * out_d * -(-out_h // rows))
@@ -410,8 +446,8 @@ def _window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "ge
         grid_constants, grid_params, grid = lines_grid(out_w, out_h, n * c * out_d)
     # chunks (see chunked) are runs of planes: (n, c, od), or (n, od, oh) for channels
     per_plane = grid_params["planes"] // (n if walk == "channels" else n * c)
-    split = Split(per_plane, partial(_lines_regrid, grid_params["columns"], grid_params["lines"]),
-                  whole_n=walk == "channels")
+    regrid = _plane_regrid if walk == "plane" else partial(_lines_regrid, grid_params["columns"], grid_params["lines"])
+    split = Split(per_plane, regrid, whole_n=walk == "channels")
     constants.update(grid_constants, **window_constants(desc.window))
     params = {
         "channels": c,
@@ -425,40 +461,40 @@ def _window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "ge
     return Pass(kernels_by_walk[walk], roles, sorted_constants(constants), params, grid, split)
 
 
-def _window_walk_program(kernels_by_walk: dict, desc, roles: tuple, **constants) -> Program:
+def _window_walk_program(kernels_by_walk: dict, desc, roles: tuple, gpu: bool, **constants) -> Program:
     """One window-walk pass, on the fastest walk the layout allows, with the general walk
     as the fallback for calls whose tensor offsets are not 4-element aligned."""
+    walk = _walk_for(desc, gpu)
+    if walk not in CHUNKED_WALKS:
+        return Program((_window_walk_pass(kernels_by_walk, desc, roles, walk, **constants),))
     general = Program((_window_walk_pass(kernels_by_walk, desc, roles, "general", **constants),))
-    walk = _walk_for(desc)
-    if walk == "general":
-        return general
     fast = (_window_walk_pass(kernels_by_walk, desc, roles, walk, **constants),)
     aligned = roles[:1] if walk == "rows_tail" else tuple(r for r in roles if r is not None)
     pairs = walk in ("rows", "rows_tail") and _reads_pairs(desc)
     return Program(fast, aligned=aligned, fallback=general, aligned_elements=8 if pairs else 4)
 
 
-def _max_pool_program(desc) -> Program:
+def _max_pool_program(desc, gpu: bool) -> Program:
     indices = "output_indices" if getattr(desc, "output_indices", None) is not None else None
-    return _window_walk_program(MAX_POOL, desc, ("input", "output", indices))
+    return _window_walk_program(MAX_POOL, desc, ("input", "output", indices), gpu)
 
 
-def _average_pool_program(desc) -> Program:
+def _average_pool_program(desc, gpu: bool) -> Program:
     constants = {"INCLUDE_PADDING": desc.include_padding}
     # ONNX's ceil_mode: padding past the declared end padding is not counted in the divisor
     counted_end = getattr(desc, "counted_end_padding", None)
     if counted_end is not None and tuple(counted_end) != desc.window.end_padding:
         constants["CLIP_DIVISOR"] = True
         constants.update(zip(("ED", "EH", "EW"), as_3d(counted_end, 0)))
-    return _window_walk_program(AVERAGE_POOL, desc, ("input", "output", None), **constants)
+    return _window_walk_program(AVERAGE_POOL, desc, ("input", "output", None), gpu, **constants)
 
 
 LP_PLAIN_SUM_TAPS = 9  # lp_pool.wgsl: windows up to this many taps sum without compensation
 
 
-def _lp_pool_program(desc) -> Program:
+def _lp_pool_program(desc, gpu: bool) -> Program:
     compensated = math.prod(desc.window.window_size) > LP_PLAIN_SUM_TAPS
-    return _window_walk_program(LP_POOL, desc, ("input", "output", None), P=desc.p, COMPENSATED=compensated)
+    return _window_walk_program(LP_POOL, desc, ("input", "output", None), gpu, P=desc.p, COMPENSATED=compensated)
 
 
 # ---------------------------------------------------------------------------------------
@@ -549,11 +585,14 @@ def _adaptive_bins_pass(desc) -> tuple:
 FIXED_WINDOW_MIN_ROW = 8
 
 
-def _fixed_window_for_bins(desc):
+def _fixed_window_for_bins(desc, gpu: bool):
     """The window (= stride) of the fixed-window pooling equal to ``desc``'s adaptive bins,
     where it exists (every input size a multiple of its output size: in / out) and is worth
-    it (rows of at least FIXED_WINDOW_MIN_ROW outputs); else None."""
+    it (rows of at least FIXED_WINDOW_MIN_ROW outputs, or on GPUs global pooling: the plane
+    walk); else None."""
     in_spatial, out_spatial = desc.input.sizes[2:], desc.output.sizes[2:]
+    if gpu and all(o == 1 for o in out_spatial) and math.prod(in_spatial) >= PLANE_LANES:
+        return tuple(in_spatial)
     if any(i % o for i, o in zip(in_spatial, out_spatial)) or out_spatial[-1] < FIXED_WINDOW_MIN_ROW:
         return None
     return tuple(i // o for i, o in zip(in_spatial, out_spatial))
@@ -564,23 +603,24 @@ def _binned_program(kernel: Kernel, desc) -> Program:
     return Program((bins_pass, _binned_pass(kernel, desc, roi=False)), scratch=(("bins", table),))
 
 
-def _adaptive_max_pool_program(desc) -> Program:
-    window = _fixed_window_for_bins(desc)
+def _adaptive_max_pool_program(desc, gpu: bool) -> Program:
+    window = _fixed_window_for_bins(desc, gpu)
     if window is not None:
         return _max_pool_program(
-            MaxPooling2Desc(desc.input, desc.output, desc.output_indices, window_size=window, strides=window)
+            MaxPooling2Desc(desc.input, desc.output, desc.output_indices, window_size=window, strides=window), gpu
         )
     return _binned_program(BINNED_MAX, desc)
 
 
-def _adaptive_average_pool_program(desc) -> Program:
-    window = _fixed_window_for_bins(desc)
+def _adaptive_average_pool_program(desc, gpu: bool) -> Program:
+    window = _fixed_window_for_bins(desc, gpu)
     if window is not None:  # the same compensated sum in the same order: the same bits
-        return _average_pool_program(AveragePooling1Desc(desc.input, desc.output, window_size=window, strides=window))
+        return _average_pool_program(
+            AveragePooling1Desc(desc.input, desc.output, window_size=window, strides=window), gpu)
     return _binned_program(BINNED_AVERAGE, desc)
 
 
-def _roi_pool_program(desc) -> Program:
+def _roi_pool_program(desc, gpu: bool) -> Program:
     rois = desc.roi.sizes[2]
     pooled_h, pooled_w = desc.pooled_size
     entries = 1 + pooled_h + pooled_w  # per ROI: the batch with the unit D pair, then H and W bins
@@ -782,7 +822,7 @@ def _lone_windows_disjoint(desc):
     return desc if strides == window.strides else replace(desc, strides=strides)
 
 
-def _max_pool_grad_program(desc) -> Program:
+def _max_pool_grad_program(desc, gpu: bool) -> Program:
     desc = _lone_windows_disjoint(desc)
     window = desc.window
     forward = desc.forward
@@ -829,18 +869,18 @@ def _max_pool_grad_program(desc) -> Program:
         rows = Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT_ROWS, desc, disjoint, {}, windows_w=4),))
         return replace(rows, aligned=("input", "output_gradient"), fallback=general)
     general = two_passes("general", rows=False)
-    walk, rows = _walk_for(forward), _gathers_rows(desc)
+    walk, rows = _walk_for(forward, gpu), _gathers_rows(desc)
     channels = channels_last and _gathers_channels(desc)
-    if walk == "general" and not rows and not channels:
+    if walk not in CHUNKED_WALKS and not rows and not channels:
         return general
-    aligned = (("input",) if walk != "general" else ()) + (("input_gradient", "output_gradient") if rows else ()) + \
+    aligned = (("input",) if walk in CHUNKED_WALKS else ()) + (("input_gradient", "output_gradient") if rows else ()) + \
         (("input_gradient", "output_gradient") if channels else ())
     pairs = walk in ("rows", "rows_tail") and _reads_pairs(forward)  # pass 1 reads x in pairs of chunks
     return replace(two_passes(walk, rows, channels), aligned=aligned, fallback=general,
                    aligned_elements=8 if pairs else 4)
 
 
-def _average_pool_grad_program(desc) -> Program:
+def _average_pool_grad_program(desc, gpu: bool) -> Program:
     desc = _lone_windows_disjoint(desc)
     tensors = {"dy": "input_gradient", "dx": "output_gradient"}
     constants = {"INCLUDE_PADDING": desc.include_padding}
@@ -874,7 +914,7 @@ MAX_UNPOOL_ROWS = Kernel(
 )
 
 
-def _max_unpool_program(desc) -> Program:
+def _max_unpool_program(desc, gpu: bool) -> Program:
     x, indices, y = desc.input, desc.indices, desc.output
     n, c, in_d, in_h, in_w = as_5d(x.sizes, x.strides)[0]
     _, _, out_d, out_h, out_w = as_5d(y.sizes, y.strides)[0]
@@ -931,7 +971,7 @@ COPY = Kernel("copy.wgsl", (Slot("src", False, snippet="read_v4.wgsl"), Slot("ds
               value_slot="src")
 
 
-def _copy_program(desc) -> Program:
+def _copy_program(desc, gpu: bool) -> Program:
     """The bench's bandwidth roofline (``CopyDesc`` in bench/roofline.py, not an operator):
     ``desc.input`` read once and ``desc.output`` written once, 16 bytes per access,
     ``desc.vec4s_per_thread`` words per invocation in workgroups of ``desc.workgroup_size``."""
@@ -960,10 +1000,11 @@ REGISTRY = {
 }
 
 
-def program_for(desc, max_binding: Optional[int] = None) -> Program:
-    """The description's program; with ``max_binding`` (bytes), chunked so that no dispatch
-    binds more of a tensor (see :func:`chunked`)."""
-    program = REGISTRY[desc.kernel](desc)
+def program_for(desc, max_binding: Optional[int] = None, gpu: bool = False) -> Program:
+    """The description's program, tuned for a GPU (``gpu``) or a software adapter (see
+    _walk_for); with ``max_binding`` (bytes), chunked so that no dispatch binds more of a
+    tensor (see :func:`chunked`)."""
+    program = REGISTRY[desc.kernel](desc, gpu)
     if max_binding is None:
         return program
     tensors = dict(desc.input_tensors() + desc.output_tensors())

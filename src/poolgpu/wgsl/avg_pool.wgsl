@@ -22,6 +22,12 @@ fn acc_add(acc: Acc, t: Tap, index: u32, inside: bool) -> Acc {
     return Acc(compensated_add(acc.sum, select(0.0, t, inside)), acc.count + u32(inside));
 }
 
+// The accumulator of two disjoint sets of taps (the plane walk's merge).
+fn acc_merge(a: Acc, b: Acc) -> Acc {
+    let sum = compensated_add(a.sum, b.sum.sum);
+    return Acc(CompensatedSum(sum.sum, sum.error + b.sum.error), a.count + b.count);
+}
+
 // Taps of a window starting at `start` that fall in [-pad_start, size + pad_end).
 fn taps_within(start: i32, dilation: u32, taps: u32, pad_start: u32, size: u32, pad_end: u32) -> u32 {
     var count = 0u;

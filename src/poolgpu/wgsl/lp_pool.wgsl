@@ -75,6 +75,16 @@ fn acc_add(acc: Acc, t: Tap, index: u32, inside: bool) -> Acc {
     return Acc(compensated_add(sum, added), exponent, scale);
 }
 
+// The accumulator of two disjoint sets of taps (the plane walk's merge): both sums at the
+// larger exponent's scale, added with compensation.
+fn acc_merge(a: Acc, b: Acc) -> Acc {
+    let exponent = max(a.exponent, b.exponent);
+    let fa = select(1.0, rescale_factor(a.exponent - exponent), a.exponent < exponent);
+    let fb = select(1.0, rescale_factor(b.exponent - exponent), b.exponent < exponent);
+    let sum = compensated_add(CompensatedSum(a.sum.sum * fa, a.sum.error * fa), b.sum.sum * fb);
+    return Acc(CompensatedSum(sum.sum, sum.error + b.sum.error * fb), exponent, power_of_two(-exponent));
+}
+
 fn acc_value(acc: Acc, at: Out) -> Raw {
     // (a multiply, not ldexp: Mesa 22's ldexp does not propagate NaN)
     return from_f32(root_p(compensated_total(acc.sum)) * power_of_two(acc.exponent));

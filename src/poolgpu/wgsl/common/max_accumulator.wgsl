@@ -25,3 +25,11 @@ fn acc_add(acc: Acc, t: Tap, index: u32, inside: bool) -> Acc {
     return Acc(select(acc.key, t.key, take), select(acc.raw, t.raw, take), select(acc.index, index, take),
                acc.found || take);
 }
+
+// The accumulator of two disjoint sets of taps (the plane walk's merge): the larger key, and
+// among equal keys the smaller index, as feeding all taps in increasing index would keep.
+fn acc_merge(a: Acc, b: Acc) -> Acc {
+    let equal = !key_gt(a.key, b.key) && !key_gt(b.key, a.key);
+    if (b.found && (!a.found || key_gt(b.key, a.key) || (equal && b.index < a.index))) { return b; }
+    return a;
+}

@@ -1,0 +1,155 @@
+"""The kernels compiled for GPUs (``Device.tuned_for = "gpu"``: one output per invocation,
+and a workgroup per output for global pooling, the plane walk), run on every adapter,
+software ones included, against the NumPy reference.  On real GPUs they are the default;
+here they would otherwise never run."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+
+import poolgpu as pg
+import reference
+import test_average_lp
+import test_max_pool
+from helpers import FLOAT_TYPES, random_values, same_bits, tuned_for
+from poolgpu import kernels
+from test_grad import assert_gradient_close
+from test_scale import bounded
+
+# Global windows: planes smaller than the plane walk's lanes (one invocation per output),
+# and of one to a few lanes' worth with a ragged end, 1-D, 2-D and 3-D (the plane walk).
+PLANES = ((1, 1), (7, 7), (17, 19), (1000,), (4, 8, 9), (40, 40))
+
+
+@pytest.fixture
+def gpu_tuned(device):
+    with tuned_for(device, "gpu"):
+        yield device
+
+
+def _walk(desc, gpu=True):
+    return kernels.program_for(desc, gpu=gpu).passes[0].kernel.library[-1]
+
+
+def test_global_windows_take_the_plane_walk_on_gpus_only():
+    x = pg.TensorDesc("FLOAT32", (2, 8, 16, 16))
+    for desc in (pg.MaxPooling2Desc(x, window_size=(16, 16)), pg.AveragePooling1Desc(x, window_size=(16, 16)),
+                 pg.LpPooling1Desc(x, window_size=(16, 16), p=2), pg.AdaptiveMaxPoolingDesc(x, output_size=(1, 1)),
+                 pg.AdaptiveAveragePoolingDesc(x, output_size=(1, 1))):
+        assert _walk(desc) == "window_walk_plane.wgsl"
+        assert _walk(desc, gpu=False) != "window_walk_plane.wgsl"
+    # planes smaller than its lanes: one invocation per output
+    assert _walk(pg.MaxPooling2Desc(pg.TensorDesc("FLOAT32", (2, 8, 15, 17)), window_size=(15, 17))) == "window_walk.wgsl"
+    # a window short of the plane, padded or dilated is not global
+    for kw in (dict(window_size=(16, 15)), dict(window_size=(16, 16), start_padding=(1, 0), end_padding=(0, 0)),
+               dict(window_size=(8, 16), dilations=(2, 1))):
+        assert _walk(pg.MaxPooling2Desc(x, **kw)) != "window_walk_plane.wgsl"
+    # 3x3 windows: one output per invocation on GPUs, four rows of four on software adapters
+    assert _walk(pg.MaxPooling2Desc(x, window_size=(3, 3), strides=(2, 2))) == "window_walk.wgsl"
+    assert "window_walk_rows.wgsl" in kernels.program_for(
+        pg.MaxPooling2Desc(x, window_size=(3, 3), strides=(2, 2))).passes[0].kernel.library
+
+
+@pytest.mark.parametrize("plane", PLANES)
+@pytest.mark.parametrize("data_type", [pg.DataType.FLOAT32, pg.DataType.FLOAT16, pg.DataType.UINT8, pg.DataType.INT64])
+def test_global_max_pooling_with_indices(gpu_tuned, data_type, plane):
+    for in_layout, out_layout, seed in (("packed", "packed", 1), ("channels_last", "reversed", 2)):
+        test_max_pool.run_case(gpu_tuned, dict(
+            sizes=(2, 3) + plane, window_size=plane, strides=(1,) * len(plane), dilations=(1,) * len(plane),
+            start_padding=(0,) * len(plane), end_padding=(0,) * len(plane), data_type=data_type,
+            in_layout=in_layout, out_layout=out_layout, indices="uint32", seed=seed))
+
+
+@pytest.mark.parametrize("data_type", [pg.DataType.FLOAT32, pg.DataType.INT8])
+def test_global_max_keeps_the_first_maximum_and_the_first_nan(gpu_tuned, data_type):
+    dtype = data_type.numpy
+    x = np.zeros((1, 2, 40, 40), dtype)
+    x[0, 0].flat[[300, 7, 1500]] = 5   # ties: the first (7) wins, whichever lane saw each
+    if dtype == np.float32:
+        x[0, 1].flat[[900, 33, 1200]] = np.nan
+        x[0, 1].flat[5] = np.inf
+    y, idx = pg.max_pool(x, (40, 40), return_indices=True, device=gpu_tuned)
+    y_ref, i_ref = reference.max_pool(x, (40, 40))
+    assert same_bits(y, y_ref)
+    np.testing.assert_array_equal(idx, i_ref)
+    assert idx[0, 0, 0, 0] == 7
+
+
+@pytest.mark.parametrize("plane", PLANES[1:])
+@pytest.mark.parametrize("operator", sorted(test_average_lp.OPERATORS))
+@pytest.mark.parametrize("data_type", FLOAT_TYPES)
+def test_global_average_and_lp_pooling(gpu_tuned, data_type, operator, plane):
+    for in_layout, out_layout, seed in (("packed", "packed", 1), ("channels_last", "reversed", 2)):
+        test_average_lp.run_case(gpu_tuned, dict(
+            sizes=(2, 3) + plane, window_size=plane, strides=(1,) * len(plane), dilations=(1,) * len(plane),
+            start_padding=(0,) * len(plane), end_padding=(0,) * len(plane), operator=operator,
+            data_type=data_type, in_layout=in_layout, out_layout=out_layout, seed=seed))
+
+
+@pytest.mark.parametrize("name", ["average", "lp2", "lp1"])
+def test_global_sums_of_ten_thousand_elements_stay_accurate(gpu_tuned, name):
+    # the merged lanes' compensation: large terms of both signs around a small mean
+    x = (np.random.default_rng(8).standard_normal((2, 3, 112, 112)) * 100 + 0.01).astype(np.float32)
+    args = test_average_lp.operator_args(name)
+    got = (pg.average_pool if "average" in name else pg.lp_pool)(x, (112, 112), device=gpu_tuned, **args)
+    test_average_lp.assert_accurate(got, test_average_lp.OPERATORS[name][1](x, (112, 112), **args), np.float32)
+
+
+def test_lp_merges_lanes_of_very_different_scales(gpu_tuned):
+    x = np.full((1, 1, 600), 1e-30, np.float32)
+    x[0, 0, 599] = 3e30   # one lane's exponent far above the others'
+    x[0, 0, 1] = 4e30
+    got = pg.lp_pool(x, (600,), p=2, device=gpu_tuned)
+    np.testing.assert_allclose(got, reference.lp_pool(x, (600,), p=2), rtol=1e-6)
+
+
+@pytest.mark.parametrize("data_type", FLOAT_TYPES)
+def test_global_adaptive_pooling(gpu_tuned, data_type):
+    rng = np.random.default_rng(3)
+    x = random_values(data_type, (2, 5, 33, 21), rng, specials=False)
+    y, idx = pg.adaptive_max_pool(x, (1, 1), return_indices=True, device=gpu_tuned)
+    y_ref, i_ref = reference.adaptive_max_pool(x, (1, 1))
+    assert same_bits(y, y_ref)
+    np.testing.assert_array_equal(idx, i_ref)
+    test_average_lp.assert_accurate(pg.adaptive_average_pool(x, (1, 1), device=gpu_tuned),
+                                    reference.adaptive_average_pool(x, (1, 1)), data_type.numpy)
+
+
+def test_global_max_pooling_gradient(gpu_tuned):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, 17, 19)).astype(np.float32)
+    dy = rng.standard_normal((2, 3, 1, 1)).astype(np.float32)
+    got = pg.max_pool_grad(x, dy, (17, 19), device=gpu_tuned)
+    assert_gradient_close(got, reference.max_pool_grad(x, dy, (17, 19)), dy)
+
+
+def test_the_plane_walks_lanes_are_kernels_py_s():
+    assert f"const PLANE_LANES: u32 = {kernels.PLANE_LANES}u;" in kernels.read_wgsl("common/window_walk_plane.wgsl")
+
+
+@pytest.mark.parametrize("limit", [2048, 4096])
+def test_global_pooling_in_chunks_of_planes(device, limit):
+    # tensors larger than a binding: the plane walk runs chunk by chunk, from plane_origin
+    small = bounded(device, limit)
+    small.tuned_for = "gpu"
+    x = np.random.default_rng(5).standard_normal((3, 7, 16, 17)).astype(np.float32)
+    op = small.compile(pg.MaxPooling2Desc(pg.TensorDesc("FLOAT32", x.shape), window_size=(16, 17)))
+    assert len(op._program.passes) > 1 and op._program.passes[0].kernel.library[-1] == "window_walk_plane.wgsl"
+    y, idx = pg.max_pool(x, (16, 17), return_indices=True, device=small)
+    y_ref, i_ref = reference.max_pool(x, (16, 17))
+    assert same_bits(y, y_ref)
+    np.testing.assert_array_equal(idx, i_ref)
+    test_average_lp.assert_accurate(pg.average_pool(x, (16, 17), device=small),
+                                    reference.average_pool(x, (16, 17)), np.float32)
+
+
+@test_max_pool.GPU_SETTINGS
+@given(case=test_max_pool.pooling_cases())
+def test_max_pooling_matches_the_reference(gpu_tuned, case):
+    test_max_pool.run_case(gpu_tuned, case)
+
+
+@test_average_lp.GPU_SETTINGS
+@given(case=test_average_lp.cases())
+def test_average_and_lp_pooling_match_the_reference(gpu_tuned, case):
+    test_average_lp.run_case(gpu_tuned, case)
