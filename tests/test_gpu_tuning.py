@@ -11,7 +11,8 @@ import poolgpu as pg
 import reference
 import test_average_lp
 import test_max_pool
-from helpers import FLOAT_TYPES, random_values, same_bits, tuned_for
+from helpers import (FLOAT_TYPES, assert_canaries_intact, canary_tensor, layout_strides, random_values, same_bits,
+                     tuned_for)
 from poolgpu import kernels
 from test_grad import assert_gradient_close
 from test_scale import bounded
@@ -153,3 +154,28 @@ def test_max_pooling_matches_the_reference(gpu_tuned, case):
 @given(case=test_average_lp.cases())
 def test_average_and_lp_pooling_match_the_reference(gpu_tuned, case):
     test_average_lp.run_case(gpu_tuned, case)
+
+
+@pytest.mark.parametrize("data_type", [pg.DataType.FLOAT16, pg.DataType.INT16])
+@pytest.mark.parametrize("out_layout", ["packed", "channels_last"])
+@pytest.mark.parametrize("lead_bytes", [32, 34])   # the output's first element: even, then odd
+@pytest.mark.parametrize("width", [9, 12])          # output rows of 5 (a lone last output) and 6
+def test_16_bit_outputs_in_pairs(gpu_tuned, data_type, out_layout, lead_bytes, width):
+    # PAIRS: a pair sharing a word is stored at once, others (odd offsets, W strides > 1,
+    # a row's lone last output) element by element; no byte outside the output changes
+    sizes = (2, 3, 7, width)
+    x = random_values(data_type, sizes, np.random.default_rng(width + lead_bytes))
+    geometry = dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1))
+    input_desc = pg.TensorDesc(data_type, sizes)
+    out_sizes = pg.MaxPooling2Desc(input_desc, **geometry).output.sizes
+    output = pg.TensorDesc(data_type, out_sizes, layout_strides(out_sizes, out_layout))
+    indices = pg.TensorDesc("uint32", out_sizes, layout_strides(out_sizes, out_layout))
+    desc = pg.MaxPooling2Desc(input_desc, output, indices, **geometry)
+    assert dict(gpu_tuned.compile(desc)._program.passes[0].constants)["PAIRS"]
+    y, idx = canary_tensor(gpu_tuned, output, lead_bytes=lead_bytes), canary_tensor(gpu_tuned, indices)
+    gpu_tuned.compile(desc)(gpu_tuned.upload(x), out=(y, idx))
+    y_ref, i_ref = reference.max_pool(x, **geometry)
+    assert same_bits(y.numpy(), y_ref)
+    np.testing.assert_array_equal(idx.numpy(), i_ref)
+    assert_canaries_intact(y)
+    assert_canaries_intact(idx)

@@ -3,3 +3,4 @@ fn ${name}_store_index(e: u32, i: u32) {}
 fn ${name}_store(e: u32, v: Raw) {}
 fn ${name}_store4_index(e: u32, i: array<u32, 4>) {}
 fn ${name}_store4(e: u32, v: array<Raw, 4>) {}
+fn ${name}_store_pair(e: u32, v0: Raw, v1: Raw) {}

@@ -7,3 +7,5 @@ fn ${name}_store(e: u32, v: u32) {
     atomicAnd(&${name}_words[e >> 1u], ~(0xffffu << shift));
     atomicOr(&${name}_words[e >> 1u], (v & 0xffffu) << shift);
 }
+// Elements e and e + 1 (e even: one word, wholly this invocation's): one store, no read.
+fn ${name}_store_pair(e: u32, v0: u32, v1: u32) { atomicStore(&${name}_words[e >> 1u], (v0 & 0xffffu) | (v1 << 16u)); }

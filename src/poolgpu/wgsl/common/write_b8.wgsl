@@ -5,3 +5,4 @@ fn ${name}_store(e: u32, v: u32) {
     atomicAnd(&${name}_words[e >> 2u], ~(0xffu << shift));
     atomicOr(&${name}_words[e >> 2u], (v & 0xffu) << shift);
 }
+fn ${name}_store_pair(e: u32, v0: u32, v1: u32) { ${name}_store(e, v0); ${name}_store(e + 1u, v1); }
