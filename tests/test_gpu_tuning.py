@@ -1,7 +1,7 @@
 """The kernels compiled for GPUs (``Device.tuned_for = "gpu"``: one output per invocation,
-and a workgroup per output for global pooling, the plane walk), run on every adapter,
-software ones included, against the NumPy reference.  On real GPUs they are the default;
-here they would otherwise never run."""
+16-bit outputs in pairs, and a workgroup per output for global pooling, the plane walk),
+run on every adapter, software ones included, against the NumPy reference.  On real GPUs
+they are the default; here they would otherwise never run."""
 
 import numpy as np
 import pytest
@@ -104,16 +104,21 @@ def test_lp_merges_lanes_of_very_different_scales(gpu_tuned):
     np.testing.assert_allclose(got, reference.lp_pool(x, (600,), p=2), rtol=1e-6)
 
 
-@pytest.mark.parametrize("data_type", FLOAT_TYPES)
-def test_global_adaptive_pooling(gpu_tuned, data_type):
-    rng = np.random.default_rng(3)
-    x = random_values(data_type, (2, 5, 33, 21), rng, specials=False)
-    y, idx = pg.adaptive_max_pool(x, (1, 1), return_indices=True, device=gpu_tuned)
-    y_ref, i_ref = reference.adaptive_max_pool(x, (1, 1))
+def _assert_global_max_and_average(x, max_with_indices, average, reference_max, reference_average):
+    y, idx = max_with_indices(x)
+    y_ref, i_ref = reference_max(x)
     assert same_bits(y, y_ref)
     np.testing.assert_array_equal(idx, i_ref)
-    test_average_lp.assert_accurate(pg.adaptive_average_pool(x, (1, 1), device=gpu_tuned),
-                                    reference.adaptive_average_pool(x, (1, 1)), data_type.numpy)
+    test_average_lp.assert_accurate(average(x), reference_average(x), x.dtype)
+
+
+@pytest.mark.parametrize("data_type", FLOAT_TYPES)
+def test_global_adaptive_pooling(gpu_tuned, data_type):
+    x = random_values(data_type, (2, 5, 33, 21), np.random.default_rng(3), specials=False)
+    _assert_global_max_and_average(
+        x, lambda x: pg.adaptive_max_pool(x, (1, 1), return_indices=True, device=gpu_tuned),
+        lambda x: pg.adaptive_average_pool(x, (1, 1), device=gpu_tuned),
+        lambda x: reference.adaptive_max_pool(x, (1, 1)), lambda x: reference.adaptive_average_pool(x, (1, 1)))
 
 
 def test_global_max_pooling_gradient(gpu_tuned):
@@ -136,12 +141,10 @@ def test_global_pooling_in_chunks_of_planes(device, limit):
     x = np.random.default_rng(5).standard_normal((3, 7, 16, 17)).astype(np.float32)
     op = small.compile(pg.MaxPooling2Desc(pg.TensorDesc("FLOAT32", x.shape), window_size=(16, 17)))
     assert len(op._program.passes) > 1 and op._program.passes[0].kernel.library[-1] == "window_walk_plane.wgsl"
-    y, idx = pg.max_pool(x, (16, 17), return_indices=True, device=small)
-    y_ref, i_ref = reference.max_pool(x, (16, 17))
-    assert same_bits(y, y_ref)
-    np.testing.assert_array_equal(idx, i_ref)
-    test_average_lp.assert_accurate(pg.average_pool(x, (16, 17), device=small),
-                                    reference.average_pool(x, (16, 17)), np.float32)
+    _assert_global_max_and_average(
+        x, lambda x: pg.max_pool(x, (16, 17), return_indices=True, device=small),
+        lambda x: pg.average_pool(x, (16, 17), device=small),
+        lambda x: reference.max_pool(x, (16, 17)), lambda x: reference.average_pool(x, (16, 17)))
 
 
 @test_max_pool.GPU_SETTINGS

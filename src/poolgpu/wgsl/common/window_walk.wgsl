@@ -1,7 +1,8 @@
 // The general window walk (see window_geometry.wgsl): one invocation per output, tensors
 // of any strides; with PAIRS, two neighbouring outputs along W per invocation (kernels.py
 // sets it on GPUs for 16-bit outputs: a pair sharing a word is stored at once, where one
-// output per invocation needs two word atomics per element, 4-5x slower on an H100).
+// output per invocation needs two word atomics per element; an H100, float16 max: A 0.225
+// -> 0.209 ms, B 0.135 -> 0.111 ms).
 
 override PAIRS: bool = false;
 
