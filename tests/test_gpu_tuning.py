@@ -136,15 +136,14 @@ def test_the_plane_walks_lanes_are_kernels_py_s():
 @pytest.mark.parametrize("limit", [2048, 4096])
 def test_global_pooling_in_chunks_of_planes(device, limit):
     # tensors larger than a binding: the plane walk runs chunk by chunk, from plane_origin
-    small = bounded(device, limit)
-    small.tuned_for = "gpu"
     x = np.random.default_rng(5).standard_normal((3, 7, 16, 17)).astype(np.float32)
-    op = small.compile(pg.MaxPooling2Desc(pg.TensorDesc("FLOAT32", x.shape), window_size=(16, 17)))
-    assert len(op._program.passes) > 1 and op._program.passes[0].kernel.library[-1] == "window_walk_plane.wgsl"
-    _assert_global_max_and_average(
-        x, lambda x: pg.max_pool(x, (16, 17), return_indices=True, device=small),
-        lambda x: pg.average_pool(x, (16, 17), device=small),
-        lambda x: reference.max_pool(x, (16, 17)), lambda x: reference.average_pool(x, (16, 17)))
+    with tuned_for(bounded(device, limit), "gpu") as small:  # (test_scale shares these Devices)
+        op = small.compile(pg.MaxPooling2Desc(pg.TensorDesc("FLOAT32", x.shape), window_size=(16, 17)))
+        assert len(op._program.passes) > 1 and op._program.passes[0].kernel.library[-1] == "window_walk_plane.wgsl"
+        _assert_global_max_and_average(
+            x, lambda x: pg.max_pool(x, (16, 17), return_indices=True, device=small),
+            lambda x: pg.average_pool(x, (16, 17), device=small),
+            lambda x: reference.max_pool(x, (16, 17)), lambda x: reference.average_pool(x, (16, 17)))
 
 
 @test_max_pool.GPU_SETTINGS

@@ -1,10 +1,10 @@
 // Compensated f32 summation (Neumaier's): the rounding error of every addition is kept in
 // `error`, so sums of many terms, and sums that cancel, stay accurate to about an ulp.
 // (Knuth's branch-free TwoSum lost its compensation to Mesa's algebraic simplification;
-// this form survives it.)  The sum is kept as written (as_written.wgsl): NVIDIA's driver
-// otherwise simplifies (s - (s + v)) + v to 0 and loses the compensation.  Once the sum is infinite or NaN its error term is meaningless
-// (inf - inf): the total is then the plain sum, so infinities and NaN propagate as in plain
-// summation.
+// this form survives it.)  The partial results are kept as written (as_written.wgsl):
+// NVIDIA's driver otherwise simplifies (s - (s + v)) + v to 0 and loses the compensation.
+// Once the sum is infinite or NaN its error term is meaningless (inf - inf): the total is
+// then the plain sum, so infinities and NaN propagate as in plain summation.
 
 struct CompensatedSum { sum: f32, error: f32 }
 
