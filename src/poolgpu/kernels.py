@@ -357,13 +357,17 @@ def _pair_constants(window, lead: int, chunks: int) -> dict:
 PLANE_LANES = 256
 
 
+def _plane_walk_fits(in_spatial: tuple, out_spatial: tuple) -> bool:
+    """Whether pooling each input plane to one output is the plane walk's (planes of at
+    least PLANE_LANES elements)."""
+    return all(o == 1 for o in out_spatial) and math.prod(in_spatial) >= PLANE_LANES
+
+
 def _covers_plane(desc) -> bool:
-    """Whether ``desc``'s one window covers each whole input plane (global pooling) of at
-    least PLANE_LANES elements."""
-    window = desc.window
-    return all(o == 1 for o in desc.output.sizes[2:]) and tuple(window.window_size) == tuple(desc.input.sizes[2:]) \
-        and not any(window.start_padding) and all(d == 1 for d in window.dilations) \
-        and math.prod(window.window_size) >= PLANE_LANES
+    """Whether ``desc``'s one window covers each whole input plane, for the plane walk."""
+    window, in_spatial = desc.window, tuple(desc.input.sizes[2:])
+    return tuple(window.window_size) == in_spatial and not any(window.start_padding) \
+        and all(d == 1 for d in window.dilations) and _plane_walk_fits(in_spatial, desc.output.sizes[2:])
 
 
 def _walk_for(desc, gpu: bool) -> str:
@@ -602,7 +606,7 @@ def _fixed_window_for_bins(desc, gpu: bool):
     it (rows of at least FIXED_WINDOW_MIN_ROW outputs, or on GPUs global pooling: the plane
     walk); else None."""
     in_spatial, out_spatial = desc.input.sizes[2:], desc.output.sizes[2:]
-    if gpu and all(o == 1 for o in out_spatial) and math.prod(in_spatial) >= PLANE_LANES:
+    if gpu and _plane_walk_fits(in_spatial, out_spatial):
         return tuple(in_spatial)
     if any(i % o for i, o in zip(in_spatial, out_spatial)) or out_spatial[-1] < FIXED_WINDOW_MIN_ROW:
         return None
