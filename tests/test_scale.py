@@ -367,12 +367,17 @@ def rows_of_millions():
 
 def test_gradients_and_unpooling_of_rows_of_millions(device):
     x, dy, indices, dx_ref, unpooled_ref = rows_of_millions()
-    unpool = pg.MaxUnpoolingDesc(pg.TensorDesc("float32", x.shape), pg.TensorDesc("uint32", x.shape),
-                                 pg.TensorDesc("float32", x.shape))
-    assert folded(unpool, device)  # the winners pass: a row of 4.4 million
     got = pg.max_pool_grad(x, dy, (3,), device=device)  # overlapping windows: argmax walk, then the gather
     assert_gradient_close(got, dx_ref, dy)
     assert same_bits(pg.max_unpool(x, indices, x.shape, device=device), unpooled_ref)
+    # into an output with gaps (not dense): the write pass walks a row of 4.4 million outputs
+    spaced = pg.TensorDesc("float32", x.shape, (2 * x.size, 2 * x.size, 2))
+    op = device.compile(pg.MaxUnpoolingDesc(pg.TensorDesc("float32", x.shape), pg.TensorDesc("uint32", x.shape), spaced))
+    assert dict(op._program.passes[-1].constants).get("FOLDED", False)
+    y = canary_tensor(device, spaced)
+    op(device.upload(x), device.upload(indices), out=y)
+    assert same_bits(y.numpy(), unpooled_ref)
+    assert_canaries_intact(y)
 
 
 @pytest.mark.parametrize("geometry", [

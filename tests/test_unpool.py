@@ -116,6 +116,29 @@ def test_max_unpool_narrow_types_into_odd_output_strides(device, data_type, layo
     assert_canaries_intact(y)
 
 
+@pytest.mark.parametrize("layout", ["packed", "channels_last"])
+@pytest.mark.parametrize("data_type", ["uint8", "float16", "float32", "int64"])
+def test_max_unpool_into_dense_outputs_at_any_offset(device, data_type, layout):
+    # Dense outputs with a multiple of 4 elements are zeroed whole, then only the winners
+    # are written; at a start that is not a multiple of 4 elements the two-pass program runs.
+    rng = np.random.default_rng(11)
+    dt = pg.DataType[data_type.upper()]
+    x = random_values(dt, (2, 3, 5, 6), rng)
+    out_sizes = (2, 3, 8, 10)
+    idx = random_indices(rng, x.size, int(np.prod(out_sizes)), "uint64").reshape(x.shape)
+    output = pg.TensorDesc(dt, out_sizes, layout_strides(out_sizes, layout))
+    op = device.compile(pg.MaxUnpoolingDesc(pg.TensorDesc(dt, x.shape), pg.TensorDesc("uint64", x.shape), output))
+    assert op._program.passes[0].kernel.file == "zero_fill.wgsl"
+    want = reference.max_unpool(x, idx, out_sizes)
+    xt, it = device.upload(x), device.upload(idx)
+    for lead in range(0, 5 * dt.size, dt.size):
+        y = canary_tensor(device, output, lead_bytes=32 + lead)
+        for _ in range(2):  # the winner scratch is left clean for the next call
+            op(xt, it, out=y)
+            assert same_bits(y.numpy(), want)
+        assert_canaries_intact(y)
+
+
 def test_max_unpool_largest_j_wins_and_out_of_range_is_ignored(device):
     x = np.arange(1, 13, dtype=np.int16).reshape(1, 2, 6)
     # indices repeat; 2**32 + 1 (low word 1) is outside any output here

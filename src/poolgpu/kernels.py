@@ -130,6 +130,7 @@ class Program:
     aligned: tuple = ()
     fallback: "Program | None" = None
     aligned_elements: int = 4
+    whole_only: bool = False  # never chunked: the fallback runs where a tensor exceeds a binding
 
 
 def _value_snippet(data_type: DataType) -> str:
@@ -916,8 +917,14 @@ def _average_pool_grad_program(desc, gpu: bool) -> Program:
 
 MAX_UNPOOL_WINNERS = Kernel(
     "max_unpool_winners.wgsl", (Slot("idx", False), Slot("winner", True, snippet="atomic_b32.wgsl")),
-    value_slot="idx", library=("row_grid.wgsl",),
+    value_slot="idx", library=("grid.wgsl", "unpool_source.wgsl"),
 )
+MAX_UNPOOL_SCATTER = Kernel(
+    "max_unpool_scatter.wgsl",
+    (Slot("idx", False), Slot("winner", True, snippet="atomic_b32.wgsl"), Slot("x", False), Slot("y", True)),
+    value_slot="x", library=("grid.wgsl", "unpool_source.wgsl"),
+)
+ZERO_FILL = Kernel("zero_fill.wgsl", (Slot("y", True, snippet="write4_{storage}.wgsl"),), value_slot="y")
 MAX_UNPOOL = Kernel(
     "max_unpool.wgsl", (Slot("x", False), Slot("winner", True, snippet="take_b32.wgsl"), Slot("y", True)),
     value_slot="x", library=("grid.wgsl", "unpool_walk.wgsl"),
@@ -933,18 +940,20 @@ def _max_unpool_program(desc, gpu: bool) -> Program:
     x, indices, y = desc.input, desc.indices, desc.output
     n, c, in_d, in_h, in_w = as_5d(x.sizes, x.strides)[0]
     _, _, out_d, out_h, out_w = as_5d(y.sizes, y.strides)[0]
-    wg_x = 64
-    in_constants, in_params, in_grid = row_grid(in_w, n * c * in_d * in_h, wg_x)
+    step = 4  # input elements per invocation along W
+    in_columns = -(-in_w // step)
+    in_constants, in_params, in_grid = lines_grid(in_columns, in_h, n * c * in_d)
+    in_constants["COLUMN_STEP"] = step
     sizes = {"channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w}
     out_plane, in_plane = out_d * out_h * out_w, in_d * in_h * in_w
+    # the passes over input elements (common/unpool_source.wgsl)
+    source_constants = {**in_constants, "WIDE_INDICES": indices.data_type == DataType.UINT64}
+    source_params = {**sizes, **tensor_stride_params("idx", indices), **in_params, **_target_range(out_plane, 0, n * c)}
     winners = Pass(
-        MAX_UNPOOL_WINNERS, ("indices", "winner"),
-        sorted_constants({**in_constants, "WIDE_INDICES": indices.data_type == DataType.UINT64}),
-        {**sizes, **tensor_stride_params("idx", indices), **in_params, **_target_range(out_plane, 0, n * c)},
-        in_grid,
+        MAX_UNPOOL_WINNERS, ("indices", "winner"), sorted_constants(source_constants), source_params, in_grid,
         # indices scatter anywhere: the winners of a chunk of output planes are picked over
         # every input plane
-        Split(in_d * in_h, partial(_rows_regrid, in_w, wg_x), scatter="winner",
+        Split(in_d, partial(_lines_regrid, in_columns, in_h), scatter="winner",
               filter=partial(_target_range, out_plane)),
     )
 
@@ -960,13 +969,36 @@ def _max_unpool_program(desc, gpu: bool) -> Program:
                       filter=partial(_source_range, in_plane), ranged=kernel is MAX_UNPOOL)
         return Pass(kernel, ("input", "winner", "output"), sorted_constants(constants), params, grid, split)
 
-    # The winner scratch starts zero-filled and the write pass leaves it zeroed again.
+    # The winner scratch starts zero-filled and the last pass (write or scatter) leaves it
+    # zeroed again.
     scratch = (("winner", TensorDesc(DataType.UINT32, y.sizes)),)
     general = Program((winners, write(MAX_UNPOOL, out_w)), scratch=scratch)
+    if max_offset(y) + 1 == y.element_count and y.element_count % 4 == 0:
+        # A dense output (any order of its dimensions): zero it whole in 4-element chunks,
+        # then only the winners write, walking the input, not the (larger) output: on
+        # lavapipe case A 1.7x faster, channels-last 2.4x (whole tensors only: chunks of a
+        # scattered output would each walk the whole input).
+        scatter = Pass(
+            MAX_UNPOOL_SCATTER, ("indices", "winner", "input", "output"),
+            sorted_constants({**source_constants, "PACKED_OUTPUT": y.is_packed}),
+            {**source_params, "out_d": out_d, "out_h": out_h, "out_w": out_w,
+             **tensor_stride_params("x", x), **tensor_stride_params("y", y)},
+            in_grid,
+        )
+        sparse = Program((_zero_fill_pass(y), winners, scatter), scratch=scratch, whole_only=True)
+        return replace(sparse, aligned=("output",), fallback=general)
     if out_w % 4 or not _contiguous_along([y], "w"):
         return general
     rows = Program((winners, write(MAX_UNPOOL_ROWS, out_w // 4)), scratch=scratch)
     return replace(rows, aligned=("output",), fallback=general)
+
+
+def _zero_fill_pass(y: TensorDesc) -> Pass:
+    """zero_fill.wgsl over the dense tensor ``y`` (its element count a multiple of 4)."""
+    wg_x, quads_per_lane = 64, 4
+    quads = y.element_count // 4
+    return Pass(ZERO_FILL, ("output",), sorted_constants({"WG_X": wg_x, "QUADS": quads_per_lane}),
+                {"quads": quads}, fold_groups(math.ceil(quads / (wg_x * quads_per_lane))))
 
 
 def _target_range(out_plane: int, first: int, planes: int, *_) -> dict:
@@ -1234,6 +1266,8 @@ def chunked(program: Program, descs: Mapping[str, TensorDesc], limit: int) -> Pr
     if _fits_whole(program, descs, limit):
         return program
     fallback = program.fallback and chunked(program.fallback, descs, limit)
+    if program.whole_only:
+        return fallback
     if not any(p.split for p in program.passes):
         raise DeviceError(f"{program.passes[0].kernel.file}: a tensor exceeds this device's largest storage binding")
     try:

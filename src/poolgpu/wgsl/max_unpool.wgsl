@@ -1,6 +1,7 @@
-// Max unpooling (DirectML MAX_UNPOOLING), pass 2 of 2: write every output element.
+// Max unpooling (DirectML MAX_UNPOOLING), after max_unpool_winners.wgsl: write every output
+// element (outputs that are not dense; dense ones take max_unpool_scatter.wgsl).
 //
-// Per output element e (flat logical index): winner[e] (from pass 1) is j + 1 for the input
+// Per output element e (flat logical index): winner[e] (from max_unpool_winners.wgsl) is j + 1 for the input
 // element j that lands there, or 0 for none.  The element gets x[j]'s raw bits (any of the
 // ten types) or the type's zero.  The pass also resets the winners to 0, so the scratch
 // (zero-filled when allocated) is clean for the next call without a clearing pass.  One of

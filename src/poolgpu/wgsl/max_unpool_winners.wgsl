@@ -1,16 +1,17 @@
-// Max unpooling (DirectML MAX_UNPOOLING), pass 1 of 2: pick each output element's winner.
+// Max unpooling (DirectML MAX_UNPOOLING): pick each output element's winner, before
+// max_unpool.wgsl (every output element copies its winner) or max_unpool_scatter.wgsl
+// (dense outputs: every winner copies itself).
 //
-// One invocation per input element j (flat logical index): if indices[j] lies inside the
-// output, atomicMax(winner[indices[j]], j + 1), so the largest j wins wherever indices
-// repeat, whatever order invocations run in.  0 means "no j": pass 2 writes the type's zero.
+// For each input element j (flat logical index; COLUMN_STEP of a row per invocation): if
+// indices[j] lies inside the output, atomicMax(winner[indices[j]], j + 1), so the largest j
+// wins wherever indices repeat, whatever order invocations run in.  0 means "no j": the
+// output element gets the type's zero.
 // For outputs larger than a binding (kernels.chunked) each chunk of output elements
 // [out_first, out_first + out_count) gets its winners from every input element in turn.
 //
 // Prepended by kernels.py: the tensors idx (idx_load: u32, or (low, high) for UINT64) and
-// winner (winner_max; packed over the output's logical elements).
-
-override WIDE_INDICES: bool = false;  // UINT64 indices: a nonzero high word is out of range
-override WG_X: u32 = 64u;
+// winner (winner_max; packed over the output's logical elements); appended: grid.wgsl
+// and unpool_source.wgsl (the input element and its index).
 
 struct Params {
     idx_base: u32, winner_base: u32,
@@ -18,29 +19,16 @@ struct Params {
     in_d: u32, in_h: u32, in_w: u32,
     idx_n: u32, idx_c: u32, idx_d: u32, idx_h: u32, idx_w: u32,
     out_first: u32, out_count: u32,  // the output elements whose winners this dispatch picks
-    // rows of in_w inputs, N * C * in_d * in_h in all (common/row_grid.wgsl)
-    column_groups: u32, rows: u32, row_origin: u32,
+    columns: u32, lines: u32, line_groups: u32, planes: u32, plane_origin: u32,   // the grid (common/grid.wgsl)
 }
 @group(0) @binding(0) var<uniform> params: Params;
 
-@compute @workgroup_size(WG_X)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
-    let at = row_position(wg, lane);
-    let w = at.column;
-    let row = at.row;
-    if (w >= params.in_w || !at.inside) { return; }
-    let h = row % params.in_h;
-    let d = (row / params.in_h) % params.in_d;
-    let nc = row / (params.in_h * params.in_d);
-    let n = nc / params.channels;
-    let c = nc % params.channels;
-
-    // vec2 of a u32 repeats it, of a (low, high) pair keeps it; the high word counts only
-    // for UINT64 indices.
-    let index = vec2<u32>(idx_load(params.idx_base + n * params.idx_n + c * params.idx_c + d * params.idx_d
-                                   + h * params.idx_h + w * params.idx_w));
-    // (winner_base is the winner of output element 0: below the binding in a chunk)
-    if ((!WIDE_INDICES || index.y == 0u) && index.x - params.out_first < params.out_count) {
-        winner_max(params.winner_base + index.x, row * params.in_w + w + 1u);
+@compute @workgroup_size(WG_X, WG_Y, WG_Z)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let r = unpool_row(wg, lid);   // the invocation's run of a row: its elements one by one
+    for (var k = 0u; k < COLUMN_STEP; k++) {
+        let s = unpool_source(r, k);
+        // (winner_base is the winner of output element 0: below the binding in a chunk)
+        if (s.counts) { winner_max(params.winner_base + s.dest, s.j + 1u); }
     }
 }

@@ -1,0 +1,61 @@
+// Max unpooling (DirectML MAX_UNPOOLING) over a dense output, last of three passes: after
+// zero_fill.wgsl has written the type's zero everywhere and max_unpool_winners.wgsl has
+// picked each output element's winner, every input element j that won its output element copies
+// its raw bits there and resets the winner to 0 (the scratch is clean for the next call).
+// One invocation per input element, so the pass touches the input's elements, not the
+// output's: on case A (3x3 stride 2) a quarter as many, and no read of the whole scratch.
+//
+// Only the winner resets its word; another invocation reading it meanwhile sees j' + 1 or
+// 0, neither its own, so it writes nothing whatever the order.  The words are atomics for
+// that reason (relaxed loads and stores: plain ones on CPUs).
+//
+// Prepended by kernels.py: the value type (Raw) and the tensors idx (idx_load), winner
+// (winner_load, winner_clear), x (x_load) and y (y_store); appended: grid.wgsl and
+// unpool_source.wgsl.
+
+override PACKED_OUTPUT: bool = false;   // y packed: an element's offset is its flat index
+
+struct Params {
+    idx_base: u32, winner_base: u32, x_base: u32, y_base: u32,
+    channels: u32,
+    in_d: u32, in_h: u32, in_w: u32,
+    out_d: u32, out_h: u32, out_w: u32,
+    idx_n: u32, idx_c: u32, idx_d: u32, idx_h: u32, idx_w: u32,
+    x_n: u32, x_c: u32, x_d: u32, x_h: u32, x_w: u32,
+    y_n: u32, y_c: u32, y_d: u32, y_h: u32, y_w: u32,
+    out_first: u32, out_count: u32,   // (the whole output: this pass does not run in chunks)
+    columns: u32, lines: u32, line_groups: u32, planes: u32, plane_origin: u32,   // the grid (common/grid.wgsl)
+}
+@group(0) @binding(0) var<uniform> params: Params;
+
+// The offset in y of output element t (flat logical index).
+fn y_offset(t: u32) -> u32 {
+    if (PACKED_OUTPUT) { return params.y_base + t; }
+    let rows = t / params.out_w;      // (n, c, d, h); remainders by multiply-subtract
+    let w = t - rows * params.out_w;
+    let planes = rows / params.out_h;
+    let h = rows - planes * params.out_h;
+    var nc = planes;
+    var d = 0u;
+    if (params.out_d != 1u) {
+        nc = planes / params.out_d;
+        d = planes - nc * params.out_d;
+    }
+    let n = nc / params.channels;
+    return params.y_base + n * params.y_n + (nc - n * params.channels) * params.y_c
+           + d * params.y_d + h * params.y_h + w * params.y_w;
+}
+
+@compute @workgroup_size(WG_X, WG_Y, WG_Z)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let r = unpool_row(wg, lid);
+    for (var k = 0u; k < COLUMN_STEP; k++) {
+        let s = unpool_source(r, k);
+        if (!s.counts) { continue; }
+        let e = params.winner_base + s.dest;
+        if (winner_load(e) != s.j + 1u) { continue; }
+        winner_clear(e);
+        y_store(y_offset(s.dest), x_load(params.x_base + s.n * params.x_n + s.c * params.x_c + s.d * params.x_d
+                                         + s.h * params.x_h + s.w * params.x_w));
+    }
+}
