@@ -149,6 +149,20 @@ def test_lp_neither_overflows_nor_underflows(device, dtype):
         assert_accurate(got, exact, dtype)
 
 
+@pytest.mark.parametrize("p", [1, 2, 3, 4, 8])
+def test_float16_lp_over_the_whole_float16_range(device, p):
+    # float16 with p <= 4 sums unscaled |x|^p (lp_pool.wgsl's SCALED); p = 8 needs the
+    # scaling (65504^8 overflows f32); results past 65504 are infinities
+    rng = np.random.default_rng(p)
+    magnitudes = np.exp2(rng.uniform(-24, 16, (2, 3, 16, 16)))
+    x = (magnitudes * rng.choice([-1, 1], magnitudes.shape)).astype(np.float16)
+    x[0, 0, :2, :] = 65504
+    x[0, 1, :2, :] = np.float16(2**-24)   # the smallest subnormal: its |x|^p is still normal in f32
+    for window, strides in (((2, 2), (2, 2)), ((3, 3), (1, 1)), ((8, 8), (4, 4))):
+        got = pg.lp_pool(x, window, strides=strides, p=p, device=device)
+        assert_accurate(got, reference.lp_pool(x, window, strides, p=p), np.float16)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_nan_and_infinity_propagate(device, dtype):
     x = np.array([1, np.nan, 2, 3, np.inf, 4, -np.inf, 5, 0, 0, 0, 0], dtype).reshape(1, 1, 12)

@@ -508,9 +508,14 @@ def _average_pool_program(desc, gpu: bool) -> Program:
 LP_PLAIN_SUM_TAPS = 9  # lp_pool.wgsl: windows up to this many taps sum without compensation
 
 
+LP_UNSCALED_FLOAT16_MAX_P = 4  # lp_pool.wgsl: float16 |x|^p stays in f32's normal range
+
+
 def _lp_pool_program(desc, gpu: bool) -> Program:
     compensated = math.prod(desc.window.window_size) > LP_PLAIN_SUM_TAPS
-    return _window_walk_program(LP_POOL, desc, ("input", "output", None), gpu, P=desc.p, COMPENSATED=compensated)
+    scaled = not (desc.input.data_type == DataType.FLOAT16 and desc.p <= LP_UNSCALED_FLOAT16_MAX_P)
+    return _window_walk_program(LP_POOL, desc, ("input", "output", None), gpu, P=desc.p,
+                                COMPENSATED=compensated, SCALED=scaled)
 
 
 # ---------------------------------------------------------------------------------------
