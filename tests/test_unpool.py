@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 import poolgpu as pg
 import reference
+from poolgpu import kernels
 from helpers import ALL_TYPES, assert_canaries_intact, canary_tensor, layout_strides, random_values, same_bits, upload
 
 GPU_SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -137,6 +138,29 @@ def test_max_unpool_into_dense_outputs_at_any_offset(device, data_type, layout):
             op(xt, it, out=y)
             assert same_bits(y.numpy(), want)
         assert_canaries_intact(y)
+
+
+def test_divisor_constants_divide_every_u32():
+    # common/divide.wgsl's arithmetic, step by step in 32-bit words, with kernels.divisor_params'
+    # constants (the GPU runs it in max_unpool_scatter.wgsl over channels-last outputs)
+    def divide(n, d, magic, shift):
+        a_lo, a_hi, b_lo, b_hi = n & 0xFFFF, n >> 16, magic & 0xFFFF, magic >> 16
+        hi_lo = a_hi * b_lo
+        cross = ((a_lo * b_lo) >> 16) + (hi_lo & 0xFFFF) + a_lo * b_hi
+        assert cross < 2**32
+        t = (a_hi * b_hi + (hi_lo >> 16) + (cross >> 16)) & 0xFFFFFFFF
+        return (t + ((n - t) >> (0 if d == 1 else 1))) >> shift
+
+    rng = np.random.default_rng(3)
+    divisors = list(range(1, 300)) + [2**16 - 1, 2**16, 2**16 + 1, 2**31, 2**31 + 1, 2**32 - 1]
+    divisors += [int(d) for d in rng.integers(1, 2**32, 500, dtype=np.uint64)]
+    for d in divisors:
+        params = kernels.divisor_params("size", d)
+        assert params["size"] == d and 0 <= params["size_magic"] < 2**32
+        top = (2**32 - 1) // d * d
+        for n in [0, 1, d - 1, d, d + 1, top - 1, top, 2**31, 2**32 - 1] + [int(v) for v in rng.integers(0, 2**32, 50, dtype=np.uint64)]:
+            n %= 2**32
+            assert divide(n, d, params["size_magic"], params["size_shift"]) == n // d, (n, d)
 
 
 def test_max_unpool_largest_j_wins_and_out_of_range_is_ignored(device):

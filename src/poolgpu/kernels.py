@@ -204,6 +204,14 @@ def as_3d(values: tuple, fill: int) -> tuple:
     return (fill,) * (3 - len(values)) + tuple(values)
 
 
+def divisor_params(name: str, d: int) -> dict:
+    """Params ``name``, ``name_magic`` and ``name_shift`` of common/divide.wgsl's divide():
+    n / d for every u32 n by a multiply-high and shifts (Granlund and Montgomery)."""
+    ceil_log2 = (d - 1).bit_length()
+    magic = ((1 << 32) * ((1 << ceil_log2) - d)) // d + 1
+    return {name: d, f"{name}_magic": magic & 0xFFFFFFFF, f"{name}_shift": max(ceil_log2 - 1, 0)}
+
+
 def tensor_stride_params(name: str, tensor) -> dict:
     if tensor is None:
         return {f"{name}_{axis}": 0 for axis in "ncdhw"}
@@ -927,7 +935,7 @@ MAX_UNPOOL_WINNERS = Kernel(
 MAX_UNPOOL_SCATTER = Kernel(
     "max_unpool_scatter.wgsl",
     (Slot("idx", False), Slot("winner", True, snippet="atomic_b32.wgsl"), Slot("x", False), Slot("y", True)),
-    value_slot="x", library=("grid.wgsl", "unpool_source.wgsl"),
+    value_slot="x", library=("grid.wgsl", "unpool_source.wgsl", "divide.wgsl"),
 )
 ZERO_FILL = Kernel("zero_fill.wgsl", (Slot("y", True, snippet="write4_{storage}.wgsl"),), value_slot="y")
 MAX_UNPOOL = Kernel(
@@ -986,7 +994,8 @@ def _max_unpool_program(desc, gpu: bool) -> Program:
         scatter = Pass(
             MAX_UNPOOL_SCATTER, ("indices", "winner", "input", "output"),
             sorted_constants({**source_constants, "PACKED_OUTPUT": y.is_packed}),
-            {**source_params, "out_d": out_d, "out_h": out_h, "out_w": out_w,
+            {**source_params, **divisor_params("out_d", out_d), **divisor_params("out_h", out_h),
+             **divisor_params("out_w", out_w), **divisor_params("channels", c),
              **tensor_stride_params("x", x), **tensor_stride_params("y", y)},
             in_grid,
         )

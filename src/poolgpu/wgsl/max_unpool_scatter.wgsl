@@ -10,8 +10,8 @@
 // that reason (relaxed loads and stores: plain ones on CPUs).
 //
 // Prepended by kernels.py: the value type (Raw) and the tensors idx (idx_load), winner
-// (winner_load, winner_clear), x (x_load) and y (y_store); appended: grid.wgsl and
-// unpool_source.wgsl.
+// (winner_load, winner_clear), x (x_load) and y (y_store); appended: grid.wgsl,
+// unpool_source.wgsl and divide.wgsl.
 
 override PACKED_OUTPUT: bool = false;   // y packed: an element's offset is its flat index
 
@@ -23,6 +23,9 @@ struct Params {
     idx_n: u32, idx_c: u32, idx_d: u32, idx_h: u32, idx_w: u32,
     x_n: u32, x_c: u32, x_d: u32, x_h: u32, x_w: u32,
     y_n: u32, y_c: u32, y_d: u32, y_h: u32, y_w: u32,
+    // divide()'s constants for the sizes y_offset divides by (common/divide.wgsl)
+    out_w_magic: u32, out_w_shift: u32, out_h_magic: u32, out_h_shift: u32,
+    out_d_magic: u32, out_d_shift: u32, channels_magic: u32, channels_shift: u32,
     out_first: u32, out_count: u32,   // (the whole output: this pass does not run in chunks)
     columns: u32, lines: u32, line_groups: u32, planes: u32, plane_origin: u32,   // the grid (common/grid.wgsl)
 }
@@ -31,17 +34,14 @@ struct Params {
 // The offset in y of output element t (flat logical index).
 fn y_offset(t: u32) -> u32 {
     if (PACKED_OUTPUT) { return params.y_base + t; }
-    let rows = t / params.out_w;      // (n, c, d, h); remainders by multiply-subtract
+    // (n, c, d, h, w) by common/divide.wgsl's divide(), each remainder by a multiply-subtract
+    let rows = divide(t, params.out_w, params.out_w_magic, params.out_w_shift);   // (n, c, d, h)
     let w = t - rows * params.out_w;
-    let planes = rows / params.out_h;
+    let planes = divide(rows, params.out_h, params.out_h_magic, params.out_h_shift);   // (n, c, d)
     let h = rows - planes * params.out_h;
-    var nc = planes;
-    var d = 0u;
-    if (params.out_d != 1u) {
-        nc = planes / params.out_d;
-        d = planes - nc * params.out_d;
-    }
-    let n = nc / params.channels;
+    let nc = divide(planes, params.out_d, params.out_d_magic, params.out_d_shift);
+    let d = planes - nc * params.out_d;
+    let n = divide(nc, params.channels, params.channels_magic, params.channels_shift);
     return params.y_base + n * params.y_n + (nc - n * params.channels) * params.y_c
            + d * params.y_d + h * params.y_h + w * params.y_w;
 }
