@@ -160,7 +160,8 @@ def test_float16_lp_over_the_whole_float16_range(device, p):
     x[0, 1, :2, :] = np.float16(2**-24)   # the smallest subnormal: its |x|^p is still normal in f32
     for window, strides in (((2, 2), (2, 2)), ((3, 3), (1, 1)), ((8, 8), (4, 4))):
         got = pg.lp_pool(x, window, strides=strides, p=p, device=device)
-        assert_accurate(got, reference.lp_pool(x, window, strides, p=p), np.float16)
+        with np.errstate(over="ignore"):  # exact values past 65504 round to infinity
+            assert_accurate(got, reference.lp_pool(x, window, strides, p=p), np.float16)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
