@@ -121,10 +121,11 @@ def test_max_unpool_narrow_types_into_odd_output_strides(device, data_type, layo
 @pytest.mark.parametrize("data_type", ["uint8", "float16", "float32", "int64"])
 def test_max_unpool_into_dense_outputs_at_any_offset(device, data_type, layout):
     # Dense outputs with a multiple of 4 elements are zeroed whole, then only the winners
-    # are written; at a start that is not a multiple of 4 elements the two-pass program runs.
+    # are written; at a start that is not a multiple of 4 elements (of the output, or of
+    # the indices, read in chunks) the two-pass program runs.
     rng = np.random.default_rng(11)
     dt = pg.DataType[data_type.upper()]
-    x = random_values(dt, (2, 3, 5, 6), rng)
+    x = random_values(dt, (2, 3, 5, 8), rng)   # rows of 8: indices in chunks
     out_sizes = (2, 3, 8, 10)
     idx = random_indices(rng, x.size, int(np.prod(out_sizes)), "uint64").reshape(x.shape)
     output = pg.TensorDesc(dt, out_sizes, layout_strides(out_sizes, layout))
@@ -138,6 +139,12 @@ def test_max_unpool_into_dense_outputs_at_any_offset(device, data_type, layout):
             op(xt, it, out=y)
             assert same_bits(y.numpy(), want)
         assert_canaries_intact(y)
+    # indices at any offset: read in 4-element chunks only from a multiple of 4 elements
+    for lead in range(0, 5 * 8, 8):
+        shifted = canary_tensor(device, it.desc, lead_bytes=32 + lead)
+        device.wgpu_device.queue.write_buffer(shifted.buffer, shifted.offset, idx.tobytes())
+        y = op(xt, shifted)
+        assert same_bits(y.numpy(), want)
 
 
 def test_divisor_constants_divide_every_u32():

@@ -936,15 +936,22 @@ def _average_pool_grad_program(desc, gpu: bool) -> Program:
 # ---------------------------------------------------------------------------------------
 # Max unpooling: deterministic winner selection (integer atomicMax), then a gather
 
-MAX_UNPOOL_WINNERS = Kernel(
-    "max_unpool_winners.wgsl", (Slot("idx", False), Slot("winner", True, snippet="atomic_b32.wgsl")),
-    value_slot="idx", library=("grid.wgsl", "unpool_source.wgsl"),
-)
-MAX_UNPOOL_SCATTER = Kernel(
-    "max_unpool_scatter.wgsl",
-    (Slot("idx", False), Slot("winner", True, snippet="atomic_b32.wgsl"), Slot("x", False), Slot("y", True)),
-    value_slot="x", library=("grid.wgsl", "unpool_source.wgsl", "divide.wgsl"),
-)
+def _unpool_source_kernel(file: str, slots: tuple, value_slot: str, chunks: bool, library: tuple = ()) -> Kernel:
+    """A pass over input elements (common/unpool_source.wgsl), reading the indices one by one
+    or (``chunks``) in 4-element chunks."""
+    idx = Slot("idx", False, snippet="read4_index_{storage}.wgsl" if chunks else "")
+    source = ("grid.wgsl", "unpool_source.wgsl", "unpool_indices4.wgsl" if chunks else "unpool_indices1.wgsl")
+    return Kernel(file, (idx,) + slots, value_slot=value_slot, library=source + library)
+
+
+MAX_UNPOOL_WINNERS, MAX_UNPOOL_WINNERS_CHUNKS = (
+    _unpool_source_kernel("max_unpool_winners.wgsl", (Slot("winner", True, snippet="atomic_b32.wgsl"),), "idx", chunks)
+    for chunks in (False, True))
+MAX_UNPOOL_SCATTER, MAX_UNPOOL_SCATTER_CHUNKS = (
+    _unpool_source_kernel(
+        "max_unpool_scatter.wgsl", (Slot("winner", True, snippet="atomic_b32.wgsl"), Slot("x", False), Slot("y", True)),
+        "x", chunks, ("divide.wgsl",))
+    for chunks in (False, True))
 ZERO_FILL = Kernel("zero_fill.wgsl", (Slot("y", True, snippet="write4_{storage}.wgsl"),), value_slot="y")
 MAX_UNPOOL = Kernel(
     "max_unpool.wgsl", (Slot("x", False), Slot("winner", True, snippet="take_b32.wgsl"), Slot("y", True)),
@@ -961,10 +968,8 @@ def _max_unpool_program(desc, gpu: bool) -> Program:
     x, indices, y = desc.input, desc.indices, desc.output
     n, c, in_d, in_h, in_w = as_5d(x.sizes, x.strides)[0]
     _, _, out_d, out_h, out_w = as_5d(y.sizes, y.strides)[0]
-    step = 4  # input elements per invocation along W
-    in_columns = -(-in_w // step)
+    in_columns = -(-in_w // 4)  # common/unpool_source.wgsl: four input elements per invocation
     in_constants, in_params, in_grid = lines_grid(in_columns, in_h, n * c * in_d)
-    in_constants["COLUMN_STEP"] = step
     sizes = {"channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w}
     out_plane, in_plane = out_d * out_h * out_w, in_d * in_h * in_w
     # the passes over input elements (common/unpool_source.wgsl)
@@ -994,25 +999,34 @@ def _max_unpool_program(desc, gpu: bool) -> Program:
     # zeroed again.
     scratch = (("winner", TensorDesc(DataType.UINT32, y.sizes)),)
     general = Program((winners, write(MAX_UNPOOL, out_w)), scratch=scratch)
+    # Indices contiguous along W are read in 4-element chunks where they start at a multiple
+    # of 4 elements (else the general program runs).
+    chunks = _contiguous_along([indices], "w")
+    source_kernels = (MAX_UNPOOL_WINNERS_CHUNKS, MAX_UNPOOL_SCATTER_CHUNKS) if chunks else \
+        (MAX_UNPOOL_WINNERS, MAX_UNPOOL_SCATTER)
+    fast_winners = replace(winners, kernel=source_kernels[0])
+    aligned = ("indices",) if chunks else ()
     if max_offset(y) + 1 == y.element_count and y.element_count % 4 == 0:
         # A dense output (any order of its dimensions): zero it whole in 4-element chunks,
         # then only the winners write, walking the input, not the (larger) output: on
         # lavapipe case A 1.7x faster, channels-last 2.4x (whole tensors only: chunks of a
         # scattered output would each walk the whole input).
         scatter = Pass(
-            MAX_UNPOOL_SCATTER, ("indices", "winner", "input", "output"),
+            source_kernels[1], ("indices", "winner", "input", "output"),
             sorted_constants({**source_constants, "PACKED_OUTPUT": y.is_packed}),
             {**source_params, **divisor_params("out_d", out_d), **divisor_params("out_h", out_h),
              **divisor_params("out_w", out_w), **divisor_params("channels", c),
              **tensor_stride_params("x", x), **tensor_stride_params("y", y)},
             in_grid,
         )
-        sparse = Program((_zero_fill_pass(y), winners, scatter), scratch=scratch, whole_only=True)
-        return replace(sparse, aligned=("output",), fallback=general)
-    if out_w % 4 or not _contiguous_along([y], "w"):
-        return general
-    rows = Program((winners, write(MAX_UNPOOL_ROWS, out_w // 4)), scratch=scratch)
-    return replace(rows, aligned=("output",), fallback=general)
+        sparse = Program((_zero_fill_pass(y), fast_winners, scatter), scratch=scratch, whole_only=True)
+        return replace(sparse, aligned=("output",) + aligned, fallback=general)
+    if out_w % 4 == 0 and _contiguous_along([y], "w"):
+        rows = Program((fast_winners, write(MAX_UNPOOL_ROWS, out_w // 4)), scratch=scratch)
+        return replace(rows, aligned=("output",) + aligned, fallback=general)
+    if chunks:
+        return Program((fast_winners, general.passes[1]), scratch=scratch, aligned=aligned, fallback=general)
+    return general
 
 
 def _zero_fill_pass(y: TensorDesc) -> Pass:

@@ -9,9 +9,9 @@
 // 0, neither its own, so it writes nothing whatever the order.  The words are atomics for
 // that reason (relaxed loads and stores: plain ones on CPUs).
 //
-// Prepended by kernels.py: the value type (Raw) and the tensors idx (idx_load), winner
-// (winner_load, winner_clear), x (x_load) and y (y_store); appended: grid.wgsl,
-// unpool_source.wgsl and divide.wgsl.
+// Prepended by kernels.py: the value type (Raw) and the tensors idx, winner (winner_load,
+// winner_clear), x (x_load) and y (y_store); appended: grid.wgsl, unpool_source.wgsl,
+// unpool_indices1.wgsl or unpool_indices4.wgsl (reading idx), and divide.wgsl.
 
 override PACKED_OUTPUT: bool = false;   // y packed: an element's offset is its flat index
 
@@ -49,7 +49,7 @@ fn y_offset(t: u32) -> u32 {
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let r = unpool_row(wg, lid);
-    for (var k = 0u; k < COLUMN_STEP; k++) {
+    for (var k = 0u; k < 4u; k++) {
         let s = unpool_source(r, k);
         if (!s.counts) { continue; }
         let e = params.winner_base + s.dest;

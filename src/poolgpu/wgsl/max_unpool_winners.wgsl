@@ -2,16 +2,16 @@
 // max_unpool.wgsl (every output element copies its winner) or max_unpool_scatter.wgsl
 // (dense outputs: every winner copies itself).
 //
-// For each input element j (flat logical index; COLUMN_STEP of a row per invocation): if
+// For each input element j (flat logical index; four of a row per invocation): if
 // indices[j] lies inside the output, atomicMax(winner[indices[j]], j + 1), so the largest j
 // wins wherever indices repeat, whatever order invocations run in.  0 means "no j": the
 // output element gets the type's zero.
 // For outputs larger than a binding (kernels.chunked) each chunk of output elements
 // [out_first, out_first + out_count) gets its winners from every input element in turn.
 //
-// Prepended by kernels.py: the tensors idx (idx_load: u32, or (low, high) for UINT64) and
-// winner (winner_max; packed over the output's logical elements); appended: grid.wgsl
-// and unpool_source.wgsl (the input element and its index).
+// Prepended by kernels.py: the tensors idx and winner (winner_max; packed over the
+// output's logical elements); appended: grid.wgsl, unpool_source.wgsl (the input elements
+// and their indices) and unpool_indices1.wgsl or unpool_indices4.wgsl (reading idx).
 
 struct Params {
     idx_base: u32, winner_base: u32,
@@ -26,7 +26,7 @@ struct Params {
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let r = unpool_row(wg, lid);   // the invocation's run of a row: its elements one by one
-    for (var k = 0u; k < COLUMN_STEP; k++) {
+    for (var k = 0u; k < 4u; k++) {
         let s = unpool_source(r, k);
         // (winner_base is the winner of output element 0: below the binding in a chunk)
         if (s.counts) { winner_max(params.winner_base + s.dest, s.j + 1u); }

@@ -1,10 +1,10 @@
 // Max unpooling's passes over input elements (max_unpool_winners.wgsl,
 // max_unpool_scatter.wgsl): the input elements of an invocation and the output element
 // each one's index names.  The grid (common/grid.wgsl) is (column, h, (n, c, d)) over the
-// input, an invocation taking COLUMN_STEP elements along W (fewer invocations: on lavapipe
-// each costs more than its few loads; 4 made both passes about 1.7x faster on case A).
+// input, an invocation taking four elements along W (fewer invocations: on lavapipe each
+// costs more than its few loads; four made both passes about 1.7x faster on case A).
 // The kernel's Params holds channels, in_d, in_h, in_w, idx_base and idx_n .. idx_w,
-// out_first and out_count; idx_load reads an index (u32, or (low, high) for UINT64).
+// out_first and out_count.
 
 override WIDE_INDICES: bool = false;  // UINT64 indices: a nonzero high word is out of range
 
@@ -15,17 +15,16 @@ struct UnpoolSource {
     dest: u32,    // the output element its index names (flat logical index)
 }
 
-// Input elements w = COLUMN_STEP * column + k of the invocation's row (k < COLUMN_STEP).
-override COLUMN_STEP: u32 = 1u;
-
-struct UnpoolRow { inside: bool, n: u32, c: u32, d: u32, h: u32, w0: u32, first_j: u32 }
+// An invocation's run of a row: input elements w = 4 * column + k (k < 4), their indices
+// read by run_indices() (common/unpool_indices1.wgsl or unpool_indices4.wgsl).
+struct UnpoolRow { inside: bool, n: u32, c: u32, d: u32, h: u32, w0: u32, first_j: u32, indices: array<vec2<u32>, 4> }
 
 fn unpool_row(wg: vec3<u32>, lid: vec3<u32>) -> UnpoolRow {
     let pos = grid_position(wg, lid);
     var r: UnpoolRow;
     if (pos.x >= params.columns) { return r; }   // inside: false
     r.inside = true;
-    r.w0 = pos.x * COLUMN_STEP;
+    r.w0 = 4u * pos.x;
     r.h = pos.y;
     // (n, c, d): uniform across a workgroup (common/grid.wgsl), so divided once per workgroup
     var nc = pos.z;
@@ -36,20 +35,19 @@ fn unpool_row(wg: vec3<u32>, lid: vec3<u32>) -> UnpoolRow {
     r.n = nc / params.channels;
     r.c = nc - r.n * params.channels;
     r.first_j = (pos.z * params.in_h + r.h) * params.in_w + r.w0;
+    r.indices = run_indices(r);
     return r;
 }
 
-// Element k of the row's (counts: false past the row's end).
+// Element k of the run (counts: false past the row's end).
 fn unpool_source(r: UnpoolRow, k: u32) -> UnpoolSource {
     var s: UnpoolSource;
     s.w = r.w0 + k;
     if (!r.inside || s.w >= params.in_w) { return s; }
     s.n = r.n; s.c = r.c; s.d = r.d; s.h = r.h;
     s.j = r.first_j + k;
-    // vec2 of a u32 repeats it, of a (low, high) pair keeps it; the high word counts only
-    // for UINT64 indices.
-    let index = vec2<u32>(idx_load(params.idx_base + s.n * params.idx_n + s.c * params.idx_c + s.d * params.idx_d
-                                   + s.h * params.idx_h + s.w * params.idx_w));
+    var indices = r.indices;   // (a var: WGSL indexes arrays by a variable only in memory)
+    let index = indices[k];
     s.dest = index.x;
     s.counts = (!WIDE_INDICES || index.y == 0u) && index.x - params.out_first < params.out_count;
     return s;
