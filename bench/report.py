@@ -4,6 +4,7 @@ share of the copy roofline, poolgpu's and the peers'."""
 from __future__ import annotations
 
 from .peers import LABELS
+from .timing import SUMMARY
 
 SHORT_TYPE = {"float32": "f32", "float16": "f16"}
 
@@ -20,9 +21,9 @@ def _poolgpu_cells(row: dict) -> list:
     if row["status"] != "ok":
         return [row["status"].upper() if row["status"] == "check failed" else row["status"], "", "", ""]
     return [
-        _ms(row["poolgpu"]["median_ms"]),
+        _ms(row["poolgpu"][SUMMARY]),
         f"{row['poolgpu']['gb_per_s']:.2f}",
-        _ms(row["copy"]["median_ms"]),
+        _ms(row["copy"][SUMMARY]),
         f"{row['pct_of_copy']:.0f}%",
     ]
 
@@ -32,7 +33,7 @@ def _peer_cell(row: dict, name: str) -> str:
     if peer is None:
         return ""
     if peer["status"] in ("ok", "mismatch"):
-        cell = _ms(peer["median_ms"])
+        cell = _ms(peer[SUMMARY])
         if peer.get("ratio") is not None:
             ratio = peer["ratio"]
             cell += f" ({ratio:.0f}x)" if ratio >= 10 else f" ({ratio:.2g}x)"
@@ -61,12 +62,12 @@ def legend(results: dict) -> list:
     timer = results["timer"]
     lines = [
         f"{results['adapter']['name']} ({results['adapter']['backend']}, {results['adapter']['description']}), "
-        f"{results['date']}; times are medians over repetitions after warm-up, "
+        f"{results['date']}; times are the fastest of the repetitions after warm-up (the machine only adds time), "
         f"{'GPU timestamps' if timer['kind'] == 'timestamp' else 'wall clock around a synchronised submission'}"
         + (f" ({timer['note']})" if timer["note"] else "") + ".",
         "copy = a plain copy kernel moving the same bytes (input read once, outputs written once) in the same run; "
         "% of copy = its time / poolgpu's.",
-        "Peers: median ms (poolgpu time / peer time); n/a = the peer has no such operator or layout; "
+        "Peers: ms (poolgpu time / peer time); n/a = the peer has no such operator or layout; "
         "✗ = its result differs from the reference.",
     ]
     missing = [r for r in results["rows"] if r["status"] == "not available"]

@@ -30,7 +30,7 @@ from .peer_base import Unsupported
 from .peers import NAMES as PEER_NAMES
 from .peers import discover
 from .roofline import Roofline
-from .timing import GpuTimer, repeat, stats
+from .timing import SUMMARY, GpuTimer, repeat, stats
 
 sys.path.insert(0, str(ROOT / "tests"))
 from helpers import layout_strides  # noqa: E402
@@ -218,11 +218,11 @@ class Bench:
         op_times, copy_times = self.measure([lambda: self.timer.seconds(run.record), lambda: self.timer.seconds(copy)])
         moved = run.read_bytes + run.written_bytes
         ours, roof = stats(op_times), stats(copy_times)
-        ours["gb_per_s"] = moved / (ours["median_ms"] * 1e6)
-        roof["gb_per_s"] = (copy_info["read_bytes"] + copy_info["written_bytes"]) / (roof["median_ms"] * 1e6)
+        ours["gb_per_s"] = moved / (ours[SUMMARY] * 1e6)
+        roof["gb_per_s"] = (copy_info["read_bytes"] + copy_info["written_bytes"]) / (roof[SUMMARY] * 1e6)
         roof.update(copy_info)
         return dict(row, status="ok", check="ok", poolgpu=ours, copy=roof,
-                    pct_of_copy=100 * roof["median_ms"] / ours["median_ms"])
+                    pct_of_copy=100 * roof[SUMMARY] / ours[SUMMARY])
 
     def peer_row(self, peer, problem, layout: str, row: dict) -> dict:
         if peer.status:
@@ -242,8 +242,8 @@ class Bench:
             prepared.release()
         result = dict(stats(times), status="mismatch" if mismatch else "ok", check=mismatch or "ok")
         if row.get("status") == "ok":
-            result["ratio"] = row["poolgpu"]["median_ms"] / result["median_ms"]
-            result["pct_of_copy"] = 100 * row["copy"]["median_ms"] / result["median_ms"]
+            result["ratio"] = row["poolgpu"][SUMMARY] / result[SUMMARY]
+            result["pct_of_copy"] = 100 * row["copy"][SUMMARY] / result[SUMMARY]
         return result
 
     def plan(self) -> list:
