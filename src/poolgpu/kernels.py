@@ -818,6 +818,16 @@ def _dy_chunks(window) -> int:
     return most
 
 
+def _fixed_columns(window) -> dict:
+    """FIXED_COLUMNS and FIRST_CHUNK of common/gather_rows.wgsl: with a stride of 1 or 2 along
+    W, the invocation of w0 = 8 * column visits the chunks from w0 / (4 * stride) + FIRST_CHUNK
+    (the first window reaching w0 is ceil((w0 + pad - (extent - 1)) / stride), not clamped)."""
+    stride, pad, extent = window.strides[-1], window.start_padding[-1], window.extents[-1]
+    if stride > 2:
+        return {}
+    return {"FIXED_COLUMNS": True, "FIRST_CHUNK": (-(-(pad - (extent - 1)) // stride)) // 4}
+
+
 def _oh_rows(window) -> int:
     """OH_ROWS of common/gather_rows.wgsl: the most window rows that can cover two dx rows
     h0, h0 + 1 (h0 even)."""
@@ -839,7 +849,7 @@ def _gradient_rows_pass(kernel: Kernel, desc, tensors: dict, constants: dict) ->
     columns = -(-in_w // 8)
     grid_constants, grid_params, grid = lines_grid(columns, -(-in_h // 2), n * c * in_d)
     constants = {**grid_constants, **window_constants(window), "DY_CHUNKS": _dy_chunks(window),
-                 "OH_ROWS": _oh_rows(window), **constants}
+                 "OH_ROWS": _oh_rows(window), **_fixed_columns(window), **constants}
     params = {
         "channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w, "out_d": out_d, "out_h": out_h, "out_w": out_w,
         **tensor_stride_params("dy", dy), **tensor_stride_params("dx", dx), **grid_params,

@@ -28,10 +28,10 @@ fn covers(ow: u32, w: u32) -> bool {
 // Window column ow's share (dy over the divisor of its rows, count_dh, and of its columns)
 // and the eight dx elements it covers (none for a column past the row).
 struct Column { share: f32, lo: vec4<bool>, hi: vec4<bool> }
-fn column_of(ow: u32, dy: Raw, count_dh: u32, w0: u32) -> Column {
+fn column_of(ow: u32, dy: Raw, count_dh: u32, w0: u32, chunk_real: bool) -> Column {
     // kept as written (common/as_written.wgsl): the same rounding as average_pool_grad.wgsl's share_of
     let share = as_written(to_f32(dy) / divisor_as_written(count_dh * taps_inside(ow, KW, SW, LW, PW, params.in_w)));
-    let real = vec4<bool>(ow < params.out_w);
+    let real = vec4<bool>(chunk_real);
     let lo = vec4<bool>(covers(ow, w0), covers(ow, w0 + 1u), covers(ow, w0 + 2u), covers(ow, w0 + 3u));
     let hi = vec4<bool>(covers(ow, w0 + 4u), covers(ow, w0 + 5u), covers(ow, w0 + 6u), covers(ow, w0 + 7u));
     return Column(share, lo & real, hi & real);
@@ -48,8 +48,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let n = block.n;  let c = block.c;  let nc = block.nc;
     let d = block.d;  let h0 = block.h0;  let w0 = block.w0;
 
-    let first_chunk = first_column(w0) / 4u;
-    let last_chunk = params.out_w / 4u - 1u;
+    let last_chunk = i32(params.out_w / 4u) - 1;
     let last_row = last_window_row(h0);
     var first = Eight(vec4<f32>(0.0), vec4<f32>(0.0));   // row h0
     var second = first;                                   // row h0 + 1
@@ -65,10 +64,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             let in_second = covers_row(u32(oh), h0 + 1u);
             let dy_row = params.dy_base + n * params.dy_n + c * params.dy_c + od.o * params.dy_d + u32(oh) * params.dy_h;
             for (var j = DY_CHUNKS; j > 0u; j--) {
-                let ow = 4u * (first_chunk + j - 1u);   // the chunk's first column
-                let dy = dy_load4(dy_row + 4u * min(ow / 4u, last_chunk));   // (clamped: then no column is real)
-                for (var k = 3; k >= 0; k--) {   // columns ow + 3 down to ow
-                    let column = column_of(ow + u32(k), dy[k], count_dh, w0);
+                let chunk = chunk_at(w0, j);
+                let dy = dy_load4(dy_row + 4u * u32(clamp(chunk, 0, last_chunk)));   // (clamped: then no column is real)
+                let real = chunk >= 0 && chunk <= last_chunk;
+                for (var k = 3; k >= 0; k--) {   // the chunk's columns, last to first
+                    if (FIXED_COLUMNS && !column_reaches(j, u32(k))) { continue; }
+                    let column = column_of(u32(4 * chunk + k), dy[k], count_dh, w0, real);
                     // (uniform branches: the same for every lane along W)
                     if (in_first) { first = gather_column(first, column); }
                     if (in_second) { second = gather_column(second, column); }

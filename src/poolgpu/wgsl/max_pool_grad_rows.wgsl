@@ -32,8 +32,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let d = block.d;  let h0 = block.h0;  let w0 = block.w0;
 
     let me = ((nc * params.in_d + d) * params.in_h + h0) * params.in_w + w0;  // as pass 1 wrote it
-    let first_chunk = first_column(w0) / 4u;
-    let last_chunk = params.out_w / 4u - 1u;
+    let last_chunk = i32(params.out_w / 4u) - 1;
     let last_row = last_window_row(h0);
     var first = Eight(vec4<f32>(0.0), vec4<f32>(0.0));   // row h0
     var second = first;                                   // row h0 + 1
@@ -48,13 +47,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             let arg_row = params.arg_base + ((nc * params.out_d + od.o) * params.out_h + u32(oh)) * params.out_w;
             let dy_row = params.dy_base + n * params.dy_n + c * params.dy_c + od.o * params.dy_d + u32(oh) * params.dy_h;
             for (var j = DY_CHUNKS; j > 0u; j--) {
-                let chunk = first_chunk + j - 1u;
-                let at = 4u * min(chunk, last_chunk);
-                // a chunk past the row (clamped into it) is no window: its argmax matches nothing
+                let chunk = chunk_at(w0, j);
+                let at = 4u * u32(clamp(chunk, 0, last_chunk));
+                // a chunk outside the row (clamped into it) is no window: its argmax matches nothing
                 let a = arg_load4(arg_row + at);
-                let arg = select(vec4<u32>(0xffffffffu), vec4<u32>(a[0], a[1], a[2], a[3]), chunk <= last_chunk);
+                let real = chunk >= 0 && chunk <= last_chunk;
+                let arg = select(vec4<u32>(0xffffffffu), vec4<u32>(a[0], a[1], a[2], a[3]), real);
                 let dy = dy_load4(dy_row + at);
                 for (var k = 3; k >= 0; k--) {
+                    if (FIXED_COLUMNS && !column_reaches(j, u32(k))) { continue; }
                     // (the same for every lane along W: a uniform branch, skipping the compares
                     // for a row the window row misses)
                     if (in_first) { first = gather_column(first, arg[k], dy[k], me); }
