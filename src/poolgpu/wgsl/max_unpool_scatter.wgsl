@@ -1,9 +1,9 @@
 // Max unpooling (DirectML MAX_UNPOOLING) over a dense output, last of three passes: after
 // zero_fill.wgsl has written the type's zero everywhere and max_unpool_winners.wgsl has
-// picked each output element's winner, every input element j that won its output element copies
-// its raw bits there and resets the winner to 0 (the scratch is clean for the next call).
-// One invocation per input element, so the pass touches the input's elements, not the
-// output's: on case A (3x3 stride 2) a quarter as many, and no read of the whole scratch.
+// picked each output element's winner, every input element j that won its output element
+// copies its raw bits there and resets the winner to 0 (the scratch is clean for the next
+// call).  The pass walks the input's elements (four per invocation), not the output's: on
+// case A (3x3 stride 2) a quarter as many, and no read of the whole scratch.
 //
 // Only the winner resets its word; another invocation reading it meanwhile sees j' + 1 or
 // 0, neither its own, so it writes nothing whatever the order.  The words are atomics for

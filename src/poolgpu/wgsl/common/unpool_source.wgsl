@@ -12,12 +12,17 @@ struct UnpoolSource {
     counts: bool,   // a real input element whose index lies in [out_first, out_first + out_count)
     j: u32,         // its flat logical index
     n: u32, c: u32, d: u32, h: u32, w: u32,
-    dest: u32,    // the output element its index names (flat logical index)
+    dest: u32,      // the output element its index names (flat logical index)
 }
 
 // An invocation's run of a row: input elements w = 4 * column + k (k < 4), their indices
 // read by run_indices() (common/unpool_indices1.wgsl or unpool_indices4.wgsl).
-struct UnpoolRow { inside: bool, n: u32, c: u32, d: u32, h: u32, w0: u32, first_j: u32, indices: array<vec2<u32>, 4> }
+struct UnpoolRow {
+    inside: bool,
+    n: u32, c: u32, d: u32, h: u32, w0: u32,
+    first_j: u32,                   // the flat logical index of element w0
+    indices: array<vec2<u32>, 4>,   // (low, high) words
+}
 
 fn unpool_row(wg: vec3<u32>, lid: vec3<u32>) -> UnpoolRow {
     let pos = grid_position(wg, lid);
