@@ -1,5 +1,6 @@
-"""The kernels compiled for GPUs (``Device.tuned_for = "gpu"``: one output per invocation,
-16-bit outputs in pairs, and a workgroup per output for global pooling, the plane walk),
+"""The kernels compiled for GPUs (``Device.tuned_for = "gpu"``: two outputs per invocation
+with the windows' taps written out, and a workgroup per output for global pooling, the
+plane walk),
 run on every adapter, software ones included, against the NumPy reference.  On real GPUs
 they are the default; here they would otherwise never run."""
 
@@ -158,13 +159,40 @@ def test_average_and_lp_pooling_match_the_reference(gpu_tuned, case):
     test_average_lp.run_case(gpu_tuned, case)
 
 
+# window_walk.wgsl writes out up to UNROLLED = 4 taps along each dimension and loops over
+# longer ones: windows on both sides of that bound, along each dimension, with padding, odd
+# and even output rows (a lone last output), values with repeats (ties: the first maximum).
+LONG_WINDOWS = (
+    dict(sizes=(2, 3, 9, 13), window_size=(4, 5), strides=(1, 2), start_padding=(1, 2), end_padding=(2, 1)),
+    dict(sizes=(1, 2, 12, 11), window_size=(6, 3), strides=(2, 1), start_padding=(0, 1), end_padding=(3, 1)),
+    dict(sizes=(1, 2, 7, 6, 20), window_size=(5, 2, 8), strides=(1, 1, 3), start_padding=(2, 0, 1),
+         end_padding=(2, 1, 4)),
+)
+
+
+@pytest.mark.parametrize("geometry", LONG_WINDOWS, ids=lambda g: "x".join(map(str, g["window_size"])))
+@pytest.mark.parametrize("data_type", [pg.DataType.FLOAT32, pg.DataType.FLOAT16, pg.DataType.INT8])
+def test_windows_longer_than_the_taps_written_out(gpu_tuned, geometry, data_type):
+    dims = len(geometry["window_size"])
+    case = dict(geometry, dilations=(1,) * dims, data_type=data_type, in_layout="packed", out_layout="packed",
+                indices="uint32", seed=dims)
+    assert _walk(pg.MaxPooling2Desc(pg.TensorDesc(data_type, case["sizes"]),
+                                    **{k: case[k] for k in ("window_size", "strides", "start_padding",
+                                                            "end_padding")})) == "window_walk.wgsl"
+    test_max_pool.run_case(gpu_tuned, case)
+    if data_type != pg.DataType.INT8:
+        for operator in ("average_with_padding", "lp2"):
+            test_average_lp.run_case(gpu_tuned, dict(case, operator=operator))
+
+
 @pytest.mark.parametrize("data_type", [pg.DataType.FLOAT16, pg.DataType.INT16])
 @pytest.mark.parametrize("out_layout", ["packed", "channels_last"])
 @pytest.mark.parametrize("lead_bytes", [32, 34])   # the output's first element: even, then odd
 @pytest.mark.parametrize("width", [9, 12])          # output rows of 5 (a lone last output) and 6
 def test_16_bit_outputs_in_pairs(gpu_tuned, data_type, out_layout, lead_bytes, width):
-    # PAIRS: a pair sharing a word is stored at once, others (odd offsets, W strides > 1,
-    # a row's lone last output) element by element; no byte outside the output changes
+    # two outputs per invocation: a pair sharing a word is stored at once, others (odd
+    # offsets, W strides > 1, a row's lone last output) element by element; no byte
+    # outside the output changes
     sizes = (2, 3, 7, width)
     x = random_values(data_type, sizes, np.random.default_rng(width + lead_bytes))
     geometry = dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1))
@@ -173,7 +201,7 @@ def test_16_bit_outputs_in_pairs(gpu_tuned, data_type, out_layout, lead_bytes, w
     output = pg.TensorDesc(data_type, out_sizes, layout_strides(out_sizes, out_layout))
     indices = pg.TensorDesc("uint32", out_sizes, layout_strides(out_sizes, out_layout))
     desc = pg.MaxPooling2Desc(input_desc, output, indices, **geometry)
-    assert dict(gpu_tuned.compile(desc)._program.passes[0].constants)["PAIRS"]
+    assert dict(gpu_tuned.compile(desc)._program.passes[0].constants)["OUTPUTS"] == 2
     y, idx = canary_tensor(gpu_tuned, output, lead_bytes=lead_bytes), canary_tensor(gpu_tuned, indices)
     gpu_tuned.compile(desc)(gpu_tuned.upload(x), out=(y, idx))
     y_ref, i_ref = reference.max_pool(x, **geometry)

@@ -436,10 +436,11 @@ def _plane_regrid(first: int, count: int) -> tuple:
     return {}, _plane_params(first, count), fold_groups(count)
 
 
-def _window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "general", pairs: bool = False,
+def _window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "general", outputs: int = 1,
                       **constants) -> Pass:
-    """A pass of a window-walk kernel: `walk` picks the walk (see _walk_for); ``pairs``:
-    the general walk's two outputs along W per invocation (window_walk.wgsl's PAIRS)."""
+    """A pass of a window-walk kernel: `walk` picks the walk (see _walk_for); ``outputs``:
+    the general walk's neighbouring outputs along W per invocation (window_walk.wgsl's
+    OUTPUTS)."""
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
     n, c, out_d, out_h, out_w = as_5d(desc.output.sizes, desc.output.strides)[0]
     if walk in ("rows", "rows_tail"):  # (ow / 4, oh / ROWS, (n, c, od)): output rows share input rows
@@ -467,10 +468,10 @@ def _window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "ge
         cols = 2 if out_w > 1 and (stride_w < extent_w or indices) else 1
         grid_constants, grid_params, grid = lines_grid(c // 4, -(-out_w // cols), n * out_d * -(-out_h // rows))
         constants["ROWS"], constants["COLS"] = rows, cols
-    else:  # (ow, oh, (n, c, od)), or (ow / 2, ...) with PAIRS
-        pairs = pairs and out_w > 1
-        grid_constants, grid_params, grid = lines_grid(-(-out_w // 2) if pairs else out_w, out_h, n * c * out_d)
-        constants["PAIRS"] = pairs
+    else:  # (ow / OUTPUTS, oh, (n, c, od))
+        outputs = min(outputs, out_w)
+        grid_constants, grid_params, grid = lines_grid(-(-out_w // outputs), out_h, n * c * out_d)
+        constants["OUTPUTS"] = outputs
     # chunks (see chunked) are runs of planes: (n, c, od), or (n, od, oh) for channels
     per_plane = grid_params["planes"] // (n if walk == "channels" else n * c)
     regrid = _plane_regrid if walk == "plane" else partial(_lines_regrid, grid_params["columns"], grid_params["lines"])
@@ -488,20 +489,21 @@ def _window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "ge
     return Pass(kernels_by_walk[walk], roles, sorted_constants(constants), params, grid, split)
 
 
-# Output element sizes (bytes) whose general walk computes two outputs along W per invocation
-# on GPUs (window_walk.wgsl's PAIRS): 16-bit ones, stored as whole words rather than with
-# two word atomics per element.
-PAIRED_OUTPUT_SIZES = (2,)
+# Neighbouring outputs along W per invocation of the general walk on GPUs (window_walk.wgsl's
+# OUTPUTS: 1 or 2).  Measured on an H100, float32, with windows written out: 2 outputs
+# against 1, case A max 1.2-1.4x faster, B 1.3-1.6x, 1D 1.3-1.4x, 3D 1.2x; 4 outputs were
+# 0.8-0.9x as fast as 2 (float16 1.0-1.1x, 3D 0.85x).
+GPU_OUTPUTS_PER_INVOCATION = 2
 
 
 def _window_walk_program(kernels_by_walk: dict, desc, roles: tuple, gpu: bool, **constants) -> Program:
     """One window-walk pass, on the fastest walk the layout allows, with the general walk
     as the fallback for calls whose tensor offsets are not 4-element aligned."""
     walk = _walk_for(desc, gpu)
-    stored_in_pairs = gpu and desc.output.data_type.size in PAIRED_OUTPUT_SIZES
+    outputs = GPU_OUTPUTS_PER_INVOCATION if gpu else 1
     if walk not in CHUNKED_WALKS:
-        return Program((_window_walk_pass(kernels_by_walk, desc, roles, walk, stored_in_pairs, **constants),))
-    general = Program((_window_walk_pass(kernels_by_walk, desc, roles, "general", stored_in_pairs, **constants),))
+        return Program((_window_walk_pass(kernels_by_walk, desc, roles, walk, outputs, **constants),))
+    general = Program((_window_walk_pass(kernels_by_walk, desc, roles, "general", outputs, **constants),))
     fast = (_window_walk_pass(kernels_by_walk, desc, roles, walk, **constants),)
     aligned = roles[:1] if walk == "rows_tail" else tuple(r for r in roles if r is not None)
     pairs = walk in ("rows", "rows_tail") and _reads_pairs(desc)
