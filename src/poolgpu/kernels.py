@@ -889,8 +889,10 @@ def _max_pool_grad_program(desc, gpu: bool) -> Program:
     def two_passes(walk: str, rows: bool, channels: bool = False) -> Program:
         # Pass 1: forward max pooling writing only each window's argmax (into scratch; no
         # forward values: the y slot is absent); pass 2: the gather adding each window's dy
-        # at its argmax.
-        argmax = _window_walk_pass(MAX_POOL, forward, ("input", None, "argmax"), walk)
+        # at its argmax.  Pass 1 is forward max pooling with indices, so on GPUs it takes
+        # the general walk's outputs per invocation as that does.
+        argmax = _window_walk_pass(MAX_POOL, forward, ("input", None, "argmax"), walk,
+                                   GPU_OUTPUTS_PER_INVOCATION if gpu else 1)
         if rows:
             gather = _gradient_rows_pass(MAX_POOL_GRAD_ROWS, desc, tensors, {})
         elif channels:  # four channels per invocation, in 4-element chunks
