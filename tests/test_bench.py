@@ -14,9 +14,11 @@ import poolgpu as pg
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench import cases, run  # noqa: E402
+from bench import cases, run, variants  # noqa: E402
 from bench.roofline import CONFIGS, CopyDesc, Roofline, expected_copy  # noqa: E402
 from bench.timing import GpuTimer  # noqa: E402
+from helpers import tuned_for  # noqa: E402
+from poolgpu import kernels  # noqa: E402
 
 
 def _bench(device, tmp_path, *options):
@@ -165,3 +167,24 @@ def test_in_process_peers_agree_with_the_reference_wherever_they_run(peer, modul
             assert prepared.seconds() > 0
             ran += 1
     assert ran >= 20
+
+
+def test_kernel_variants_are_checked_then_timed_and_leave_the_kernels_as_they_were(device, monkeypatch):
+    if "timestamp-query" not in device.features:
+        pytest.skip(f"{device.name} has no timestamp-query")
+    before = {choice: getattr(kernels, choice) for choice in variants._CHOICES}
+    real_check = variants.check
+    # a variant whose result is wrong (here: said to be) is reported, never timed
+    monkeypatch.setattr(variants, "check", lambda outputs, problem: "wrong" if kernels.ROWS_PER_INVOCATION == 1
+                        else real_check(outputs, problem))
+    with tuned_for(device, "gpu"):
+        results = variants.compare(device, "A", "float16", "max_idx", ["current", "out1+wg128", "rows2", "rows1"],
+                                   "nchw", rounds=2, tiny=True)
+    assert results.pop("rows1") == "check failed: wrong"
+    assert set(results) == {"copy", "current", "out1+wg128", "rows2"}
+    assert all(isinstance(r, tuple) and 0 < r[0] <= r[1] for r in results.values())
+    assert {choice: getattr(kernels, choice) for choice in variants._CHOICES} == before
+    with pytest.raises(SystemExit, match="unknown variant"):
+        with variants.variant("out2+nonsense"):
+            pass
+    assert kernels.GPU_OUTPUTS_PER_INVOCATION == before["GPU_OUTPUTS_PER_INVOCATION"]
