@@ -162,7 +162,7 @@ class Device:
         self.limits = dict(self.wgpu_device.limits)
         # Which kernels ops compile to: "cpu" on software adapters (lavapipe, llvmpipe), whose
         # SIMD lanes load one by one, so that several outputs per invocation sharing their
-        # loads win; "gpu" elsewhere: one output per invocation, coalesced, and a workgroup
+        # loads win; "gpu" elsewhere: two outputs per invocation, coalesced, and a workgroup
         # per output for global pooling (kernels._walk_for).  Settable: ops compiled after a
         # change follow it (the tests run the "gpu" kernels on software adapters this way).
         self.tuned_for = "cpu" if self.info["type"] == "cpu" else "gpu"

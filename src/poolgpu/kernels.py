@@ -382,9 +382,9 @@ def _covers_plane(desc) -> bool:
 def _walk_for(desc, gpu: bool) -> str:
     """The fastest window walk whose layout requirements ``desc`` meets: on a software
     adapter (lavapipe, llvmpipe; ``gpu`` false) the rows walk's several outputs per
-    invocation, which share their loads; on GPUs one output per invocation, whose
-    neighbouring lanes read neighbouring elements (measured on an H100, case A: 43-47% of
-    copy, against 19-38% for the rows walk), and a workgroup per output for global pooling."""
+    invocation, which share their loads; on GPUs the general walk, whose neighbouring lanes
+    read neighbouring elements (two outputs each: GPU_OUTPUTS_PER_INVOCATION; measured on an
+    H100, case A: the rows walk 2-4x slower), and a workgroup per output for global pooling."""
     tensors = [t for t in (desc.input, desc.output, getattr(desc, "output_indices", None)) if t is not None]
     window = desc.window
     out_w, channels = as_5d(desc.output.sizes, desc.output.strides)[0][4], desc.input.sizes[1]
