@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import inspect
 
 import numpy as np
 import wgpu
@@ -35,7 +34,7 @@ from .timing import GpuTimer, _timestamp_period_ns
 PER_PASS = 8  # dispatches per timed pass
 ROTATE = 4  # tensor copies per variant the dispatches cycle over
 
-_CHOICES = ("_gathers_rows", "_walk_for", "ROWS_PER_INVOCATION", "GPU_OUTPUTS_PER_INVOCATION", "lines_grid")
+_CHOICES = ("_gathers_rows", "_walk_for", "ROWS_PER_INVOCATION", "GPU_OUTPUTS_PER_INVOCATION", "LINES_WORKGROUP")
 VARIANTS = {
     "current": "the kernels as they are",
     "outN": "N outputs per invocation of the general walk on GPUs (kernels.GPU_OUTPUTS_PER_INVOCATION)",
@@ -52,8 +51,7 @@ def _apply(part: str) -> None:
     if name == "out" and digits:
         kernels.GPU_OUTPUTS_PER_INVOCATION = int(digits)
     elif name == "wg" and digits:
-        source = inspect.getsource(kernels.lines_grid).replace("64 //", f"{digits} //")
-        exec(source.replace("columns, 64)", f"columns, {digits})"), kernels.__dict__)
+        kernels.LINES_WORKGROUP = int(digits)
     elif name == "rows" and digits:
         cpu_walk = kernels._walk_for
         kernels._walk_for = lambda desc, gpu: cpu_walk(desc, False)

@@ -400,16 +400,20 @@ def _walk_for(desc, gpu: bool) -> str:
     return "general"
 
 
+# Invocations per workgroup of lines_grid (on an H100, 256 instead of 64: -2% to +8%).
+LINES_WORKGROUP = 64
+
+
 def lines_grid(columns: int, lines: int, planes: int) -> tuple:
     """Workgroup shape, uniform values and grid of window_geometry.wgsl's grid_position:
-    64 invocations, WG_X of them along a line of `columns` (exactly, when a line is shorter:
+    LINES_WORKGROUP invocations, WG_X of them along a line of `columns` (exactly, when a line is shorter:
     no idle lanes), the rest over lines, and over planes when lines are few; plane groups
     over workgroup z, folded into y past 65535.  Where even so a dimension would exceed
     65535 workgroups, they are numbered flat instead (grid.wgsl's FOLDED).  Planes count
     from ``plane_origin`` (a chunk's first, see chunked)."""
-    wg_x = min(columns, 64)
-    wg_y = min(max(1, 64 // wg_x), lines)
-    wg_z = min(max(1, 64 // (wg_x * wg_y)), planes)
+    wg_x = min(columns, LINES_WORKGROUP)
+    wg_y = min(max(1, LINES_WORKGROUP // wg_x), lines)
+    wg_z = min(max(1, LINES_WORKGROUP // (wg_x * wg_y)), planes)
     line_groups = math.ceil(lines / wg_y)
     plane_groups = math.ceil(planes / wg_z)
     folds = math.ceil(plane_groups / MAX_WORKGROUPS_PER_DIM)
@@ -496,11 +500,16 @@ def _window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "ge
 GPU_OUTPUTS_PER_INVOCATION = 2
 
 
+def _general_outputs(gpu: bool) -> int:
+    """The general walk's OUTPUTS for a device of this class."""
+    return GPU_OUTPUTS_PER_INVOCATION if gpu else 1
+
+
 def _window_walk_program(kernels_by_walk: dict, desc, roles: tuple, gpu: bool, **constants) -> Program:
     """One window-walk pass, on the fastest walk the layout allows, with the general walk
     as the fallback for calls whose tensor offsets are not 4-element aligned."""
     walk = _walk_for(desc, gpu)
-    outputs = GPU_OUTPUTS_PER_INVOCATION if gpu else 1
+    outputs = _general_outputs(gpu)
     if walk not in CHUNKED_WALKS:
         return Program((_window_walk_pass(kernels_by_walk, desc, roles, walk, outputs, **constants),))
     general = Program((_window_walk_pass(kernels_by_walk, desc, roles, "general", outputs, **constants),))
@@ -891,8 +900,7 @@ def _max_pool_grad_program(desc, gpu: bool) -> Program:
         # forward values: the y slot is absent); pass 2: the gather adding each window's dy
         # at its argmax.  Pass 1 is forward max pooling with indices, so on GPUs it takes
         # the general walk's outputs per invocation as that does.
-        argmax = _window_walk_pass(MAX_POOL, forward, ("input", None, "argmax"), walk,
-                                   GPU_OUTPUTS_PER_INVOCATION if gpu else 1)
+        argmax = _window_walk_pass(MAX_POOL, forward, ("input", None, "argmax"), walk, _general_outputs(gpu))
         if rows:
             gather = _gradient_rows_pass(MAX_POOL_GRAD_ROWS, desc, tensors, {})
         elif channels:  # four channels per invocation, in 4-element chunks
