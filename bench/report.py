@@ -4,6 +4,7 @@ share of the copy roofline, poolgpu's and the peers'."""
 from __future__ import annotations
 
 from .peers import LABELS
+from .ratios import BASE, TARGETS
 from .timing import SUMMARY
 
 SHORT_TYPE = {"float32": "f32", "float16": "f16"}
@@ -87,17 +88,56 @@ def legend(results: dict) -> list:
     return lines
 
 
-def text_table(results: dict) -> str:
-    head, body = table(results)
+def _ratio_cell(result) -> str:
+    if result is None:
+        return ""
+    if result["status"] != "ok":
+        return result["status"].upper() if result["status"] == "check failed" else result["status"]
+    low, high = result["range"]
+    return f"{result['ratio']:.2f}x [{low:.2f}-{high:.2f}]" + (" met" if result["met"] else "")
+
+
+def ratios_table(results: dict) -> tuple:
+    """(header, body) of the ratio targets (bench/ratios.py): a row per case, data type and
+    layout; max's time, and each operator's time / max's."""
+    measured = results.get("ratios") or []
+    ops = [op for op in TARGETS if any(op in m["ops"] for m in measured)]
+    head = ["case", "type", "layout", f"{BASE} ms"] + [f"{op} / {BASE} (<= {TARGETS[op]:g}x)" for op in ops]
+    body = []
+    for m in measured:
+        base = m["ops"].get(BASE, {"status": "not measured"})
+        base_cell = _ms(base["min_ms"]) if base["status"] == "ok" else base["status"]
+        body.append([m["case"], SHORT_TYPE.get(m["dtype"], m["dtype"]), m["layout"].upper(), base_cell]
+                    + [_ratio_cell(m["ops"].get(op)) for op in ops])
+    return head, body
+
+
+def ratios_legend(results: dict) -> list:
+    if results.get("ratios_note"):
+        return [f"Ratio targets: {results['ratios_note']}."]
+    if not results.get("ratios"):
+        return []
+    return [f"Ratio targets: each operator and {BASE} pooling alternate in one submission, one pass of "
+            "8 dispatches each per round (bench/ratios.py); median over the rounds of each round's time / "
+            f"{BASE}'s, [range]; {BASE} ms: its fastest pass, per dispatch; met: at or under the target."]
+
+
+def _aligned(head, body, numeric_from: int) -> list:
     widths = [max(len(str(r[i])) for r in [head] + body) for i in range(len(head))]
-    numeric = set(range(4, len(head)))
 
     def line(values):
-        return "  ".join(str(v).rjust(w) if i in numeric else str(v).ljust(w)
+        return "  ".join(str(v).rjust(w) if i >= numeric_from else str(v).ljust(w)
                          for i, (v, w) in enumerate(zip(values, widths))).rstrip()
 
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(head), rule] + [line(r) for r in body] + [""] + legend(results))
+    return [line(head), "  ".join("-" * w for w in widths)] + [line(r) for r in body]
+
+
+def text_table(results: dict) -> str:
+    lines = _aligned(*table(results), numeric_from=4)
+    head, body = ratios_table(results)
+    if body:
+        lines += [""] + _aligned(head, body, numeric_from=3)
+    return "\n".join(lines + [""] + legend(results) + ratios_legend(results))
 
 
 def _markdown_table(head, body) -> list:
@@ -113,7 +153,11 @@ def markdown(results: dict) -> str:
     if table(results, rest)[1]:
         lines += ["", "<details><summary>float16 and NHWC rows</summary>", ""]
         lines += _markdown_table(*table(results, rest)) + ["", "</details>"]
-    return "\n".join(lines + [""] + [line + "  " for line in legend(results)]) + "\n"
+    lines += [""] + [line + "  " for line in legend(results)]
+    head, body = ratios_table(results)
+    if body:
+        lines += [""] + _markdown_table(head, body)
+    return "\n".join(lines + [""] + [line + "  " for line in ratios_legend(results)]) + "\n"
 
 
 def plot(results: dict, path) -> str:

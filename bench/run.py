@@ -23,18 +23,17 @@ import numpy as np
 
 import poolgpu as pg
 
-from . import ROOT, host, report
+from . import ROOT, host, ratios, report
 from .cases import CASES, DTYPES, LAYOUTS, NEEDS, Data, build
 from .check import check
 from .peer_base import Unsupported
 from .peers import NAMES as PEER_NAMES
 from .peers import discover
+from .poolgpu_run import PoolgpuRun
 from .roofline import Roofline
 from .timing import SUMMARY, GpuTimer, repeat, stats
 
-sys.path.insert(0, str(ROOT / "tests"))
-from helpers import layout_strides  # noqa: E402
-
+RATIOS = "ratios"  # a plan entry: the ratio targets of a case and data type (bench/ratios.py)
 DEFAULT_VARIANTS = (("float32", "nchw"), ("float16", "nchw"), ("float32", "nhwc"))
 RESULTS = ROOT / "bench" / "results"
 
@@ -70,6 +69,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="rows the peers run on (default: %(default)s, what they all support)")
     p.add_argument("--ort-webgpu-python", help="the Python of a venv with onnxruntime-webgpu "
                                                "(default: .venv-ort-webgpu, made by scripts/bench.sh)")
+    p.add_argument("--no-ratios", dest="ratios", action="store_false",
+                   help="skip the ratio targets (max with indices, average, Lp, forward plus gradient against max, "
+                        "each timed in one submission with max: bench/ratios.py)")
     p.add_argument("--timer", choices=("auto", "timestamp", "wall"), default="auto",
                    help="GPU timestamps where the adapter has them (auto), or wall clock")
     p.add_argument("--out", type=Path, default=RESULTS, help="directory of the outputs (default: bench/results)")
@@ -138,50 +140,6 @@ class Progress:
             sys.stderr.flush()
 
 
-class PoolgpuRun:
-    """A Problem set up on the device in one layout: tensors uploaded (laid out), operators
-    compiled, outputs allocated; ``record()`` calls the operators through the public API."""
-
-    def __init__(self, device, problem, layout: str):
-        self.problem = problem
-        named = "channels_last" if layout == "nhwc" else "packed"
-        self._strides = lambda sizes: layout_strides(sizes, named)
-        self.tensors = {
-            name: device.upload(array, strides=None if name in problem.packed else self._strides(array.shape))
-            for name, array in problem.inputs.items()
-        }
-        self.read_bytes = sum(t.desc.total_size_in_bytes for t in self.tensors.values())
-        self.calls = []
-        for step in problem.steps:
-            desc = step.describe(_Descs(self, {name: t.desc for name, t in self.tensors.items()}))
-            outputs = []
-            for role, tensor_desc in desc.output_tensors():
-                if tensor_desc is not None:
-                    self.tensors[step.outputs[role]] = device.empty(tensor_desc)
-                    outputs.append(step.outputs[role])
-            inputs = [step.inputs[role] for role, _ in desc.input_tensors()]
-            self.calls.append((device.compile(desc), inputs, outputs))
-        self.written_bytes = sum(self.tensors[name].desc.total_size_in_bytes for name in problem.outputs)
-
-    def record(self) -> None:
-        for op, inputs, outputs in self.calls:
-            op(*(self.tensors[name] for name in inputs), out=tuple(self.tensors[name] for name in outputs))
-
-    def outputs(self) -> dict:
-        return {name: self.tensors[name].numpy() for name in self.problem.outputs}
-
-
-class _Descs(dict):
-    """What a Step's ``describe`` sees: input TensorDescs by name, and ``new`` for outputs."""
-
-    def __init__(self, run: PoolgpuRun, descs: dict):
-        super().__init__(descs)
-        self._run = run
-
-    def new(self, data_type, sizes) -> pg.TensorDesc:
-        return pg.TensorDesc(data_type, sizes, self._run._strides(tuple(sizes)))
-
-
 def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:300]
 
@@ -192,6 +150,12 @@ class Bench:
         self.timer = GpuTimer(device, args.timer)
         self.roofline = Roofline(device, self.timer, args.seed)
         self.peers = discover(args.peer_names, pg.list_adapters(), args.out, args.ort_webgpu_python)
+        # why the ratio targets are not measured (None: they are)
+        self.ratios_note = None
+        if not args.ratios:
+            self.ratios_note = "skipped (--no-ratios)"
+        elif "timestamp-query" not in device.features or args.timer == "wall":
+            self.ratios_note = "not measured: they need GPU timestamps (timestamp-query)"
 
     def measure(self, times_of, warmed: bool = False):
         """Repetitions of ``times_of``; ``warmed``: set-up already ran it once (untimed)."""
@@ -246,19 +210,24 @@ class Bench:
             result["pct_of_copy"] = 100 * row["copy"][SUMMARY] / result[SUMMARY]
         return result
 
+    def selected_ops(self, case) -> list:
+        return [op for op in case.ops if any(fnmatch.fnmatchcase(op, pat) for pat in self.args.op_patterns)]
+
     def plan(self) -> list:
         """(case, dtype, op, layouts) in run order; a case's data type shares inputs and
         reference results across operators, layouts and peers."""
         plan = []
         for name in self.args.case_names:
             case = CASES[name]
-            ops = [op for op in case.ops if any(fnmatch.fnmatchcase(op, pat) for pat in self.args.op_patterns)]
+            ops = self.selected_ops(case)
             variants = self.args.variants
             if not (self.args.chosen_variants or case.every_variant):
                 variants = DEFAULT_VARIANTS[:1]  # the extra cases: float32 NCHW unless asked otherwise
             for dtype in dict.fromkeys(d for d, _ in variants):
                 layouts = [lay for d, lay in variants if d == dtype]
                 plan += [(case, dtype, op, layouts) for op in ops]
+                if self.ratios_note is None and ratios.applies(case.name, ops):
+                    plan.append((case, dtype, RATIOS, layouts))  # while the case's data is at hand
         return plan
 
     def run(self) -> dict:
@@ -267,6 +236,8 @@ class Bench:
         progress = Progress(1 + sum(len(layouts) for *_, layouts in plan))
         progress.show("host overhead")
         results = self.header()
+        results["ratios"] = []
+        results["ratios_note"] = self.ratios_note
         results["host"] = host.measure(self.device, args.quick)
         progress.step()
         data = None
@@ -274,6 +245,15 @@ class Bench:
             if data is None or (data.case, data.dtype) != (case, np.dtype(dtype)):
                 data = Data(case, dtype, args.tiny, args.seed)
                 self.roofline.clear()  # frees the previous case's copy buffers
+            if op == RATIOS:
+                for layout in layouts:
+                    progress.show(f"{case.name} {dtype} {layout}: ratios in one submission")
+                    ops = ratios.applies(case.name, self.selected_ops(case))
+                    rounds = ratios.ROUNDS // 2 if args.quick else ratios.ROUNDS
+                    measured = ratios.measure(self.device, data, layout, ops, rounds)
+                    results["ratios"].append({"case": case.name, "dtype": dtype, "layout": layout, "ops": measured})
+                    progress.step()
+                continue
             problem = build(op, data)
             for layout in layouts:
                 row = {"case": case.name, "op": op, "dtype": dtype, "layout": layout, "input_sizes": data.sizes,
@@ -373,13 +353,15 @@ def main(argv=None) -> int:
     print(report.text_table(results))
     print(f"\nWritten: {args.json}, {args.md}" + ("" if why_no_plot else f", {args.png}"), f"({results['elapsed_s']} s)")
     failed = [report.row_label(r) for r in results["rows"] if r["status"] in ("check failed", "error")]
+    failed += [report.row_label(dict(m, op=f"{op} (ratios)")) for m in results["ratios"]
+               for op, r in m["ops"].items() if r["status"] in ("check failed", "error")]
     if failed:
         print(f"bench: {len(failed)} row(s) failed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0
 
 
 def _jsonable(value):
-    if isinstance(value, (np.integer, np.floating)):
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
         return value.item()
     if isinstance(value, (tuple, set, frozenset)):
         return list(value)

@@ -107,6 +107,42 @@ def wall_seconds(run) -> float:
     return time.perf_counter() - start
 
 
+# interleaved(): dispatches per timed pass, and copies of the tensors they cycle over so that
+# a dispatch reads data the previous ones left out of cache (case A's 32 MB fit an H100's
+# 50 MB L2).
+PER_PASS = 8
+ROTATE = 4
+
+
+def interleaved(device, groups: list, rounds: int) -> list:
+    """Seconds per dispatch of each group in each round: ``groups`` are lists of records
+    (``record()`` calls poolgpu ops; a group's records cycle over ROTATE tensor copies).
+    Every group is timed in ONE submission, ``rounds`` rounds of one timestamped pass per
+    group, each pass PER_PASS dispatches: GPUs' clocks drop whenever they idle between
+    submissions (an H100's copy kernel ran 0.017 or 0.037 ms for the same bytes in one
+    bench run), and on shared machines load comes in phases, which then hit neighbouring
+    passes alike.  Passes of independent dispatches overlap a little: these are
+    throughputs.  Needs timestamp-query."""
+    g = device.wgpu_device
+    count = rounds * len(groups)
+    queries = g.create_query_set(type="timestamp", count=2 * count)
+    resolved = g.create_buffer(size=16 * count, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
+    encoder = g.create_command_encoder()
+    for i in range(count):
+        group = groups[i % len(groups)]
+        writes = {"query_set": queries, "beginning_of_pass_write_index": 2 * i, "end_of_pass_write_index": 2 * i + 1}
+        compute_pass = encoder.begin_compute_pass(timestamp_writes=writes)
+        with device.recording_into(compute_pass):
+            for j in range(PER_PASS):
+                group[j % len(group)]()
+        compute_pass.end()
+    encoder.resolve_query_set(queries, 0, 2 * count, resolved, 0)
+    g.queue.submit([encoder.finish()])
+    ticks = np.frombuffer(g.queue.read_buffer(resolved), np.uint64).astype(np.float64).reshape(rounds, len(groups), 2)
+    seconds = (ticks[..., 1] - ticks[..., 0]) * _timestamp_period_ns(g) * 1e-9 / PER_PASS
+    return [list(seconds[:, j]) for j in range(len(groups))]
+
+
 # The statistic of a row's repetitions that its tables, ratios and % of copy use.  The
 # shared CPU machines this runs on only ever add time, in phases that can slow one kernel
 # 3x for a few repetitions and not the next (the copy roofline included), so the fastest

@@ -5,13 +5,9 @@
 
 Each variant changes one of kernels.py's choices for the ops compiled under it (they
 compose with '+': ``out1+wg256``); every variant's result is checked against the reference
-before it is timed.  Timing suits GPUs, whose clocks drop whenever they idle between
-submissions (an H100's copy kernel ran 0.017 or 0.037 ms for the same bytes in one bench
-run): every variant and the copy roofline are timed in ONE submission, ``--rounds`` rounds
-of one timestamped pass each, and each pass holds ``PER_PASS`` dispatches cycling over
-``ROTATE`` copies of the tensors, so that a dispatch reads data the previous ones left out
-of L2 (case A's 32 MB fit an H100's 50 MB L2).  Times are per dispatch: passes of
-independent dispatches overlap their neighbours a little, so they are throughputs.
+before it is timed.  Every variant and the copy roofline are timed in ONE submission,
+``--rounds`` rounds of a pass each (bench/timing.py's ``interleaved``: GPUs' clocks stay
+up, data rotates out of L2); times are per dispatch, fastest and median pass.
 """
 
 from __future__ import annotations
@@ -20,19 +16,15 @@ import argparse
 import contextlib
 
 import numpy as np
-import wgpu
 
 import poolgpu as pg
 import poolgpu.kernels as kernels
 
 from .cases import CASES, Data, build
 from .check import check
+from .poolgpu_run import PoolgpuRun
 from .roofline import Roofline
-from .run import PoolgpuRun
-from .timing import GpuTimer, _timestamp_period_ns
-
-PER_PASS = 8  # dispatches per timed pass
-ROTATE = 4  # tensor copies per variant the dispatches cycle over
+from .timing import ROTATE, GpuTimer, interleaved
 
 _CHOICES = ("_gathers_rows", "_walk_for", "ROWS_PER_INVOCATION", "GPU_OUTPUTS_PER_INVOCATION", "LINES_WORKGROUP")
 VARIANTS = {
@@ -72,28 +64,6 @@ def variant(name: str):
     finally:
         for choice, value in saved.items():
             setattr(kernels, choice, value)
-
-
-def interleaved(device, groups: list, rounds: int) -> list:
-    """Seconds per dispatch of each group of records (see the module's docstring)."""
-    g = device.wgpu_device
-    count = rounds * len(groups)
-    queries = g.create_query_set(type="timestamp", count=2 * count)
-    resolved = g.create_buffer(size=16 * count, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
-    encoder = g.create_command_encoder()
-    for i in range(count):
-        group = groups[i % len(groups)]
-        writes = {"query_set": queries, "beginning_of_pass_write_index": 2 * i, "end_of_pass_write_index": 2 * i + 1}
-        compute_pass = encoder.begin_compute_pass(timestamp_writes=writes)
-        with device.recording_into(compute_pass):
-            for j in range(PER_PASS):
-                group[j % len(group)]()
-        compute_pass.end()
-    encoder.resolve_query_set(queries, 0, 2 * count, resolved, 0)
-    g.queue.submit([encoder.finish()])
-    ticks = np.frombuffer(g.queue.read_buffer(resolved), np.uint64).astype(np.float64).reshape(rounds, len(groups), 2)
-    seconds = (ticks[..., 1] - ticks[..., 0]) * _timestamp_period_ns(g) * 1e-9 / PER_PASS
-    return [list(seconds[:, j]) for j in range(len(groups))]
 
 
 def compare(device, case: str, dtype: str, op: str, variants: list, layout: str, rounds: int,

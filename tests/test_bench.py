@@ -14,7 +14,7 @@ import poolgpu as pg
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench import cases, run, variants  # noqa: E402
+from bench import cases, ratios, run, variants  # noqa: E402
 from bench.roofline import CONFIGS, CopyDesc, Roofline, expected_copy  # noqa: E402
 from bench.timing import GpuTimer  # noqa: E402
 from helpers import tuned_for  # noqa: E402
@@ -59,8 +59,23 @@ def test_a_quick_tiny_run_measures_every_available_operator_and_records_everythi
     measured = {(r["case"], r["op"]) for r in rows if r["status"] == "ok"}
     assert {("A", "max"), ("A", "max_idx"), ("B", "max_dil2"), ("1D", "max"), ("3D", "max_idx")} <= measured
 
+    # the ratio targets, each operator timed against max in one submission (timestamps only)
+    if "timestamp-query" in device.features:
+        assert results["ratios_note"] is None
+        assert [(m["case"], m["dtype"], m["layout"]) for m in results["ratios"]] == [
+            (case, "float32", "nchw") for case in ("A", "B", "C")]
+        for m in results["ratios"]:
+            assert set(m["ops"]) == {"max", "max_idx", "avg", "lp2", "max_fwd_bwd"}
+            assert 0 < m["ops"]["max"]["min_ms"] <= m["ops"]["max"]["median_ms"]
+            for op, target in ratios.TARGETS.items():
+                r = m["ops"][op]
+                assert r["status"] == "ok" and r["rounds"] == ratios.ROUNDS // 2 and r["target"] == target
+                assert 0 < r["range"][0] <= r["ratio"] <= r["range"][1] and r["met"] == (r["ratio"] <= target)
+    else:
+        assert results["ratios"] == [] and "timestamp-query" in results["ratios_note"]
+
     table = capsys.readouterr().out
-    assert "% of copy" in table and "A     max " in table and "Host:" in table
+    assert "% of copy" in table and "A     max " in table and "Host:" in table and "Ratio targets" in table
     assert (tmp_path / "bench.md").read_text().startswith("| case | operator |")
 
 
@@ -88,6 +103,19 @@ def test_a_result_that_fails_its_check_is_never_timed(device, tmp_path, monkeypa
     (row,) = results["rows"]
     assert row["status"] == "check failed" and row["reason"].startswith("y:")
     assert "poolgpu" not in row and "copy" not in row
+
+
+def test_ratios_time_nothing_against_a_max_that_fails_its_check(device, tmp_path, monkeypatch):
+    if "timestamp-query" not in device.features:
+        pytest.skip(f"{device.name} has no timestamp-query")
+    real = cases.Data.max_pool
+    monkeypatch.setattr(cases.Data, "max_pool", lambda self, dilations=None: (real(self, dilations)[0] + 1,
+                                                                             real(self, dilations)[1]))
+    code, results = _bench(device, tmp_path, "--cases", "C", "--ops", "max,avg")
+    assert code == 1
+    ((m),) = results["ratios"]
+    assert m["ops"]["max"]["status"] == "check failed" and m["ops"]["avg"]["status"] == "not timed"
+    assert "CHECK FAILED" in (tmp_path / "bench.md").read_text()
 
 
 @pytest.mark.parametrize("read_bytes, written_bytes", [(4, 4), (1000, 52), (52, 3000), (70_000, 17_000)])
