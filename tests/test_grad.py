@@ -419,12 +419,15 @@ def test_max_pool_grad_of_disjoint_windows_runs_in_one_pass_and_copies_dy_exactl
     dict(window_size=(2, 3), strides=(3, 3), start_padding=(1, 0), end_padding=(1, 2)),  # a window in end padding
     dict(window_size=(2, 2), strides=(4, 5), dilations=(2, 2)),  # gaps, a column past the last window
     dict(window_size=(1, 4), strides=(2, 8), end_padding=(0, 3)),
+    dict(window_size=(2, 5), strides=(2, 5), in_w=44),  # a row's last block holds no window
 ])
 def test_disjoint_windows_over_rows_read_and_write_in_chunks(device, data_type, geometry):
     """x and dx contiguous along W: four windows per invocation, chunked (the last block of
     a row reaches past in_w, the last windows past out_w); every element of dx written."""
+    geometry = dict(geometry)
+    in_w = geometry.pop("in_w", 28)
     rng = np.random.default_rng(17)
-    x = random_values(data_type, (2, 3, 9, 28), rng)
+    x = random_values(data_type, (2, 3, 9, in_w), rng)
     out_sizes = pg.pooling_output_sizes(x.shape, **geometry)
     desc = pg.MaxPoolingGradDesc(pg.TensorDesc(data_type, x.shape), pg.TensorDesc(data_type, out_sizes), **geometry)
     program = kernels.program_for(desc)
