@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .peers import LABELS
 from .ratios import BASE, TARGETS
-from .timing import SUMMARY
+from .timing import PER_PASS, SUMMARY
 
 SHORT_TYPE = {"float32": "f32", "float16": "f16"}
 
@@ -117,9 +117,10 @@ def ratios_legend(results: dict) -> list:
         return [f"Ratio targets: {results['ratios_note']}."]
     if not results.get("ratios"):
         return []
-    return [f"Ratio targets: each operator and {BASE} pooling alternate in one submission, one pass of "
-            "8 dispatches each per round (bench/ratios.py); median over the rounds of each round's time / "
-            f"{BASE}'s, [range]; {BASE} ms: its fastest pass, per dispatch; met: at or under the target."]
+    return [f"Ratio targets: each operator and {BASE} pooling alternate in one submission, a pass of "
+            f"{PER_PASS} dispatches per operator per round (bench/ratios.py); the median over the rounds of "
+            f"each round's time / {BASE}'s, [range]; {BASE} ms: its fastest pass, per dispatch; met: at or "
+            "under the target."]
 
 
 def _aligned(head, body, numeric_from: int) -> list:
