@@ -1,4 +1,5 @@
-"""Checking a measured output against the reference before its time counts."""
+"""Checking a measured output against the reference before its time counts, and what a
+row that failed to run reports."""
 
 from __future__ import annotations
 
@@ -48,3 +49,8 @@ def check(outputs: dict, problem) -> str:
         if difference:
             return difference
     return ""
+
+
+def error_reason(exc: BaseException) -> str:
+    """The reason reported for a row (or a peer's) that raised ``exc``: its type and first line."""
+    return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:300]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 
 from .cases import CASES, Data, build
-from .check import check
+from .check import check, error_reason
 from .poolgpu_run import PoolgpuRun
 from .timing import ROTATE, interleaved
 
@@ -33,10 +33,6 @@ def applies(case_name: str, ops: list) -> list:
     return [op for op in TARGETS if op in ops and op in case.ops]
 
 
-def _error(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:300]
-
-
 def measure(device, data: Data, layout: str, ops: list, rounds: int = ROUNDS) -> dict:
     """{op: result} for max and each of ``ops`` on ``data``'s case and data type in
     ``layout``: max's times, and each other's ratio to max ("ratio": the median over rounds,
@@ -52,7 +48,7 @@ def measure(device, data: Data, layout: str, ops: list, rounds: int = ROUNDS) ->
                 run.record()
             mismatch = check(rotating[0].outputs(), problem)
         except Exception as exc:  # reported, never hiding the other operators
-            results[op] = {"status": "error", "reason": _error(exc)}
+            results[op] = {"status": "error", "reason": error_reason(exc)}
             continue
         if mismatch:
             results[op] = {"status": "check failed", "reason": mismatch}

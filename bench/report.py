@@ -59,12 +59,19 @@ def table(results: dict, rows=None) -> tuple:
     return head + [LABELS[p] for p in peers], body
 
 
+TIMER_TEXT = {
+    "timestamp": "GPU timestamps",
+    "passes": f"GPU timestamps, per dispatch in passes of {PER_PASS} alternating with the copy's in one submission",
+    "wall": "wall clock around a synchronised submission",
+}
+
+
 def legend(results: dict) -> list:
     timer = results["timer"]
     lines = [
         f"{results['adapter']['name']} ({results['adapter']['backend']}, {results['adapter']['description']}), "
         f"{results['date']}; times are the fastest of the repetitions after warm-up (the machine only adds time), "
-        f"{'GPU timestamps' if timer['kind'] == 'timestamp' else 'wall clock around a synchronised submission'}"
+        f"{TIMER_TEXT[timer['kind']]}"
         + (f" ({timer['note']})" if timer["note"] else "") + ".",
         "copy = a plain copy kernel moving the same bytes (input read once, outputs written once) in the same run; "
         "% of copy = its time / poolgpu's.",

@@ -82,6 +82,19 @@ class Roofline:
             self._cache[key] = self._tune(src_desc, dst_desc)
         return self._cache[key]
 
+    def rotating(self, read_bytes: int, written_bytes: int, count: int) -> list:
+        """``count`` records of for_bytes' copy, each on its own tensors (the first is
+        for_bytes' own), for timing.interleaved's rotating copies."""
+        record, info = self.for_bytes(read_bytes, written_bytes)
+        src_desc, dst_desc = CopyDesc.words(read_bytes), CopyDesc.words(written_bytes)
+        desc = CopyDesc(src_desc, dst_desc, info["workgroup_size"], info["vec4s_per_thread"])
+        op, records = self.device.compile(desc), [record]
+        for _ in range(count - 1):
+            src = self.device.upload(self._rng.integers(0, 2**32, src_desc.sizes, dtype=np.uint32))
+            dst = self.device.empty(dst_desc)
+            records.append(lambda src=src, dst=dst: op(src, out=dst))
+        return records
+
     def _tune(self, src_desc, dst_desc):
         device = self.device
         words = self._rng.integers(0, 2**32, src_desc.sizes, dtype=np.uint32)

@@ -25,13 +25,13 @@ import poolgpu as pg
 
 from . import ROOT, host, ratios, report
 from .cases import CASES, DTYPES, LAYOUTS, NEEDS, Data, build
-from .check import check
+from .check import check, error_reason
 from .peer_base import Unsupported
 from .peers import NAMES as PEER_NAMES
 from .peers import discover
 from .poolgpu_run import PoolgpuRun
 from .roofline import Roofline
-from .timing import SUMMARY, GpuTimer, repeat, stats
+from .timing import ROTATE, SUMMARY, GpuTimer, interleaved, repeat, stats
 
 RATIOS = "ratios"  # a plan entry: the ratio targets of a case and data type (bench/ratios.py)
 DEFAULT_VARIANTS = (("float32", "nchw"), ("float16", "nchw"), ("float32", "nhwc"))
@@ -72,8 +72,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no-ratios", dest="ratios", action="store_false",
                    help="skip the ratio targets (max with indices, average, Lp, forward plus gradient against max, "
                         "each timed in one submission with max: bench/ratios.py)")
-    p.add_argument("--timer", choices=("auto", "timestamp", "wall"), default="auto",
-                   help="GPU timestamps where the adapter has them (auto), or wall clock")
+    p.add_argument("--timer", choices=("auto", "timestamp", "passes", "wall"), default="auto",
+                   help="timestamp: GPU timestamps around one dispatch per submission; passes: timestamps, "
+                        "each row's operator and copy alternating in one submission, passes of 8 dispatches "
+                        "over 4 tensor copies (GPUs' clocks stay up); wall: wall clock around a synchronised "
+                        "submission; auto (default): passes on GPUs, timestamp on CPU adapters, wall without "
+                        "timestamp-query")
     p.add_argument("--out", type=Path, default=RESULTS, help="directory of the outputs (default: bench/results)")
     p.add_argument("--json", type=Path, help="the JSON file (default: OUT/bench.json)")
     p.add_argument("--md", type=Path, help="the Markdown table (default: OUT/bench.md)")
@@ -140,10 +144,6 @@ class Progress:
             sys.stderr.flush()
 
 
-def _error(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:300]
-
-
 class Bench:
     def __init__(self, args, device):
         self.args, self.device = args, device
@@ -162,6 +162,19 @@ class Bench:
         return repeat(times_of, max(self.args.warmup - warmed, 0), self.args.reps, self.args.budget,
                       warmup_s=self.args.warmup_s)
 
+    def measure_passes(self, problem, layout: str, run: PoolgpuRun) -> tuple:
+        """Seconds per dispatch of the op and its copy roofline, alternating in one submission
+        (timing.interleaved), ``reps`` rounds after the warm-up ones."""
+        runs = [run] + [PoolgpuRun(self.device, problem, layout) for _ in range(ROTATE - 1)]
+        copies = self.roofline.rotating(run.read_bytes, run.written_bytes, ROTATE)
+        groups = [[r.record for r in runs], copies]
+        start = time.perf_counter()
+        while True:  # warm-up: at least one round, and warmup_s seconds
+            interleaved(self.device, groups, max(self.args.warmup, 1))
+            if time.perf_counter() - start >= self.args.warmup_s:
+                break
+        return interleaved(self.device, groups, self.args.reps)
+
     def poolgpu_row(self, problem, layout: str) -> dict:
         row = {}
         missing = [name for name in NEEDS[problem.op] if not hasattr(pg, name)]
@@ -171,7 +184,7 @@ class Bench:
             run = PoolgpuRun(self.device, problem, layout)
             self.timer.seconds(run.record)
         except Exception as exc:  # reported (and failing the run), never hiding the other rows
-            return {"status": "error", "reason": _error(exc)}
+            return {"status": "error", "reason": error_reason(exc)}
         mismatch = check(run.outputs(), problem)
         row.update(read_bytes=run.read_bytes, written_bytes=run.written_bytes,
                    tensors={name: {"sizes": t.sizes, "strides": t.desc.strides, "data_type": t.data_type.name}
@@ -179,7 +192,11 @@ class Bench:
         if mismatch:
             return dict(row, status="check failed", reason=mismatch)
         copy, copy_info = self.roofline.for_bytes(run.read_bytes, run.written_bytes)
-        op_times, copy_times = self.measure([lambda: self.timer.seconds(run.record), lambda: self.timer.seconds(copy)])
+        if self.timer.kind == "passes":
+            op_times, copy_times = self.measure_passes(problem, layout, run)
+        else:
+            op_times, copy_times = self.measure([lambda: self.timer.seconds(run.record),
+                                                 lambda: self.timer.seconds(copy)])
         moved = run.read_bytes + run.written_bytes
         ours, roof = stats(op_times), stats(copy_times)
         ours["gb_per_s"] = moved / (ours[SUMMARY] * 1e6)
@@ -196,12 +213,12 @@ class Bench:
         except Unsupported as exc:
             return {"status": "unsupported", "reason": str(exc)}
         except Exception as exc:  # a peer's failure (WorkerError included) is reported, never fatal
-            return {"status": "error", "reason": _error(exc)}
+            return {"status": "error", "reason": error_reason(exc)}
         try:
             mismatch = check(prepared.outputs(), problem)
             (times,) = self.measure([prepared.seconds], warmed=True)  # prepare() ran it: its outputs
         except Exception as exc:
-            return {"status": "error", "reason": _error(exc)}
+            return {"status": "error", "reason": error_reason(exc)}
         finally:
             prepared.release()
         result = dict(stats(times), status="mismatch" if mismatch else "ok", check=mismatch or "ok")

@@ -26,17 +26,25 @@ def _timestamp_period_ns(wgpu_device) -> float:
 
 class GpuTimer:
     """``seconds(record)`` records poolgpu ops (``record()`` calls them) into one compute
-    pass through ``Device.recording_into``, submits it alone and waits for it."""
+    pass through ``Device.recording_into``, submits it alone and waits for it.
+
+    ``kind``: "timestamp" (GPU timestamps around that pass), "wall" (wall clock around the
+    synchronised submission) or "passes": the bench's rows then time an operator and its copy
+    roofline alternating in one submission (``interleaved``), which the auto mode picks on
+    GPUs, whose clocks drop between submissions; ``seconds`` still times single passes (the
+    roofline's tuning) with timestamps."""
 
     def __init__(self, device, mode: str = "auto"):
         self.device = device
         has_timestamps = "timestamp-query" in device.features
-        if mode == "timestamp" and not has_timestamps:
-            raise SystemExit(f"--timer timestamp: {device.name} has no timestamp-query feature")
-        self.kind = "timestamp" if mode != "wall" and has_timestamps else "wall"
+        if mode in ("timestamp", "passes") and not has_timestamps:
+            raise SystemExit(f"--timer {mode}: {device.name} has no timestamp-query feature")
+        if mode == "auto":
+            mode = ("passes" if device.tuned_for == "gpu" else "timestamp") if has_timestamps else "wall"
+        self.kind = mode
         self.note = "" if has_timestamps else "the adapter has no timestamp-query"
         self.period_ns = None
-        if self.kind == "timestamp":
+        if self.kind != "wall":
             wgpu_device = device.wgpu_device
             self.period_ns = _timestamp_period_ns(wgpu_device)
             self._queries = wgpu_device.create_query_set(type="timestamp", count=2)
@@ -49,7 +57,7 @@ class GpuTimer:
 
     def seconds(self, record) -> float:
         wgpu_device = self.device.wgpu_device
-        timestamps = self.kind == "timestamp"
+        timestamps = self.kind != "wall"
         writes = None
         if timestamps:
             writes = {"query_set": self._queries, "beginning_of_pass_write_index": 0, "end_of_pass_write_index": 1}

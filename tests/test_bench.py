@@ -118,6 +118,29 @@ def test_ratios_time_nothing_against_a_max_that_fails_its_check(device, tmp_path
     assert "CHECK FAILED" in (tmp_path / "bench.md").read_text()
 
 
+def test_rows_timed_in_passes_alternate_with_their_copy_in_one_submission(device, tmp_path):
+    options = ("--cases", "C", "--ops", "max,max_fwd_bwd", "--timer", "passes", "--no-ratios")
+    if "timestamp-query" not in device.features:
+        with pytest.raises(SystemExit, match="timestamp-query"):
+            _bench(device, tmp_path, *options)
+        return
+    code, results = _bench(device, tmp_path, *options)
+    assert code == 0 and results["timer"]["kind"] == "passes" and results["ratios_note"] == "skipped (--no-ratios)"
+    for row in results["rows"]:
+        assert row["status"] == "ok" and row["check"] == "ok"
+        assert row["poolgpu"]["reps"] == row["copy"]["reps"] == 3  # --quick: 3 rounds
+        assert row["pct_of_copy"] == pytest.approx(100 * row["copy"]["min_ms"] / row["poolgpu"]["min_ms"])
+    assert "in passes of 8" in (tmp_path / "bench.md").read_text()
+
+
+def test_the_rotating_copies_each_move_their_own_bytes(device):
+    timer = GpuTimer(device)
+    roofline = Roofline(device, timer)
+    records = roofline.rotating(4096, 1024, 4)
+    assert len(records) == 4 and records[0] is roofline.for_bytes(4096, 1024)[0]
+    assert all(timer.seconds(record) > 0 for record in records)
+
+
 @pytest.mark.parametrize("read_bytes, written_bytes", [(4, 4), (1000, 52), (52, 3000), (70_000, 17_000)])
 def test_the_copy_roofline_moves_the_bytes_it_claims_for_every_launch_shape(device, read_bytes, written_bytes):
     timer = GpuTimer(device)
