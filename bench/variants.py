@@ -89,8 +89,8 @@ def compare(device, case: str, dtype: str, op: str, variants: list, layout: str,
             runs_of[name] = runs
     if not runs_of:
         return results
-    timer, first = GpuTimer(device), next(iter(runs_of.values()))[0]
-    copies = [Roofline(device, timer, seed).for_bytes(first.read_bytes, first.written_bytes)[0] for seed in range(ROTATE)]
+    first = next(iter(runs_of.values()))[0]
+    copies = Roofline(device, GpuTimer(device)).rotating(first.read_bytes, first.written_bytes, ROTATE)
     groups = [copies] + [[run.record for run in runs] for runs in runs_of.values()]
     timings = interleaved(device, groups, rounds)
     results["copy"] = (min(timings[0]), float(np.median(timings[0])))
