@@ -190,6 +190,11 @@ def test_one_device_shared_by_eight_threads(device):
         except Exception as exc:  # reported by the main thread
             failures.append((k, repr(exc)))
 
+    # Earlier tests' dropped Devices sit in reference cycles (wgpu-py's GPUDevice is in one),
+    # which the cyclic collector frees on whichever thread it next runs.  Releasing an OpenGL
+    # device there panics inside wgpu-native (EGL BadAccess in its context lock) and aborts
+    # the process: free them here, on the main thread, first.
+    gc.collect()
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
     for t in threads:
         t.start()
