@@ -8,6 +8,7 @@ import sys
 import poolgpu as pg
 
 from . import ROOT
+from .timing import ROTATE
 
 sys.path.insert(0, str(ROOT / "tests"))
 from helpers import layout_strides  # noqa: E402
@@ -55,3 +56,10 @@ class _Descs(dict):
 
     def new(self, data_type, sizes) -> pg.TensorDesc:
         return pg.TensorDesc(data_type, sizes, self._run._strides(tuple(sizes)))
+
+
+def rotating_runs(device, problem, layout: str, first: PoolgpuRun = None) -> list:
+    """ROTATE runs of ``problem``, each on its own tensors (``first``, where given, among
+    them), for timing.interleaved's rotating copies."""
+    runs = [first] if first is not None else []
+    return runs + [PoolgpuRun(device, problem, layout) for _ in range(ROTATE - len(runs))]

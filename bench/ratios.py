@@ -15,8 +15,8 @@ import statistics
 
 from .cases import CASES, Data, build
 from .check import check, error_reason
-from .poolgpu_run import PoolgpuRun
-from .timing import ROTATE, interleaved
+from .poolgpu_run import rotating_runs
+from .timing import interleaved
 
 TARGETS = {"max_idx": 1.2, "avg": 1.3, "lp2": 1.3, "max_fwd_bwd": 3.0}  # op: its time / max's, at most
 BASE = "max"
@@ -43,7 +43,7 @@ def measure(device, data: Data, layout: str, ops: list, rounds: int = ROUNDS) ->
         if problem is None:
             continue
         try:
-            rotating = [PoolgpuRun(device, problem, layout) for _ in range(ROTATE)]
+            rotating = rotating_runs(device, problem, layout)
             for run in rotating:
                 run.record()
             mismatch = check(rotating[0].outputs(), problem)

@@ -29,7 +29,7 @@ from .check import check, error_reason
 from .peer_base import Unsupported
 from .peers import NAMES as PEER_NAMES
 from .peers import discover
-from .poolgpu_run import PoolgpuRun
+from .poolgpu_run import PoolgpuRun, rotating_runs
 from .roofline import Roofline
 from .timing import ROTATE, SUMMARY, GpuTimer, interleaved, repeat, stats
 
@@ -165,7 +165,7 @@ class Bench:
     def measure_passes(self, problem, layout: str, run: PoolgpuRun) -> tuple:
         """Seconds per dispatch of the op and its copy roofline, alternating in one submission
         (timing.interleaved), ``reps`` rounds after the warm-up ones."""
-        runs = [run] + [PoolgpuRun(self.device, problem, layout) for _ in range(ROTATE - 1)]
+        runs = rotating_runs(self.device, problem, layout, first=run)
         copies = self.roofline.rotating(run.read_bytes, run.written_bytes, ROTATE)
         groups = [[r.record for r in runs], copies]
         start = time.perf_counter()

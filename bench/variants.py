@@ -22,7 +22,7 @@ import poolgpu.kernels as kernels
 
 from .cases import CASES, Data, build
 from .check import check
-from .poolgpu_run import PoolgpuRun
+from .poolgpu_run import rotating_runs
 from .roofline import Roofline
 from .timing import ROTATE, GpuTimer, interleaved
 
@@ -79,7 +79,7 @@ def compare(device, case: str, dtype: str, op: str, variants: list, layout: str,
         device._pipelines.clear()
         kernels.shader_source.cache_clear()
         with variant(name):
-            runs = [PoolgpuRun(device, problem, layout) for _ in range(ROTATE)]
+            runs = rotating_runs(device, problem, layout)
             for run in runs:
                 run.record()
             mismatch = check(runs[0].outputs(), problem)
