@@ -19,39 +19,59 @@ struct Params {
 }
 @group(0) @binding(0) var<uniform> params: Params;
 
+// What the gathers need of one window row (see common/gather_rows.wgsl).
+struct WindowRow {
+    dy: u32,                    // the row's first dy element
+    w0: u32, last_chunk: i32,   // the invocation's first dx column; the row's last chunk
+    count_dh: u32,              // the input rows its windows cover, times the input planes (D)
+    in_first: bool, in_second: bool,   // whether its windows reach dx row h0, h0 + 1
+}
+
+// (clamped: a chunk outside the row is no window, `real` false)
+struct Chunk { dy: array<Raw, 4>, ow0: u32, real: bool }
+fn load_chunk(row: WindowRow, j: u32) -> Chunk {
+    let chunk = chunk_at(row.w0, j);
+    let at = 4u * u32(clamp(chunk, 0, row.last_chunk));
+    return Chunk(dy_load4(row.dy + at), u32(4 * chunk), chunk >= 0 && chunk <= row.last_chunk);
+}
+
 // Whether window column ow's taps reach input column w (w = ow * SW - PW + kw * LW).
 fn covers(ow: u32, w: u32) -> bool {
     let num = i32(w + PW) - i32(ow * SW);
     return num >= 0 && u32(num) % LW == 0u && u32(num) / LW < KW;
 }
 
-// Window column ow's share (dy over the divisor of its rows, count_dh, and of its columns)
-// and the eight dx elements it covers (none for a column past the row).
-struct Column { share: f32, lo: vec4<bool>, hi: vec4<bool> }
-fn column_of(ow: u32, dy: Raw, count_dh: u32, w0: u32, chunk_real: bool) -> Column {
+// Window column k of the chunk (ow): its share (dy over the divisor of its rows, count_dh,
+// and of its columns) added to the dx elements it covers.
+fn gather_column(sums: Sixteen, row: WindowRow, chunk: Chunk, j: u32, k: u32) -> Sixteen {
+    let ow = chunk.ow0 + k;
     // kept as written (common/as_written.wgsl): the same rounding as average_pool_grad.wgsl's share_of
-    let share = as_written(to_f32(dy) / divisor_as_written(count_dh * taps_inside(ow, KW, SW, LW, PW, params.in_w)));
-    let real = vec4<bool>(chunk_real);
-    let lo = vec4<bool>(covers(ow, w0), covers(ow, w0 + 1u), covers(ow, w0 + 2u), covers(ow, w0 + 3u));
-    let hi = vec4<bool>(covers(ow, w0 + 4u), covers(ow, w0 + 5u), covers(ow, w0 + 6u), covers(ow, w0 + 7u));
-    return Column(share, lo & real, hi & real);
-}
-
-fn gather_column(sums: Eight, column: Column) -> Eight {
-    return add_where(sums, column.share, column.lo, column.hi);
+    let share = as_written(to_f32(chunk.dy[k]) / divisor_as_written(row.count_dh * taps_inside(ow, KW, SW, LW, PW, params.in_w)));
+    var covered = columns_reached(j, k);   // with FIXED_COLUMNS, constants; else computed:
+    if (!FIXED_COLUMNS) {
+        let w0 = row.w0;
+        covered = Reach(vec4<bool>(covers(ow, w0), covers(ow, w0 + 1u), covers(ow, w0 + 2u), covers(ow, w0 + 3u)),
+                        vec4<bool>(covers(ow, w0 + 4u), covers(ow, w0 + 5u), covers(ow, w0 + 6u), covers(ow, w0 + 7u)));
+    }
+    let real = vec4<bool>(chunk.real);
+    var s = sums;
+    // (uniform branches: the same for every lane along W, skipping a row the window row misses)
+    if (row.in_first) { s.first = add_where(s.first, share, covered.lo & real, covered.hi & real); }
+    if (row.in_second) { s.second = add_where(s.second, share, covered.lo & real, covered.hi & real); }
+    return s;
 }
 
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let block = dx_block(wg, lid);
     if (!block.inside) { return; }
-    let n = block.n;  let c = block.c;  let nc = block.nc;
+    let n = block.n;  let c = block.c;
     let d = block.d;  let h0 = block.h0;  let w0 = block.w0;
 
     let last_chunk = i32(params.out_w / 4u) - 1;
     let last_row = last_window_row(h0);
-    var first = Eight(vec4<f32>(0.0), vec4<f32>(0.0));   // row h0
-    var second = first;                                   // row h0 + 1
+    let zero = Eight(vec4<f32>(0.0), vec4<f32>(0.0));
+    var sums = Sixteen(zero, zero);
     for (var kd = 0u; kd < KD; kd++) {
         let od = window_of(d, kd, SD, LD, PD, params.out_d);
         if (!od.hit) { continue; }
@@ -60,23 +80,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             let oh = last_row - i;
             if (oh < 0 || oh >= i32(params.out_h)) { continue; }
             let count_dh = count_d * taps_inside(u32(oh), KH, SH, LH, PH, params.in_h);
-            let in_first = covers_row(u32(oh), h0);
-            let in_second = covers_row(u32(oh), h0 + 1u);
             let dy_row = params.dy_base + n * params.dy_n + c * params.dy_c + od.o * params.dy_d + u32(oh) * params.dy_h;
-            for (var j = DY_CHUNKS; j > 0u; j--) {
-                let chunk = chunk_at(w0, j);
-                let dy = dy_load4(dy_row + 4u * u32(clamp(chunk, 0, last_chunk)));   // (clamped: then no column is real)
-                let real = chunk >= 0 && chunk <= last_chunk;
-                for (var k = 3; k >= 0; k--) {   // the chunk's columns, last to first
-                    if (FIXED_COLUMNS && !column_reaches(j, u32(k))) { continue; }
-                    let column = column_of(u32(4 * chunk + k), dy[k], count_dh, w0, real);
-                    // (uniform branches: the same for every lane along W)
-                    if (in_first) { first = gather_column(first, column); }
-                    if (in_second) { second = gather_column(second, column); }
-                }
-            }
+            sums = visit_chunks(sums, WindowRow(dy_row, w0, last_chunk, count_dh,
+                                                covers_row(u32(oh), h0), covers_row(u32(oh), h0 + 1u)));
         }
     }
     store_sixteen(params.dx_base + n * params.dx_n + c * params.dx_c + d * params.dx_d + h0 * params.dx_h,
-                  params.dx_h, h0, w0, first, second);
+                  params.dx_h, h0, w0, sums);
 }

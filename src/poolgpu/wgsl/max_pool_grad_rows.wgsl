@@ -18,10 +18,38 @@ struct Params {
 }
 @group(0) @binding(0) var<uniform> params: Params;
 
-// Window column ow's dy added to whichever of the eight dx elements is its argmax.
-fn gather_column(sums: Eight, arg: u32, dy: Raw, me: u32) -> Eight {
+// What the gathers need of one window row (see common/gather_rows.wgsl).
+struct WindowRow {
+    arg: u32, dy: u32,          // the row's first argmax and dy element
+    w0: u32, last_chunk: i32,   // the invocation's first dx column; the row's last chunk
+    me: u32,                    // the flat index of dx element (h0, w0), as pass 1 wrote argmaxes
+    in_first: bool, in_second: bool,   // whether its windows reach dx row h0, h0 + 1
+}
+
+struct Chunk { arg: vec4<u32>, dy: array<Raw, 4> }
+fn load_chunk(row: WindowRow, j: u32) -> Chunk {
+    let chunk = chunk_at(row.w0, j);
+    let at = 4u * u32(clamp(chunk, 0, row.last_chunk));
+    // a chunk outside the row (clamped into it) is no window: its argmax matches nothing
+    let a = arg_load4(row.arg + at);
+    let real = chunk >= 0 && chunk <= row.last_chunk;
+    return Chunk(select(vec4<u32>(0xffffffffu), vec4<u32>(a[0], a[1], a[2], a[3]), real), dy_load4(row.dy + at));
+}
+
+// Window column k of the chunk: its dy added to whichever of the dx elements it reaches is its argmax.
+fn gather_column(sums: Sixteen, row: WindowRow, chunk: Chunk, j: u32, k: u32) -> Sixteen {
+    let reach = columns_reached(j, k);
+    let dy = to_f32(chunk.dy[k]);
+    var s = sums;
+    // (uniform branches: the same for every lane along W, skipping a row the window row misses)
+    if (row.in_first) { s.first = add_argmax(s.first, chunk.arg[k], dy, row.me, reach); }
+    if (row.in_second) { s.second = add_argmax(s.second, chunk.arg[k], dy, row.me + params.in_w, reach); }
+    return s;
+}
+
+fn add_argmax(sums: Eight, arg: u32, dy: f32, me: u32, reach: Reach) -> Eight {
     let at = vec4<u32>(arg - me);   // the argmax's place from w0 (wrapping: huge when before)
-    return add_where(sums, to_f32(dy), at == vec4<u32>(0u, 1u, 2u, 3u), at == vec4<u32>(4u, 5u, 6u, 7u));
+    return add_where(sums, dy, (at == vec4<u32>(0u, 1u, 2u, 3u)) & reach.lo, (at == vec4<u32>(4u, 5u, 6u, 7u)) & reach.hi);
 }
 
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
@@ -34,36 +62,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let me = ((nc * params.in_d + d) * params.in_h + h0) * params.in_w + w0;  // as pass 1 wrote it
     let last_chunk = i32(params.out_w / 4u) - 1;
     let last_row = last_window_row(h0);
-    var first = Eight(vec4<f32>(0.0), vec4<f32>(0.0));   // row h0
-    var second = first;                                   // row h0 + 1
+    let zero = Eight(vec4<f32>(0.0), vec4<f32>(0.0));
+    var sums = Sixteen(zero, zero);
     for (var kd = 0u; kd < KD; kd++) {
         let od = window_of(d, kd, SD, LD, PD, params.out_d);
         if (!od.hit) { continue; }
         for (var i = 0; i < i32(OH_ROWS); i++) {
             let oh = last_row - i;
             if (oh < 0 || oh >= i32(params.out_h)) { continue; }
-            let in_first = covers_row(u32(oh), h0);
-            let in_second = covers_row(u32(oh), h0 + 1u);
             let arg_row = params.arg_base + ((nc * params.out_d + od.o) * params.out_h + u32(oh)) * params.out_w;
             let dy_row = params.dy_base + n * params.dy_n + c * params.dy_c + od.o * params.dy_d + u32(oh) * params.dy_h;
-            for (var j = DY_CHUNKS; j > 0u; j--) {
-                let chunk = chunk_at(w0, j);
-                let at = 4u * u32(clamp(chunk, 0, last_chunk));
-                // a chunk outside the row (clamped into it) is no window: its argmax matches nothing
-                let a = arg_load4(arg_row + at);
-                let real = chunk >= 0 && chunk <= last_chunk;
-                let arg = select(vec4<u32>(0xffffffffu), vec4<u32>(a[0], a[1], a[2], a[3]), real);
-                let dy = dy_load4(dy_row + at);
-                for (var k = 3; k >= 0; k--) {
-                    if (FIXED_COLUMNS && !column_reaches(j, u32(k))) { continue; }
-                    // (the same for every lane along W: a uniform branch, skipping the compares
-                    // for a row the window row misses)
-                    if (in_first) { first = gather_column(first, arg[k], dy[k], me); }
-                    if (in_second) { second = gather_column(second, arg[k], dy[k], me + params.in_w); }
-                }
-            }
+            sums = visit_chunks(sums, WindowRow(arg_row, dy_row, w0, last_chunk, me,
+                                                covers_row(u32(oh), h0), covers_row(u32(oh), h0 + 1u)));
         }
     }
     store_sixteen(params.dx_base + n * params.dx_n + c * params.dx_c + d * params.dx_d + h0 * params.dx_h,
-                  params.dx_h, h0, w0, first, second);
+                  params.dx_h, h0, w0, sums);
 }

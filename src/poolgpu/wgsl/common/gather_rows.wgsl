@@ -11,6 +11,19 @@
 // Windows are visited in the order of the block gathers (kd ascending, kh ascending: oh
 // descending, ow descending: kw ascending), so both give the same bits.
 //
+// The kernel walks the window rows and hands each to visit_chunks, which visits its chunks
+// and their columns, last to first, through what the kernel declares:
+//   struct WindowRow   what its gathers need of one window row;
+//   struct Chunk       one chunk's loaded columns;
+//   fn load_chunk(row: WindowRow, j: u32) -> Chunk;
+//   fn gather_column(sums: Sixteen, row: WindowRow, chunk: Chunk, j: u32, k: u32) -> Sixteen
+//                      (column k of step j's chunk added to the sums it reaches).
+// visit_chunks writes the steps j (up to 4) and columns k out, so that they are constants
+// once inlined: with FIXED_COLUMNS, which dx columns a window column reaches
+// (columns_reached) is then a constant, and the compares and adds for those it cannot
+// reach fold away (3x3 stride 2: 3 of 8 per window column are left; left to loops,
+// lavapipe kept them all: case A's max gradient gather 2x faster).
+//
 // Requires (kernels.py checks): dx contiguous along W, rows and start at multiples of 4
 // elements, in_w a multiple of 4; dy (and the argmax) likewise, out_w a multiple of 4.
 // Grid (common/grid.wgsl): (w0 / 8, h0 / 2, (n, c, d)).
@@ -46,10 +59,48 @@ fn chunk_at(w0: u32, j: u32) -> i32 {
     return i32(first_column(w0) / 4u + j - 1u);
 }
 
-// FIXED_COLUMNS: whether some tap of column k of step j's chunk lands on dx columns w0 .. w0 + 7.
-fn column_reaches(j: u32, k: u32) -> bool {
+// FIXED_COLUMNS: which of the dx columns w0 .. w0 + 7 the taps of column k of step j's chunk
+// land on (constants when j and k are: see visit_chunks); without FIXED_COLUMNS, all.
+struct Reach { lo: vec4<bool>, hi: vec4<bool> }
+fn columns_reached(j: u32, k: u32) -> Reach {
+    if (!FIXED_COLUMNS) { return Reach(vec4<bool>(true), vec4<bool>(true)); }
+    // the dx column (from w0) of the column's first tap, then each dx column's distance from it
     let first = i32(SW * (4u * (j - 1u) + k)) + 4 * i32(SW) * FIRST_CHUNK - i32(PW);
-    return first < 8 && first + i32((KW - 1u) * LW) >= 0;
+    return Reach(tap_distances(vec4<i32>(0, 1, 2, 3) - first), tap_distances(vec4<i32>(4, 5, 6, 7) - first));
+}
+
+// Whether each distance from a window's first tap is one of its taps.
+fn tap_distances(distance: vec4<i32>) -> vec4<bool> {
+    let dilation = vec4<i32>(i32(LW));
+    return (distance >= vec4<i32>(0)) & (distance % dilation == vec4<i32>(0))
+        & (distance / dilation < vec4<i32>(i32(KW)));
+}
+
+fn column_reaches(j: u32, k: u32) -> bool {
+    let reach = columns_reached(j, k);
+    return any(reach.lo) || any(reach.hi);
+}
+
+// Window row `row`'s chunks, last to first (see the top): the steps j beyond 4 (wide
+// windows) in a loop, the last four written out.
+fn visit_chunks(sums: Sixteen, row: WindowRow) -> Sixteen {
+    var s = sums;
+    for (var j = DY_CHUNKS; j > 4u; j--) { s = visit_columns(s, row, j); }
+    if (DY_CHUNKS >= 4u) { s = visit_columns(s, row, 4u); }
+    if (DY_CHUNKS >= 3u) { s = visit_columns(s, row, 3u); }
+    if (DY_CHUNKS >= 2u) { s = visit_columns(s, row, 2u); }
+    return visit_columns(s, row, 1u);
+}
+
+fn visit_columns(sums: Sixteen, row: WindowRow, j: u32) -> Sixteen {
+    let chunk = load_chunk(row, j);
+    var s = sums;
+    // (skipping a column is a constant branch with FIXED_COLUMNS; without, never taken)
+    if (column_reaches(j, 3u)) { s = gather_column(s, row, chunk, j, 3u); }
+    if (column_reaches(j, 2u)) { s = gather_column(s, row, chunk, j, 2u); }
+    if (column_reaches(j, 1u)) { s = gather_column(s, row, chunk, j, 1u); }
+    if (column_reaches(j, 0u)) { s = gather_column(s, row, chunk, j, 0u); }
+    return s;
 }
 
 // The 2 x 8 dx elements this invocation computes: (n, c, d), the first row h0 and column
@@ -72,20 +123,22 @@ fn covers_row(oh: u32, h: u32) -> bool {
 // last_window_row(h0) - i for i < OH_ROWS, those in [0, out_h).
 fn last_window_row(h0: u32) -> i32 { return i32((h0 + 1u + PH) / SH); }
 
-// The sums of dx elements w0 .. w0 + 3 (lo) and w0 + 4 .. w0 + 7 (hi).
+// The sums of dx elements w0 .. w0 + 3 (lo) and w0 + 4 .. w0 + 7 (hi), of row h0 (first)
+// and h0 + 1 (second).
 struct Eight { lo: vec4<f32>, hi: vec4<f32> }
+struct Sixteen { first: Eight, second: Eight }
 
-// `value` added to the elements whose mask is set.
+// `value` added to the elements whose mask is set (the others kept as they are: where a
+// mask is a constant false, nothing is left to compute).
 fn add_where(sums: Eight, value: f32, lo: vec4<bool>, hi: vec4<bool>) -> Eight {
-    return Eight(sums.lo + select(vec4<f32>(0.0), vec4<f32>(value), lo),
-                 sums.hi + select(vec4<f32>(0.0), vec4<f32>(value), hi));
+    return Eight(select(sums.lo, sums.lo + value, lo), select(sums.hi, sums.hi + value, hi));
 }
 
 // The eight sums stored at dx_row + w0 (the second four only inside the row: in_w may be
 // 4 more than a multiple of 8), and those of the next row, dx_step further, when it is inside.
-fn store_sixteen(dx_row: u32, dx_step: u32, h0: u32, w0: u32, first: Eight, second: Eight) {
-    store_eight(dx_row, w0, first);
-    if (h0 + 1u < params.in_h) { store_eight(dx_row + dx_step, w0, second); }
+fn store_sixteen(dx_row: u32, dx_step: u32, h0: u32, w0: u32, sums: Sixteen) {
+    store_eight(dx_row, w0, sums.first);
+    if (h0 + 1u < params.in_h) { store_eight(dx_row + dx_step, w0, sums.second); }
 }
 
 fn store_eight(dx_row: u32, w0: u32, sums: Eight) {
