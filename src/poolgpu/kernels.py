@@ -700,7 +700,8 @@ def _block_gather_kernels(file: str, slots: tuple, library: tuple, argmax: bool)
 
 
 MAX_POOL_GRAD, MAX_POOL_GRAD_CHANNELS = _block_gather_kernels(
-    "max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True)), (), argmax=True)
+    "max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True)), ("windows_first.wgsl",),
+    argmax=True)
 AVERAGE_POOL_GRAD, AVERAGE_POOL_GRAD_CHANNELS = _block_gather_kernels(
     "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)), ("average_divisor.wgsl", "as_written.wgsl"),
     argmax=False)
@@ -807,6 +808,17 @@ def _tap_steps(window) -> dict:
     return constants
 
 
+def _block_constants(window) -> dict:
+    """The block gathers' override constants: the tap steps of first_tap (T, I), and with
+    strides of at most 2 and at most 2 windows reaching a block along every dimension, the
+    windows-first visit (common/windows_first.wgsl: WINDOWS_FIRST, NW)."""
+    constants = _tap_steps(window)
+    reaching = [(e - 1) // s + 1 for e, s in zip(as_3d(window.extents, 1), as_3d(window.strides, 1))]
+    if max(as_3d(window.strides, 1)) <= 2 and max(reaching) <= 2:
+        constants.update(WINDOWS_FIRST=True, **{f"NW{axis}": m for axis, m in zip("DHW", reaching)})
+    return constants
+
+
 def _gathers_rows(desc) -> bool:
     """Whether dx and dy meet the row gathers' layout (common/gather_rows.wgsl); the argmax
     scratch, packed, then meets it too."""
@@ -904,10 +916,11 @@ def _max_pool_grad_program(desc, gpu: bool) -> Program:
         if rows:
             gather = _gradient_rows_pass(MAX_POOL_GRAD_ROWS, desc, tensors, {})
         elif channels:  # four channels per invocation, in 4-element chunks
-            gather = _gradient_block_pass(MAX_POOL_GRAD_CHANNELS, desc, tensors, _tap_steps(window),
+            gather = _gradient_block_pass(MAX_POOL_GRAD_CHANNELS, desc, tensors, _block_constants(window),
                                           scratch=dict(scratch), channels_per_lane=4)
         else:
-            gather = _gradient_block_pass(MAX_POOL_GRAD, desc, tensors, _tap_steps(window), scratch=dict(scratch))
+            gather = _gradient_block_pass(MAX_POOL_GRAD, desc, tensors, _block_constants(window),
+                                          scratch=dict(scratch))
         return Program((argmax, gather), scratch=scratch)
 
     if all(s >= e for s, e in zip(window.strides, window.extents)):

@@ -12,8 +12,8 @@
 // constants, so the loops unroll and the tap selection folds away.
 //
 // Prepended by kernels.py: the value type (Raw, to_f32, from_f32) and the tensors dy, arg
-// and dx; library: block_of, block_element, first_tap and block_window
-// (common/windows_covering.wgsl), Sum, dy_sum, dx_put and arg_hits (the lanes).
+// and dx; library: block_of, block_element, first_tap, block_window and the windows-first
+// visit (common/windows_covering.wgsl), Sum, dy_sum, dx_put, Arg, arg_at and hits (the lanes).
 
 override WG_X: u32 = 64u;
 
@@ -41,6 +41,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let arg_plane = params.arg_base + n * params.arg_n + c * params.arg_c;
     let dy_plane = params.dy_base + n * params.dy_n + c * params.dy_c;
     let dx_plane = params.dx_base + n * params.dx_n + c * params.dx_c;
+    if (WINDOWS_FIRST) {
+        var sums: array<Sum, 8>;
+        let first = BlockFirst(bd, bh, bw, first_element_index(nc, vec3<u32>(bd, bh, bw)));
+        visit_windows(&sums, first, Reaching(arg_plane, dy_plane));
+        store_block(&sums, first, dx_plane);
+        return;
+    }
     for (var rd = 0u; rd < SD; rd++) {
         let d = block_element(bd, rd, SD, PD, params.in_d);
         if (!d.inside) { continue; }
@@ -62,7 +69,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                             let ow = block_window(bw, rw, kw, SW, LW, PW, params.out_w);
                             if (!ow.hit) { continue; }
                             // select, not a branch: both loads unconditional vectorise better
-                            let hit = arg_hits(arg_plane + od.o * params.arg_d + oh.o * params.arg_h + ow.o * params.arg_w, me);
+                            let hit = hits(arg_at(arg_plane + od.o * params.arg_d + oh.o * params.arg_h + ow.o * params.arg_w), me, true);
                             let dy = dy_sum(dy_plane + od.o * params.dy_d + oh.o * params.dy_h + ow.o * params.dy_w);
                             sum += select(Sum(0.0), dy, hit);
                         }
@@ -72,4 +79,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             }
         }
     }
+}
+
+// The windows-first visit's reads and taps (common/windows_covering.wgsl).
+struct Reaching { arg_plane: u32, dy_plane: u32 }
+struct WindowOf { arg: Arg, dy: Sum, real: bool }
+fn read_window(at: Reaching, od: u32, oh: u32, ow: u32, real: bool) -> WindowOf {
+    return WindowOf(arg_at(at.arg_plane + od * params.arg_d + oh * params.arg_h + ow * params.arg_w),
+                    dy_sum(at.dy_plane + od * params.dy_d + oh * params.dy_h + ow * params.dy_w), real);
+}
+fn add_tap(sums: ptr<function, array<Sum, 8>>, r: u32, window: WindowOf, me: u32) {
+    (*sums)[r] += select(Sum(0.0), window.dy, hits(window.arg, me, window.real));
 }
