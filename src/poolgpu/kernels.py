@@ -692,7 +692,7 @@ def _roi_pool_program(desc, gpu: bool) -> Program:
 def _block_gather_kernels(file: str, slots: tuple, library: tuple, argmax: bool) -> tuple:
     """A block gather's kernel with one channel per invocation, and with four over
     channels-last tensors (chunked dy, arg and dx; common/gather_lanes4.wgsl)."""
-    shared = ("window_constants.wgsl",) + library + ("windows_covering.wgsl", "row_grid.wgsl")
+    shared = ("window_constants.wgsl",) + library + ("divide.wgsl", "windows_covering.wgsl", "row_grid.wgsl")
     lanes = {n: (f"gather_lanes{n}.wgsl",) + ((f"argmax_lanes{n}.wgsl",) if argmax else ()) for n in (1, 4)}
     chunked = {"dy": "read4_{storage}.wgsl", "arg": "read4_b32.wgsl", "dx": "write4_{storage}.wgsl"}
     four = tuple(replace(s, snippet=chunked[s.name]) for s in slots)
@@ -705,7 +705,7 @@ MAX_POOL_GRAD, MAX_POOL_GRAD_CHANNELS = _block_gather_kernels(
 AVERAGE_POOL_GRAD, AVERAGE_POOL_GRAD_CHANNELS = _block_gather_kernels(
     "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)), ("average_divisor.wgsl", "as_written.wgsl"),
     argmax=False)
-_DISJOINT_LIBRARY = ("window_constants.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl", "row_grid.wgsl",
+_DISJOINT_LIBRARY = ("window_constants.wgsl", "divide.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl", "row_grid.wgsl",
                      "disjoint_gradient.wgsl")
 MAX_POOL_GRAD_DISJOINT = Kernel(
     "max_pool_grad_disjoint.wgsl", (Slot("x", False), Slot("dy", False), Slot("dx", True)), value_slot="x",
@@ -787,7 +787,8 @@ def _gradient_block_pass(kernel: Kernel, desc, tensors: dict, constants: dict, w
         "channels": c,
         "in_d": in_d, "in_h": in_h, "in_w": in_w,
         "out_d": out_d, "out_h": out_h, "out_w": out_w,
-        "blocks_d": blocks_d, "blocks_h": blocks_h, "blocks_w": blocks_w,
+        **divisor_params("blocks_d", blocks_d), **divisor_params("blocks_h", blocks_h),
+        **divisor_params("blocks_w", blocks_w), **divisor_params("channels", c),
         **grid_params,
     }
     described = dict(desc.input_tensors() + desc.output_tensors(), **(scratch or {}))

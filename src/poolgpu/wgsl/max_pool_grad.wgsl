@@ -23,6 +23,9 @@ struct Params {
     in_d: u32, in_h: u32, in_w: u32,      // the forward input's (dx's) spatial sizes
     out_d: u32, out_h: u32, out_w: u32,   // the forward output's (dy's, arg's)
     blocks_d: u32, blocks_h: u32, blocks_w: u32,
+    // divide() of common/divide.wgsl by blocks_d, blocks_h, blocks_w and channels (block_of)
+    blocks_d_magic: u32, blocks_d_shift: u32, blocks_h_magic: u32, blocks_h_shift: u32,
+    blocks_w_magic: u32, blocks_w_shift: u32, channels_magic: u32, channels_shift: u32,
     dy_n: u32, dy_c: u32, dy_d: u32, dy_h: u32, dy_w: u32,
     dx_n: u32, dx_c: u32, dx_d: u32, dx_h: u32, dx_w: u32,
     arg_n: u32, arg_c: u32, arg_d: u32, arg_h: u32, arg_w: u32,   // packed, or channels-last with dx

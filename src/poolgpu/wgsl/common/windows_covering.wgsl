@@ -37,20 +37,25 @@ fn block_window(b: u32, r: u32, k: u32, stride: u32, dilation: u32, pad: u32, co
 // one row per (n, c, bd, bh); or, with CHANNEL_LANES (channels-last dx: neighbouring lanes
 // then touch neighbouring elements), rows of channels (of CHANNELS_PER_LANE channels from c
 // on), one row per (n, bd, bh, bw).  Reads the Params fields blocks_d, blocks_h, blocks_w
-// and channels.
+// and channels, and their divide() constants (common/divide.wgsl: a lane's row is split
+// by multiplies and shifts; with integer divisions, which lavapipe runs lane by lane, the
+// gradients of cases A and B were 1.07-1.12x slower).
 override CHANNEL_LANES: bool = false;
 override CHANNELS_PER_LANE: u32 = 1u;
 struct Block { d: u32, h: u32, w: u32, nc: u32, n: u32, c: u32, inside: bool }
 fn block_of(wg: vec3<u32>, lane: u32) -> Block {
     let at = row_position(wg, lane);
     if (CHANNEL_LANES) {
-        let bhw = at.row / params.blocks_w;
-        let n = bhw / (params.blocks_h * params.blocks_d);
+        let bhw = divide(at.row, params.blocks_w, params.blocks_w_magic, params.blocks_w_shift);
+        let bdh = divide(bhw, params.blocks_h, params.blocks_h_magic, params.blocks_h_shift);
+        let n = divide(bdh, params.blocks_d, params.blocks_d_magic, params.blocks_d_shift);
         let c = at.column * CHANNELS_PER_LANE;
-        return Block((bhw / params.blocks_h) % params.blocks_d, bhw % params.blocks_h, at.row % params.blocks_w,
+        return Block(bdh - n * params.blocks_d, bhw - bdh * params.blocks_h, at.row - bhw * params.blocks_w,
                      n * params.channels + c, n, c, at.inside && c < params.channels);
     }
-    let nc = at.row / (params.blocks_h * params.blocks_d);
-    return Block((at.row / params.blocks_h) % params.blocks_d, at.row % params.blocks_h, at.column,
-                 nc, nc / params.channels, nc % params.channels, at.inside && at.column < params.blocks_w);
+    let bdc = divide(at.row, params.blocks_h, params.blocks_h_magic, params.blocks_h_shift);
+    let nc = divide(bdc, params.blocks_d, params.blocks_d_magic, params.blocks_d_shift);
+    let n = divide(nc, params.channels, params.channels_magic, params.channels_shift);
+    return Block(bdc - nc * params.blocks_d, at.row - bdc * params.blocks_h, at.column,
+                 nc, n, nc - n * params.channels, at.inside && at.column < params.blocks_w);
 }
