@@ -26,13 +26,14 @@ from .poolgpu_run import rotating_runs
 from .roofline import Roofline
 from .timing import ROTATE, GpuTimer, interleaved
 
-_CHOICES = ("_gathers_rows", "_walk_for", "ROWS_PER_INVOCATION", "GPU_OUTPUTS_PER_INVOCATION", "LINES_WORKGROUP")
+_CHOICES = ("_gathers_rows", "_block_constants", "_walk_for", "ROWS_PER_INVOCATION", "GPU_OUTPUTS_PER_INVOCATION", "LINES_WORKGROUP")
 VARIANTS = {
     "current": "the kernels as they are",
     "outN": "N outputs per invocation of the general walk on GPUs (kernels.GPU_OUTPUTS_PER_INVOCATION)",
     "wgN": "workgroups of N invocations in the (column, line, plane) grids instead of 64",
     "rowsN": "the walks chosen for CPU adapters, N output rows per rows-walk invocation",
     "blockgather": "the gradients' block gathers instead of the row gathers",
+    "tapsfirst": "the block gathers' loops (a window read once per tap) instead of windows first",
 }
 
 
@@ -50,6 +51,8 @@ def _apply(part: str) -> None:
         kernels.ROWS_PER_INVOCATION = int(digits)
     elif part == "blockgather":
         kernels._gathers_rows = lambda desc: False
+    elif part == "tapsfirst":
+        kernels._block_constants = kernels._tap_steps
     else:
         raise SystemExit(f"unknown variant {part!r}; known: " + "; ".join(f"{k}: {v}" for k, v in VARIANTS.items()))
 

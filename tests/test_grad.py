@@ -585,3 +585,41 @@ def test_row_gathers_on_random_row_geometries(device, data):
     device.compile(desc)(*inputs, out=dx)
     assert_canaries_intact(dx)
     assert_gradient_close(dx.numpy(), want, dy, exact=operator == "max" and data_type == F32)
+
+
+@pytest.mark.parametrize("operator", ["max", "average"])
+@pytest.mark.parametrize("layout", ["packed", "channels_last"])
+@pytest.mark.parametrize("shape, geometry", [
+    ((2, 8, 9, 11), dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1))),  # case A's
+    ((2, 8, 7, 10), dict(window_size=(2, 2), strides=(2, 2), dilations=(2, 1), end_padding=(1, 0))),  # dilated
+    ((2, 8, 6, 9), dict(window_size=(2, 3), strides=(1, 2), start_padding=(0, 1))),  # stride 1: one element, two windows
+    ((1, 4, 5, 6, 7), dict(window_size=(3, 2, 3), strides=(2, 1, 2), start_padding=(1, 0, 0), end_padding=(0, 1, 1))),
+    ((2, 8, 13), dict(window_size=(3,), strides=(2,), start_padding=(1,))),
+])
+def test_block_gathers_visit_each_window_once_with_the_bits_of_the_loops(device, monkeypatch, operator, layout,
+                                                                          shape, geometry):
+    """Strides and windows reaching a block of at most 2 per dimension: the block gathers
+    read each window once for every element it reaches (common/windows_first.wgsl), adding
+    them in the loops' order: the reference's values, the loops' bits."""
+    rng = np.random.default_rng(len(shape) * 100 + shape[-1])
+    data_type = pg.DataType.FLOAT32
+    x = random_values(data_type, shape, rng)  # NaN, infinities, ties
+    out_sizes = pg.pooling_output_sizes(shape, **geometry)
+    dy = random_values(data_type, out_sizes, rng, specials=False)
+    described = lambda sizes: pg.TensorDesc(data_type, sizes, layout_strides(sizes, layout))  # noqa: E731
+    if operator == "max":
+        desc = pg.MaxPoolingGradDesc(described(shape), described(out_sizes), described(shape), **geometry)
+        inputs = (upload(device, x, layout), upload(device, dy, layout))
+        want = reference.max_pool_grad(x, dy, **geometry)
+    else:
+        desc = pg.AveragePoolingGradDesc(described(out_sizes), described(shape), **geometry)
+        inputs = (upload(device, dy, layout),)
+        want = reference.average_pool_grad(dy, shape, **geometry)
+    assert ("WINDOWS_FIRST", True) in kernels.program_for(desc).passes[-1].constants
+    got = run_output(device, desc, inputs, desc.output_gradient)
+    assert_gradient_close(got, want, dy)
+    monkeypatch.setattr(kernels, "_block_constants", kernels._tap_steps)  # the loops
+    assert ("WINDOWS_FIRST", True) not in kernels.program_for(desc).passes[-1].constants
+    loops = canary_tensor(device, desc.output_gradient)
+    pg.device.Op(device, desc)(*inputs, out=loops)  # (not device.compile: its cache holds the first)
+    assert same_bits(got, loops.numpy())

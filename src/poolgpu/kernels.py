@@ -703,8 +703,8 @@ MAX_POOL_GRAD, MAX_POOL_GRAD_CHANNELS = _block_gather_kernels(
     "max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True)), ("windows_first.wgsl",),
     argmax=True)
 AVERAGE_POOL_GRAD, AVERAGE_POOL_GRAD_CHANNELS = _block_gather_kernels(
-    "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)), ("average_divisor.wgsl", "as_written.wgsl"),
-    argmax=False)
+    "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)),
+    ("average_divisor.wgsl", "as_written.wgsl", "windows_first.wgsl"), argmax=False)
 _DISJOINT_LIBRARY = ("window_constants.wgsl", "divide.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl", "row_grid.wgsl",
                      "disjoint_gradient.wgsl")
 MAX_POOL_GRAD_DISJOINT = Kernel(
@@ -957,7 +957,7 @@ def _average_pool_grad_program(desc, gpu: bool) -> Program:
     desc = _lone_windows_disjoint(desc)
     tensors = {"dy": "input_gradient", "dx": "output_gradient"}
     constants = {"INCLUDE_PADDING": desc.include_padding}
-    block_constants = {**constants, **_tap_steps(desc.window)}
+    block_constants = {**constants, **_block_constants(desc.window)}
     general = Program((_gradient_block_pass(AVERAGE_POOL_GRAD, desc, tensors, block_constants),))
     if _gathers_rows(desc):
         rows = Program((_gradient_rows_pass(AVERAGE_POOL_GRAD_ROWS, desc, tensors, constants),))

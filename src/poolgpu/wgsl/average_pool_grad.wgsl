@@ -12,7 +12,7 @@
 //
 // Prepended by kernels.py: the value type (Raw, to_f32, from_f32) and the tensors dy and
 // dx; library: block_of, block_element, first_tap and block_window
-// (common/windows_covering.wgsl), taps_inside (common/average_divisor.wgsl), Sum, dy_sum
+// (common/windows_covering.wgsl), the windows-first visit (common/windows_first.wgsl), taps_inside (common/average_divisor.wgsl), Sum, dy_sum
 // and dx_put (the lanes).
 
 override WG_X: u32 = 64u;
@@ -51,6 +51,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 
     let dy_plane = params.dy_base + n * params.dy_n + c * params.dy_c;
     let dx_plane = params.dx_base + n * params.dx_n + c * params.dx_c;
+    if (WINDOWS_FIRST) {
+        var sums: array<Sum, 8>;
+        let first = BlockFirst(bd, bh, bw, 0u);   // (no indices needed)
+        visit_windows(&sums, first, Reaching(dy_plane));
+        store_block(&sums, first, dx_plane);
+        return;
+    }
     for (var rd = 0u; rd < SD; rd++) {
         let d = block_element(bd, rd, SD, PD, params.in_d);
         if (!d.inside) { continue; }
@@ -81,4 +88,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             }
         }
     }
+}
+
+// The windows-first visit's reads and taps (common/windows_first.wgsl): each window's share
+// computed once, for every element it covers.
+struct Reaching { dy_plane: u32 }
+struct WindowOf { share: Sum }
+fn read_window(at: Reaching, od: u32, oh: u32, ow: u32, real: bool) -> WindowOf {
+    let divisor = taps_inside(od, KD, SD, LD, PD, params.in_d) * taps_inside(oh, KH, SH, LH, PH, params.in_h)
+                  * taps_inside(ow, KW, SW, LW, PW, params.in_w);
+    let share = share_of(dy_sum(at.dy_plane + od * params.dy_d + oh * params.dy_h + ow * params.dy_w), divisor);
+    return WindowOf(select(Sum(0.0), share, real));   // (+0 added changes no sum: none is -0)
+}
+fn add_tap(sums: ptr<function, array<Sum, 8>>, r: u32, window: WindowOf, me: u32) {
+    (*sums)[r] += window.share;
 }
