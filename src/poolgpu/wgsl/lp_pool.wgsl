@@ -25,7 +25,7 @@ const MAX_EXPONENT: i32 = 126;    // larger |x| (and NaN, infinities) are scaled
 struct Tap { magnitude: f32, exponent: i32 }
 
 fn tap_of(raw: Raw) -> Tap {
-    let v = abs(to_f32(raw));
+    let v = magnitude_f32(raw);
     if (!SCALED) { return Tap(v, 0); }
     return Tap(v, clamp(i32((bitcast<u32>(v) >> 23u) & 0xffu) - 126, MIN_EXPONENT, MAX_EXPONENT));
 }

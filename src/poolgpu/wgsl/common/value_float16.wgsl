@@ -10,6 +10,10 @@ fn key_of(r: Raw) -> Key {
 }
 fn key_gt(a: Key, b: Key) -> bool { return a > b; }
 fn to_f32(r: Raw) -> f32 { return unpack2x16float(r).x; }
+// |value|, cleared on the bits before widening: abs() of the widened value, LLVM moves
+// before the widening, into half-precision arithmetic that it runs lane by lane (lavapipe:
+// float16 Lp pooling 2x slower).
+fn magnitude_f32(r: Raw) -> f32 { return to_f32(r & 0x7fffu); }
 
 // f32 -> f16 bits, rounded to nearest even, overflowing to infinity, NaN kept quiet.
 // (pack2x16float's result is indeterminate outside the f16 range, so it is not used.)

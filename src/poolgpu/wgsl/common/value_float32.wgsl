@@ -14,4 +14,5 @@ fn key_of(r: Raw) -> Key {
 }
 fn key_gt(a: Key, b: Key) -> bool { return a > b; }
 fn to_f32(r: Raw) -> f32 { return bitcast<f32>(r); }
+fn magnitude_f32(r: Raw) -> f32 { return to_f32(r & 0x7fffffffu); }   // |value| (value_float16.wgsl: why on bits)
 fn from_f32(v: f32) -> Raw { return bitcast<u32>(v); }
