@@ -13,8 +13,8 @@ override FOLDED: bool = false;
 
 // The invocation's (column, line, plane); column >= params.columns past the end.  With
 // WG_Z = 1 the plane is uniform across a workgroup, so the divisions splitting it into
-// coordinates are made once per workgroup, not per invocation (integer division is slow
-// on SIMD CPUs); several planes per workgroup only serve outputs too small to fill one.
+// coordinates give every lane the same values (lavapipe still makes them lane by lane:
+// see the README); several planes per workgroup only serve outputs too small to fill one.
 fn grid_position(wg: vec3<u32>, lid: vec3<u32>) -> vec3<u32> {
     var groups = vec3<u32>(wg.x, wg.y % params.line_groups, wg.z + 65535u * (wg.y / params.line_groups));
     if (FOLDED) {
