@@ -26,7 +26,8 @@ from .poolgpu_run import rotating_runs
 from .roofline import Roofline
 from .timing import ROTATE, GpuTimer, interleaved
 
-_CHOICES = ("_gathers_rows", "_block_constants", "_walk_for", "ROWS_PER_INVOCATION", "GPU_OUTPUTS_PER_INVOCATION", "LINES_WORKGROUP")
+_CHOICES = ("_gathers_rows", "_block_constants", "_walk_for", "ROWS_PER_INVOCATION", "GPU_OUTPUTS_PER_INVOCATION",
+            "LINES_WORKGROUP")
 VARIANTS = {
     "current": "the kernels as they are",
     "outN": "N outputs per invocation of the general walk on GPUs (kernels.GPU_OUTPUTS_PER_INVOCATION)",

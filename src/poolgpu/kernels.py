@@ -705,8 +705,8 @@ MAX_POOL_GRAD, MAX_POOL_GRAD_CHANNELS = _block_gather_kernels(
 AVERAGE_POOL_GRAD, AVERAGE_POOL_GRAD_CHANNELS = _block_gather_kernels(
     "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)),
     ("average_divisor.wgsl", "as_written.wgsl", "windows_first.wgsl"), argmax=False)
-_DISJOINT_LIBRARY = ("window_constants.wgsl", "divide.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl", "row_grid.wgsl",
-                     "disjoint_gradient.wgsl")
+_DISJOINT_LIBRARY = ("window_constants.wgsl", "divide.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl",
+                     "row_grid.wgsl", "disjoint_gradient.wgsl")
 MAX_POOL_GRAD_DISJOINT = Kernel(
     "max_pool_grad_disjoint.wgsl", (Slot("x", False), Slot("dy", False), Slot("dx", True)), value_slot="x",
     library=_DISJOINT_LIBRARY + ("disjoint_lanes1.wgsl",),

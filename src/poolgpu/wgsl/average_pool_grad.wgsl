@@ -12,8 +12,8 @@
 //
 // Prepended by kernels.py: the value type (Raw, to_f32, from_f32) and the tensors dy and
 // dx; library: block_of, block_element, first_tap and block_window
-// (common/windows_covering.wgsl), the windows-first visit (common/windows_first.wgsl), taps_inside (common/average_divisor.wgsl), Sum, dy_sum
-// and dx_put (the lanes).
+// (common/windows_covering.wgsl), the windows-first visit (common/windows_first.wgsl),
+// taps_inside (common/average_divisor.wgsl), Sum, dy_sum and dx_put (the lanes).
 
 override WG_X: u32 = 64u;
 

@@ -12,8 +12,9 @@
 // constants, so the loops unroll and the tap selection folds away.
 //
 // Prepended by kernels.py: the value type (Raw, to_f32, from_f32) and the tensors dy, arg
-// and dx; library: block_of, block_element, first_tap, block_window and the windows-first
-// visit (common/windows_covering.wgsl), Sum, dy_sum, dx_put, Arg, arg_at and hits (the lanes).
+// and dx; library: block_of, block_element, first_tap and block_window
+// (common/windows_covering.wgsl), the windows-first visit (common/windows_first.wgsl), Sum,
+// dy_sum, dx_put, Arg, arg_at and hits (the lanes).
 
 override WG_X: u32 = 64u;
 
@@ -84,7 +85,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     }
 }
 
-// The windows-first visit's reads and taps (common/windows_covering.wgsl).
+// The windows-first visit's reads and taps (common/windows_first.wgsl).
 struct Reaching { arg_plane: u32, dy_plane: u32 }
 struct WindowOf { arg: Arg, dy: Sum, real: bool }
 fn read_window(at: Reaching, od: u32, oh: u32, ow: u32, real: bool) -> WindowOf {
