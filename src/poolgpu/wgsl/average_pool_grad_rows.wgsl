@@ -37,8 +37,7 @@ fn load_chunk(row: WindowRow, j: u32) -> Chunk {
 
 // Whether window column ow's taps reach input column w (w = ow * SW - PW + kw * LW).
 fn covers(ow: u32, w: u32) -> bool {
-    let num = i32(w + PW) - i32(ow * SW);
-    return num >= 0 && u32(num) % LW == 0u && u32(num) / LW < KW;
+    return is_tap(i32(w + PW) - i32(ow * SW), LW, KW);
 }
 
 // Window column k of the chunk (ow): its share (dy over the divisor of its rows, count_dh,

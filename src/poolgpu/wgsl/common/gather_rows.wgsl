@@ -36,7 +36,7 @@ override OH_ROWS: u32 = 1u;
 struct Hit { o: u32, hit: bool }
 fn window_of(p: u32, k: u32, stride: u32, dilation: u32, pad: u32, count: u32) -> Hit {
     let num = i32(p + pad) - i32(k * dilation);
-    return Hit(u32(num) / stride, num >= 0 && u32(num) % stride == 0u && u32(num) / stride < count);
+    return Hit(u32(num) / stride, is_tap(num, stride, count));   // (windows `stride` apart)
 }
 
 // The first output column whose window can reach input column w0 (its last tap).
@@ -64,16 +64,12 @@ fn chunk_at(w0: u32, j: u32) -> i32 {
 struct Reach { lo: vec4<bool>, hi: vec4<bool> }
 fn columns_reached(j: u32, k: u32) -> Reach {
     if (!FIXED_COLUMNS) { return Reach(vec4<bool>(true), vec4<bool>(true)); }
-    // the dx column (from w0) of the column's first tap, then each dx column's distance from it
+    // the dx column (from w0) of the column's first tap
     let first = i32(SW * (4u * (j - 1u) + k)) + 4 * i32(SW) * FIRST_CHUNK - i32(PW);
-    return Reach(tap_distances(vec4<i32>(0, 1, 2, 3) - first), tap_distances(vec4<i32>(4, 5, 6, 7) - first));
-}
-
-// Whether each distance from a window's first tap is one of its taps.
-fn tap_distances(distance: vec4<i32>) -> vec4<bool> {
-    let dilation = vec4<i32>(i32(LW));
-    return (distance >= vec4<i32>(0)) & (distance % dilation == vec4<i32>(0))
-        & (distance / dilation < vec4<i32>(i32(KW)));
+    return Reach(vec4<bool>(is_tap(-first, LW, KW), is_tap(1 - first, LW, KW), is_tap(2 - first, LW, KW),
+                            is_tap(3 - first, LW, KW)),
+                 vec4<bool>(is_tap(4 - first, LW, KW), is_tap(5 - first, LW, KW), is_tap(6 - first, LW, KW),
+                            is_tap(7 - first, LW, KW)));
 }
 
 fn column_reaches(j: u32, k: u32) -> bool {
@@ -115,8 +111,7 @@ fn dx_block(wg: vec3<u32>, lid: vec3<u32>) -> DxBlock {
 
 // Whether window row oh's taps reach dx row h.
 fn covers_row(oh: u32, h: u32) -> bool {
-    let num = i32(h + PH) - i32(oh * SH);
-    return num >= 0 && u32(num) % LH == 0u && u32(num) / LH < KH;
+    return is_tap(i32(h + PH) - i32(oh * SH), LH, KH);
 }
 
 // The last window row that can cover dx row h0 + 1: the window rows visited are

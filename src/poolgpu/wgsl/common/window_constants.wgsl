@@ -7,3 +7,9 @@ override SD: u32 = 1u;  override SH: u32 = 1u;  override SW: u32 = 1u;   // stri
 override LD: u32 = 1u;  override LH: u32 = 1u;  override LW: u32 = 1u;   // dilations
 override PD: u32 = 0u;  override PH: u32 = 0u;  override PW: u32 = 0u;   // start padding
 override PADDED: bool = true;   // some window reaches into padding
+
+// Whether an element `offset` elements past a window's first tap is one of its `taps` taps
+// (`dilation` apart) along a dimension.
+fn is_tap(offset: i32, dilation: u32, taps: u32) -> bool {
+    return offset >= 0 && u32(offset) % dilation == 0u && u32(offset) / dilation < taps;
+}

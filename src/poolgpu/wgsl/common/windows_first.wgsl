@@ -69,8 +69,7 @@ fn reaching_window(b: u32, m: u32, stride: u32, pad: u32, count: u32) -> Window 
 // Whether a tap of window m (from the block's) lands on block element r: r + stride * m
 // = k * dilation for some tap k < size.
 fn lands(r: u32, m: u32, stride: u32, dilation: u32, size: u32) -> bool {
-    let t = r + stride * m;
-    return t % dilation == 0u && t / dilation < size;
+    return is_tap(i32(r + stride * m), dilation, size);
 }
 
 // The block's sums stored at its elements inside dx.
