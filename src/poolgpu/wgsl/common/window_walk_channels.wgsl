@@ -35,7 +35,7 @@ fn store_channels(acc: array<Acc, 4>, at: Out) {
 // Whether tap offset `t` (input position minus the block's first window's start) is a tap of
 // the block's output `o` along a dimension of window `taps`, stride and dilation.
 fn tap_of_output(t: u32, o: u32, stride: u32, dilation: u32, taps: u32) -> bool {
-    return is_tap(i32(t) - i32(o * stride), dilation, taps);
+    return t >= o * stride && (t - o * stride) % dilation == 0u && (t - o * stride) / dilation < taps;
 }
 
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)

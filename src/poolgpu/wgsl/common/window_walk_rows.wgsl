@@ -132,5 +132,5 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 
 // Whether input row r of the window rows is one of output row oh0 + q's taps.
 fn row_tap_of(r: u32, q: u32) -> bool {
-    return is_tap(i32(r) - i32(q * SH), LH, KH);
+    return r >= q * SH && (r - q * SH) % LH == 0u && (r - q * SH) / LH < KH;
 }
