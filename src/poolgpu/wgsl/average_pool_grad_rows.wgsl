@@ -27,12 +27,11 @@ struct WindowRow {
     in_first: bool, in_second: bool,   // whether its windows reach dx row h0, h0 + 1
 }
 
-// (clamped: a chunk outside the row is no window, `real` false)
+// (a chunk outside the row is no window: `real` false)
 struct Chunk { dy: array<Raw, 4>, ow0: u32, real: bool }
 fn load_chunk(row: WindowRow, j: u32) -> Chunk {
-    let chunk = chunk_at(row.w0, j);
-    let at = 4u * u32(clamp(chunk, 0, row.last_chunk));
-    return Chunk(dy_load4(row.dy + at), u32(4 * chunk), chunk >= 0 && chunk <= row.last_chunk);
+    let place = chunk_place(row.w0, j, row.last_chunk);
+    return Chunk(dy_load4(row.dy + place.at), u32(place.first_window), place.real);
 }
 
 // Whether window column ow's taps reach input column w (w = ow * SW - PW + kw * LW).

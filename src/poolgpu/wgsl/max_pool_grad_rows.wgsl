@@ -28,12 +28,11 @@ struct WindowRow {
 
 struct Chunk { arg: vec4<u32>, dy: array<Raw, 4> }
 fn load_chunk(row: WindowRow, j: u32) -> Chunk {
-    let chunk = chunk_at(row.w0, j);
-    let at = 4u * u32(clamp(chunk, 0, row.last_chunk));
-    // a chunk outside the row (clamped into it) is no window: its argmax matches nothing
-    let a = arg_load4(row.arg + at);
-    let real = chunk >= 0 && chunk <= row.last_chunk;
-    return Chunk(select(vec4<u32>(0xffffffffu), vec4<u32>(a[0], a[1], a[2], a[3]), real), dy_load4(row.dy + at));
+    let place = chunk_place(row.w0, j, row.last_chunk);
+    // a chunk outside the row is no window: its argmax matches nothing
+    let a = arg_load4(row.arg + place.at);
+    return Chunk(select(vec4<u32>(0xffffffffu), vec4<u32>(a[0], a[1], a[2], a[3]), place.real),
+                 dy_load4(row.dy + place.at));
 }
 
 // Window column k of the chunk: its dy added to whichever of the dx elements it reaches is its argmax.

@@ -59,6 +59,14 @@ fn chunk_at(w0: u32, j: u32) -> i32 {
     return i32(first_column(w0) / 4u + j - 1u);
 }
 
+// Where step j's chunk is read in a row of `last_chunk` + 1 chunks: its first column `at`
+// (clamped into the row) and whether it is in the row (`real`: else it holds no window).
+struct ChunkPlace { first_window: i32, at: u32, real: bool }
+fn chunk_place(w0: u32, j: u32, last_chunk: i32) -> ChunkPlace {
+    let chunk = chunk_at(w0, j);
+    return ChunkPlace(4 * chunk, 4u * u32(clamp(chunk, 0, last_chunk)), chunk >= 0 && chunk <= last_chunk);
+}
+
 // FIXED_COLUMNS: which of the dx columns w0 .. w0 + 7 the taps of column k of step j's chunk
 // land on (constants when j and k are: see visit_chunks); without FIXED_COLUMNS, all.
 struct Reach { lo: vec4<bool>, hi: vec4<bool> }
