@@ -420,10 +420,16 @@ def test_max_pool_grad_of_disjoint_windows_runs_in_one_pass_and_copies_dy_exactl
     dict(window_size=(2, 2), strides=(4, 5), dilations=(2, 2)),  # gaps, a column past the last window
     dict(window_size=(1, 4), strides=(2, 8), end_padding=(0, 3)),
     dict(window_size=(2, 5), strides=(2, 5), in_w=44),  # a row's last block holds no window
+    dict(window_size=(2, 2), strides=(2, 2), in_w=32),  # float16: pairs; dy in chunks
+    dict(window_size=(2, 4), strides=(2, 4), in_w=40),  # float16: pairs, the last block half past out_w
+    dict(window_size=(1, 6), strides=(2, 8), in_w=36),  # dy in chunks, a block wholly past out_w
+    dict(window_size=(2, 3), strides=(2, 8), dilations=(1, 2), in_w=48),  # float16: pairs, gaps
 ])
 def test_disjoint_windows_over_rows_read_and_write_in_chunks(device, data_type, geometry):
     """x and dx contiguous along W: four windows per invocation, chunked (the last block of
-    a row reaches past in_w, the last windows past out_w); every element of dx written."""
+    a row reaches past in_w, the last windows past out_w); every element of dx written.
+    16-bit x and dx in pairs of chunks and dy in one chunk per block where their layouts
+    allow (see the test below)."""
     geometry = dict(geometry)
     in_w = geometry.pop("in_w", 28)
     rng = np.random.default_rng(17)
@@ -440,6 +446,21 @@ def test_disjoint_windows_over_rows_read_and_write_in_chunks(device, data_type, 
     want[idx.ravel()] = dy.ravel()
     assert same_bits(dx.numpy(), want.reshape(x.shape))
     assert_canaries_intact(dx)
+
+
+@pytest.mark.parametrize("data_type, in_w, strides, libraries", [
+    (F16, 32, (2, 2), ("disjoint_rows_pairs.wgsl", "disjoint_rows_dy4.wgsl")),
+    (F32, 32, (2, 2), ("disjoint_rows_chunks.wgsl", "disjoint_rows_dy4.wgsl")),
+    (F16, 28, (2, 2), ("disjoint_rows_chunks.wgsl", "disjoint_rows_dy1.wgsl")),  # rows of 28: not whole pairs
+    (F16, 32, (3, 3), ("disjoint_rows_chunks.wgsl", "disjoint_rows_dy1.wgsl")),  # odd stride: blocks of 12
+    (F16, 40, (2, 4), ("disjoint_rows_pairs.wgsl", "disjoint_rows_dy1.wgsl")),   # 10 windows a row
+])
+def test_disjoint_windows_over_rows_take_pairs_and_dy_chunks_where_layouts_allow(data_type, in_w, strides, libraries):
+    desc = pg.MaxPoolingGradDesc(pg.TensorDesc(data_type, (2, 3, 8, in_w)),
+                                 pg.TensorDesc(data_type, pg.pooling_output_sizes((2, 3, 8, in_w), strides, strides)),
+                                 window_size=strides, strides=strides)
+    (pass_,) = kernels.program_for(desc).passes
+    assert pass_.kernel.library[-2:] == libraries
 
 
 @pytest.mark.parametrize("operator", ["max", "average"])

@@ -345,10 +345,14 @@ def _row_span(window) -> tuple:
 def _reads_pairs(desc) -> bool:
     """Whether window_walk_rows.wgsl reads x eight elements (two chunks) per load (PAIRED):
     16-bit x whose rows and planes hold whole pairs of chunks."""
-    x = desc.input
-    in_w = as_5d(x.sizes, x.strides)[0][4]
-    strides = _strides_5d(x)
-    return x.data_type.size == 2 and in_w % 8 == 0 and all(st % 8 == 0 for a, st in strides.items() if a != "w")
+    return desc.input.data_type.size == 2 and _pair_aligned(desc.input)
+
+
+def _pair_aligned(t) -> bool:
+    """Whether ``t``'s rows and planes hold whole pairs of 4-element chunks (W a multiple of
+    8, every other stride too)."""
+    in_w = as_5d(t.sizes, t.strides)[0][4]
+    return in_w % 8 == 0 and all(st % 8 == 0 for a, st in _strides_5d(t).items() if a != "w")
 
 
 def _pair_constants(window, lead: int, chunks: int) -> dict:
@@ -717,11 +721,20 @@ MAX_POOL_GRAD_DISJOINT_CHANNELS = Kernel(  # four channels per invocation, in 4-
      Slot("dx", True, snippet="write4_{storage}.wgsl")),
     value_slot="x", library=_DISJOINT_LIBRARY + ("disjoint_lanes4.wgsl",),
 )
-MAX_POOL_GRAD_DISJOINT_ROWS = Kernel(
-    "max_pool_grad_disjoint_rows.wgsl",
-    (Slot("x", False, snippet="read4_{storage}.wgsl"), Slot("dy", False), Slot("dx", True, snippet="write4_{storage}.wgsl")),
-    value_slot="x", library=_DISJOINT_LIBRARY,
-)
+# The one-pass disjoint gradient over rows, by (x and dx in pairs of chunks, dy in chunks):
+# see max_pool_grad_disjoint_rows.wgsl and common/disjoint_rows_*.wgsl.
+MAX_POOL_GRAD_DISJOINT_ROWS = {
+    (pairs, dy_chunks): Kernel(
+        "max_pool_grad_disjoint_rows.wgsl",
+        (Slot("x", False, snippet="read4_{storage}.wgsl"),
+         Slot("dy", False, snippet="read4_{storage}.wgsl" if dy_chunks else ""),
+         Slot("dx", True, snippet="write8_b16.wgsl" if pairs else "write4_{storage}.wgsl")),
+        value_slot="x",
+        library=_DISJOINT_LIBRARY + ("disjoint_rows_pairs.wgsl" if pairs else "disjoint_rows_chunks.wgsl",
+                                     "disjoint_rows_dy4.wgsl" if dy_chunks else "disjoint_rows_dy1.wgsl"),
+    )
+    for pairs in (False, True) for dy_chunks in (False, True)
+}
 MAX_POOL_GRAD_ROWS = Kernel(
     "max_pool_grad_rows.wgsl",
     (Slot("dy", False, snippet="read4_{storage}.wgsl"), Slot("arg", False, snippet="read4_b32.wgsl"),
@@ -938,9 +951,16 @@ def _max_pool_grad_program(desc, gpu: bool) -> Program:
         if in_w % 4 or window.start_padding[-1] or window.strides[-1] > 8 or \
                 not _contiguous_along([desc.input, desc.output_gradient], "w"):
             return general
-        # four windows along W per invocation, x and dx in 4-element chunks (B: 39 ms to 23)
-        rows = Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT_ROWS, desc, disjoint, {}, windows_w=4),))
-        return replace(rows, aligned=("input", "output_gradient"), fallback=general)
+        # four windows along W per invocation, x and dx in 4-element chunks (B: 39 ms to 23);
+        # 16-bit ones in pairs of chunks where blocks start at multiples of 8 elements (even
+        # strides), and the four windows' dy as one chunk where dy rows are whole chunks
+        pairs = _reads_pairs(desc.forward) and window.strides[-1] % 2 == 0 and \
+            desc.output_gradient.data_type.size == 2 and _pair_aligned(desc.output_gradient)
+        dy_chunks = desc.input_gradient.sizes[-1] % 4 == 0 and _contiguous_along([desc.input_gradient], "w")
+        kernel = MAX_POOL_GRAD_DISJOINT_ROWS[pairs, dy_chunks]
+        rows = Program((_gradient_block_pass(kernel, desc, disjoint, {}, windows_w=4),))
+        aligned = ("input", "output_gradient") + (("input_gradient",) if dy_chunks else ())
+        return replace(rows, aligned=aligned, fallback=general, aligned_elements=8 if pairs else 4)
     general = two_passes("general", rows=False)
     walk, rows = _walk_for(forward, gpu), _gathers_rows(desc)
     channels = channels_last and _gathers_channels(desc)

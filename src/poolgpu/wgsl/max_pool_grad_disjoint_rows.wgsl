@@ -1,37 +1,39 @@
 // Max pooling gradient where windows do not overlap (as max_pool_grad_disjoint.wgsl) and x
 // and dx are contiguous along W: one invocation owns the dx elements of four neighbouring
 // windows along W, a block of SD x SH x 4 * SW elements whose rows are SW aligned 4-element
-// chunks, so x is read and dx written a chunk at a time (the block pass reads and writes
-// element by element).  Same argmax rule, same bits.
+// chunks, so x is read and dx written a chunk (or a pair of chunks) at a time (the block
+// pass reads and writes element by element).  Same argmax rule, same bits.
 //
 // Requires (kernels.py checks): x and dx contiguous along W, with rows and the tensors'
 // starts at multiples of 4 elements; in_w a multiple of 4 (dx rows are whole chunks); no
 // start padding along W (window ow's taps start at column ow * SW); SW <= 8.
 //
-// Prepended by kernels.py: the value type (Raw, Key, key_of, key_gt) and the tensors
-// x (x_load4), dy (dy_load) and dx (dx_store4); library: window_constants.wgsl,
-// windows_covering.wgsl (block_element, block_of), max_accumulator.wgsl, row_grid.wgsl,
-// disjoint_gradient.wgsl (Params).
+// Prepended by kernels.py: the value type (Raw, Key, key_of, key_gt) and the tensors x, dy
+// and dx; library: window_constants.wgsl, windows_covering.wgsl (block_element, block_of),
+// max_accumulator.wgsl, row_grid.wgsl, disjoint_gradient.wgsl (Params), and how a block
+// row is read and written, fill_span(span, row, w0) and store_row(dx_row, me, w0, dy,
+// winner): common/disjoint_rows_chunks.wgsl (4-element chunks) or, for 16-bit x and dx,
+// common/disjoint_rows_pairs.wgsl (8 elements per 16-byte load and store); and how the
+// four windows' dy are read, four_dy(dy_row, ow0): common/disjoint_rows_dy1.wgsl (element
+// by element) or common/disjoint_rows_dy4.wgsl (one chunk).  Lavapipe makes each load and
+// store lane by lane, so fewer and wider ones are what count there (case B, float16: pairs
+// and one dy chunk 1.3-1.9x faster than chunks and dy element by element).
 
 // Window v's tap at span element e (column w0 + e; inside the row unless past in_w: end padding).
 fn tap(acc: Acc, span: ptr<function, array<Tap, 32>>, e: u32, w0: u32, row_inside: bool, logical_row: u32) -> Acc {
     return acc_add(acc, (*span)[e], logical_row + w0 + e, row_inside && w0 + e < params.in_w);
 }
 
-// The loops over the span's chunks, its taps and the stored chunks are written out as
-// calls with constant arguments (up to SW = 8; those past SW or KW return at once), so
-// that every index into span, dy and winner is a constant and lavapipe keeps them in
-// registers: left to loops, case B's gradient ran 1.5x slower (float32 and float16).
-
-// Chunk j of the span (of x's row from column w0).
-fn fill_chunk(span: ptr<function, array<Tap, 32>>, row: u32, w0: u32, last_chunk: u32, j: u32) {
-    if (j >= SW) { return; }
-    let chunk = x_load4(row + min(w0 + 4u * j, last_chunk));   // past the row: padding
-    (*span)[4u * j] = tap_of(chunk[0]);
-    (*span)[4u * j + 1u] = tap_of(chunk[1]);
-    (*span)[4u * j + 2u] = tap_of(chunk[2]);
-    (*span)[4u * j + 3u] = tap_of(chunk[3]);
+// Element e of a dx row of the block (from w0): its window's dy where it is the argmax, else zero.
+fn dx_element(me: u32, e: u32, dy: array<Raw, 4>, winner: array<u32, 4>) -> Raw {
+    return select(Raw(), dy[e / SW], me + e == winner[e / SW]);
 }
+
+// The loops over the span's chunks, its taps and the stored chunks (here and in the row
+// libraries) are written out as calls with constant arguments (up to SW = 8; those past SW
+// or KW return at once), so that every index into span, dy and winner is a constant and
+// lavapipe keeps them in registers: left to loops, case B's gradient ran 1.5x slower
+// (float32 and float16).
 
 // The four windows' taps kw of the row.
 fn four_taps(acc: array<Acc, 4>, span: ptr<function, array<Tap, 32>>, w0: u32, row_inside: bool, logical_row: u32,
@@ -46,17 +48,6 @@ fn four_taps(acc: array<Acc, 4>, span: ptr<function, array<Tap, 32>>, w0: u32, r
     return a;
 }
 
-// Chunk j of a dx row of the block: each element its window's dy where it is the argmax, else zero.
-fn store_chunk(dx_row: u32, me: u32, w0: u32, dy: array<Raw, 4>, winner: array<u32, 4>, j: u32) {
-    if (j >= SW || w0 + 4u * j >= params.in_w) { return; }
-    let e = 4u * j;
-    dx_store4(dx_row + e, array<Raw, 4>(
-        select(Raw(), dy[e / SW], me + e == winner[e / SW]),
-        select(Raw(), dy[(e + 1u) / SW], me + e + 1u == winner[(e + 1u) / SW]),
-        select(Raw(), dy[(e + 2u) / SW], me + e + 2u == winner[(e + 2u) / SW]),
-        select(Raw(), dy[(e + 3u) / SW], me + e + 3u == winner[(e + 3u) / SW])));
-}
-
 @compute @workgroup_size(WG_X)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
     let block = block_of(wg, lane);
@@ -69,7 +60,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let rows_have_windows = od < params.out_d && oh < params.out_h;
     let x_plane = params.x_base + block.n * params.x_n + block.c * params.x_c;
     let logical_plane = block.nc * params.in_d * params.in_h * params.in_w;
-    let last_chunk = params.in_w - 4u;
 
     var acc = array<Acc, 4>(acc_new(), acc_new(), acc_new(), acc_new());
     for (var kd = 0u; kd < KD; kd++) {
@@ -80,14 +70,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             let row = x_plane + select(0u, d.at * params.x_d + h.at * params.x_h, row_inside);
             let logical_row = logical_plane + (d.at * params.in_h + h.at) * params.in_w;
             var span: array<Tap, 32>;   // 4 * SW elements
-            fill_chunk(&span, row, w0, last_chunk, 0u);
-            fill_chunk(&span, row, w0, last_chunk, 1u);
-            fill_chunk(&span, row, w0, last_chunk, 2u);
-            fill_chunk(&span, row, w0, last_chunk, 3u);
-            fill_chunk(&span, row, w0, last_chunk, 4u);
-            fill_chunk(&span, row, w0, last_chunk, 5u);
-            fill_chunk(&span, row, w0, last_chunk, 6u);
-            fill_chunk(&span, row, w0, last_chunk, 7u);
+            fill_span(&span, row, w0);
             acc = four_taps(acc, &span, w0, row_inside, logical_row, 0u);
             acc = four_taps(acc, &span, w0, row_inside, logical_row, 1u);
             acc = four_taps(acc, &span, w0, row_inside, logical_row, 2u);
@@ -101,14 +84,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 
     // Each window's dy goes to its argmax; the block's other elements get zero.
     var winner: array<u32, 4>;
-    var dy: array<Raw, 4>;
-    let dy_row = params.dy_base + block.n * params.dy_n + block.c * params.dy_c
-                 + select(0u, od * params.dy_d + oh * params.dy_h, rows_have_windows);
     for (var v = 0u; v < 4u; v++) {
         let has_window = rows_have_windows && ow0 + v < params.out_w;
         winner[v] = select(0xffffffffu, acc[v].index, has_window && acc[v].found);
-        dy[v] = dy_load(dy_row + min(ow0 + v, params.out_w - 1u) * params.dy_w);
     }
+    let dy = four_dy(params.dy_base + block.n * params.dy_n + block.c * params.dy_c
+                     + select(0u, od * params.dy_d + oh * params.dy_h, rows_have_windows), ow0);
     let dx_plane = params.dx_base + block.n * params.dx_n + block.c * params.dx_c;
     for (var rd = 0u; rd < SD; rd++) {
         let d = block_element(block.d, rd, SD, PD, params.in_d);
@@ -118,14 +99,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             if (!h.inside) { continue; }
             let me = logical_plane + (d.at * params.in_h + h.at) * params.in_w + w0;   // as acc_add saw it
             let dx_row = dx_plane + d.at * params.dx_d + h.at * params.dx_h + w0;
-            store_chunk(dx_row, me, w0, dy, winner, 0u);
-            store_chunk(dx_row, me, w0, dy, winner, 1u);
-            store_chunk(dx_row, me, w0, dy, winner, 2u);
-            store_chunk(dx_row, me, w0, dy, winner, 3u);
-            store_chunk(dx_row, me, w0, dy, winner, 4u);
-            store_chunk(dx_row, me, w0, dy, winner, 5u);
-            store_chunk(dx_row, me, w0, dy, winner, 6u);
-            store_chunk(dx_row, me, w0, dy, winner, 7u);
+            store_row(dx_row, me, w0, dy, winner);
         }
     }
 }
