@@ -954,7 +954,7 @@ def _max_pool_grad_program(desc, gpu: bool) -> Program:
         # four windows along W per invocation, x and dx in 4-element chunks (B: 39 ms to 23);
         # 16-bit ones in pairs of chunks where blocks start at multiples of 8 elements (even
         # strides), and the four windows' dy as one chunk where dy rows are whole chunks
-        pairs = _reads_pairs(desc.forward) and window.strides[-1] % 2 == 0 and \
+        pairs = _reads_pairs(desc) and window.strides[-1] % 2 == 0 and \
             desc.output_gradient.data_type.size == 2 and _pair_aligned(desc.output_gradient)
         dy_chunks = desc.input_gradient.sizes[-1] % 4 == 0 and _contiguous_along([desc.input_gradient], "w")
         kernel = MAX_POOL_GRAD_DISJOINT_ROWS[pairs, dy_chunks]
