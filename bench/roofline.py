@@ -1,16 +1,19 @@
-"""The bandwidth roofline: a plain copy kernel (src/poolgpu/wgsl/copy.wgsl) that reads as
+"""The bandwidth roofline: a plain copy kernel (bench/copy.wgsl) that reads as
 many bytes as an operator reads and writes as many as it writes, on the same device, timed
 in the same way.  Its launch shape (workgroup size, 16-byte words per invocation) is tuned
 per size, fastest first, so that it is an honest limit rather than a strawman."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 import poolgpu as pg
 from poolgpu.errors import ValidationError
+from poolgpu.kernels import Kernel, Pass, Program, Slot, register
 
 # (workgroup size, 16-byte words per invocation): the launch shapes tried.
 CONFIGS = ((64, 4), (64, 16), (256, 4), (256, 16))
@@ -18,7 +21,7 @@ CONFIGS = ((64, 4), (64, 16), (256, 4), (256, 16))
 
 @dataclass(frozen=True)
 class CopyDesc:
-    """Bench-only description of the copy roofline (``kernels.REGISTRY["copy"]``): reads
+    """Bench-only description of the copy roofline (its program: :func:`copy_program`): reads
     ``input`` once and writes ``output`` once.  Both are packed UINT32 tensors whose sizes
     are whole 16-byte words."""
 
@@ -48,6 +51,28 @@ class CopyDesc:
 
     def output_tensors(self):
         return (("output", self.output),)
+
+
+# 16-byte loads and stores: src and dst bound as array<vec4<u32>> (common/{read,write}_v4.wgsl).
+# The shader lives beside this file (an absolute path: the kernel layer reads it from there).
+COPY = Kernel(str(Path(__file__).with_name("copy.wgsl")),
+              (Slot("src", False, snippet="read_v4.wgsl"), Slot("dst", True, snippet="write_v4.wgsl")),
+              value_slot="src")
+
+
+@register("copy")
+def copy_program(desc, gpu: bool) -> Program:
+    """``desc.input`` read once and ``desc.output`` written once, 16 bytes per access,
+    ``desc.vec4s_per_thread`` words per invocation in workgroups of ``desc.workgroup_size``
+    (whatever the device's tuning: the roofline tunes its own launch shape)."""
+    src_vec4s = desc.input.total_size_in_bytes // 16
+    dst_vec4s = desc.output.total_size_in_bytes // 16
+    per_group = desc.workgroup_size * desc.vec4s_per_thread
+    groups = max(1, math.ceil(max(src_vec4s, dst_vec4s) / per_group))
+    grid = (min(groups, 65535), math.ceil(groups / 65535), 1)
+    params = {"src_vec4s": src_vec4s, "dst_vec4s": dst_vec4s}
+    constants = tuple(sorted({"WG": desc.workgroup_size, "ITEMS": desc.vec4s_per_thread}.items()))
+    return Program((Pass(COPY, ("input", "output"), constants, params, grid),))
 
 
 def expected_copy(src_words: np.ndarray, dst_vec4s: int, workgroup_size: int, per_thread: int) -> np.ndarray:

@@ -26,8 +26,9 @@ from .poolgpu_run import rotating_runs
 from .roofline import Roofline
 from .timing import ROTATE, GpuTimer, interleaved
 
-_CHOICES = ("_gathers_rows", "_block_constants", "_walk_for", "ROWS_PER_INVOCATION", "GPU_OUTPUTS_PER_INVOCATION",
-            "LINES_WORKGROUP")
+_CHOICES = ((kernels.gradients, "_gathers_rows"), (kernels.gradients, "_block_constants"),
+            (kernels.window, "walk_for"), (kernels.gradients, "walk_for"), (kernels.window, "ROWS_PER_INVOCATION"),
+            (kernels.window, "GPU_OUTPUTS_PER_INVOCATION"), (kernels.grids, "LINES_WORKGROUP"))
 VARIANTS = {
     "current": "the kernels as they are",
     "outN": "N outputs per invocation of the general walk on GPUs (kernels.GPU_OUTPUTS_PER_INVOCATION)",
@@ -43,31 +44,31 @@ def _apply(part: str) -> None:
     if part == "current":
         return
     if name == "out" and digits:
-        kernels.GPU_OUTPUTS_PER_INVOCATION = int(digits)
+        kernels.window.GPU_OUTPUTS_PER_INVOCATION = int(digits)
     elif name == "wg" and digits:
-        kernels.LINES_WORKGROUP = int(digits)
+        kernels.grids.LINES_WORKGROUP = int(digits)
     elif name == "rows" and digits:
-        cpu_walk = kernels._walk_for
-        kernels._walk_for = lambda desc, gpu: cpu_walk(desc, False)
-        kernels.ROWS_PER_INVOCATION = int(digits)
+        cpu_walk = kernels.window.walk_for
+        kernels.window.walk_for = kernels.gradients.walk_for = lambda desc, gpu: cpu_walk(desc, False)
+        kernels.window.ROWS_PER_INVOCATION = int(digits)
     elif part == "blockgather":
-        kernels._gathers_rows = lambda desc: False
+        kernels.gradients._gathers_rows = lambda desc: False
     elif part == "tapsfirst":
-        kernels._block_constants = kernels._tap_steps
+        kernels.gradients._block_constants = kernels.gradients._tap_steps
     else:
         raise SystemExit(f"unknown variant {part!r}; known: " + "; ".join(f"{k}: {v}" for k, v in VARIANTS.items()))
 
 
 @contextlib.contextmanager
 def variant(name: str):
-    saved = {choice: getattr(kernels, choice) for choice in _CHOICES}
+    saved = {choice: getattr(*choice) for choice in _CHOICES}
     try:
         for part in name.split("+"):
             _apply(part)
         yield
     finally:
-        for choice, value in saved.items():
-            setattr(kernels, choice, value)
+        for (module, name), value in saved.items():
+            setattr(module, name, value)
 
 
 def compare(device, case: str, dtype: str, op: str, variants: list, layout: str, rounds: int,

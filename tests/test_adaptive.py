@@ -189,10 +189,10 @@ def test_wide_uniform_bins_reuse_the_fixed_window_kernels():
     def first_kernel(desc_class, sizes, output_size):
         desc = desc_class(pg.TensorDesc("float32", sizes), output_size=output_size)
         return kernels.program_for(desc).passes[0].kernel
-    for desc_class, fixed in ((pg.AdaptiveMaxPoolingDesc, kernels.MAX_POOL), (pg.AdaptiveAveragePoolingDesc, kernels.AVERAGE_POOL)):
+    for desc_class, fixed in ((pg.AdaptiveMaxPoolingDesc, kernels.window.MAX_POOL), (pg.AdaptiveAveragePoolingDesc, kernels.window.AVERAGE_POOL)):
         assert first_kernel(desc_class, (1, 2, 16, 24), (8, 12)) in fixed.values()
-        assert first_kernel(desc_class, (1, 2, 16, 24), (5, 12)) is kernels.ADAPTIVE_BINS  # 16 % 5: bins differ
-        assert first_kernel(desc_class, (1, 2, 14, 14), (1, 1)) is kernels.ADAPTIVE_BINS  # narrow rows
+        assert first_kernel(desc_class, (1, 2, 16, 24), (5, 12)) is kernels.binned.ADAPTIVE_BINS  # 16 % 5: bins differ
+        assert first_kernel(desc_class, (1, 2, 14, 14), (1, 1)) is kernels.binned.ADAPTIVE_BINS  # narrow rows
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])

@@ -281,7 +281,7 @@ def test_rows_walk_with_any_output_layout(device, name, dtype, out_layout):
     out = pg.TensorDesc(dtype, plain.output.sizes, layout_strides(plain.output.sizes, out_layout))
     desc = desc_class(pg.TensorDesc(dtype, x.shape), out, **geometry, **args)
     assert out.sizes[-1] == 7
-    assert kernels._walk_for(desc, gpu=False) == "rows_tail"
+    assert kernels.window.walk_for(desc, gpu=False) == "rows_tail"
     y = canary_tensor(device, out)
     device.compile(desc)(device.upload(x), out=y)
     assert_accurate(y.numpy(), ref(x, **geometry, **args), dtype)

@@ -224,10 +224,10 @@ def test_in_process_peers_agree_with_the_reference_wherever_they_run(peer, modul
 def test_kernel_variants_are_checked_then_timed_and_leave_the_kernels_as_they_were(device, monkeypatch):
     if "timestamp-query" not in device.features:
         pytest.skip(f"{device.name} has no timestamp-query")
-    before = {choice: getattr(kernels, choice) for choice in variants._CHOICES}
+    before = {choice: getattr(*choice) for choice in variants._CHOICES}
     real_check = variants.check
     # a variant whose result is wrong (here: said to be) is reported, never timed
-    monkeypatch.setattr(variants, "check", lambda outputs, problem: "wrong" if kernels.ROWS_PER_INVOCATION == 1
+    monkeypatch.setattr(variants, "check", lambda outputs, problem: "wrong" if kernels.window.ROWS_PER_INVOCATION == 1
                         else real_check(outputs, problem))
     with tuned_for(device, "gpu"):
         results = variants.compare(device, "A", "float16", "max_idx", ["current", "out1+wg128", "rows2", "rows1"],
@@ -235,8 +235,8 @@ def test_kernel_variants_are_checked_then_timed_and_leave_the_kernels_as_they_we
     assert results.pop("rows1") == "check failed: wrong"
     assert set(results) == {"copy", "current", "out1+wg128", "rows2"}
     assert all(isinstance(r, tuple) and 0 < r[0] <= r[1] for r in results.values())
-    assert {choice: getattr(kernels, choice) for choice in variants._CHOICES} == before
+    assert {choice: getattr(*choice) for choice in variants._CHOICES} == before
     with pytest.raises(SystemExit, match="unknown variant"):
         with variants.variant("out2+nonsense"):
             pass
-    assert kernels.GPU_OUTPUTS_PER_INVOCATION == before["GPU_OUTPUTS_PER_INVOCATION"]
+    assert kernels.window.GPU_OUTPUTS_PER_INVOCATION == 2

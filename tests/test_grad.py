@@ -639,7 +639,7 @@ def test_block_gathers_visit_each_window_once_with_the_bits_of_the_loops(device,
     assert ("WINDOWS_FIRST", True) in kernels.program_for(desc).passes[-1].constants
     got = run_output(device, desc, inputs, desc.output_gradient)
     assert_gradient_close(got, want, dy)
-    monkeypatch.setattr(kernels, "_block_constants", kernels._tap_steps)  # the loops
+    monkeypatch.setattr(kernels.gradients, "_block_constants", kernels.gradients._tap_steps)  # the loops
     assert ("WINDOWS_FIRST", True) not in kernels.program_for(desc).passes[-1].constants
     loops = canary_tensor(device, desc.output_gradient)
     pg.device.Op(device, desc)(*inputs, out=loops)  # (not device.compile: its cache holds the first)

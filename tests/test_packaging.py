@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_every_registered_shader_and_snippet_is_installed():
     installed = Path(poolgpu.__file__).parent / "wgsl"
-    registered = [k for k in vars(kernels).values() if isinstance(k, kernels.Kernel)]
+    registered = kernels.all_kernels()
     assert registered
     for kernel in registered:
         assert (installed / kernel.file).is_file(), kernel.file

@@ -131,7 +131,7 @@ def test_global_max_pooling_gradient(gpu_tuned):
 
 
 def test_the_plane_walks_lanes_are_kernels_py_s():
-    assert f"const PLANE_LANES: u32 = {kernels.PLANE_LANES}u;" in kernels.read_wgsl("common/window_walk_plane.wgsl")
+    assert f"const PLANE_LANES: u32 = {kernels.window.PLANE_LANES}u;" in kernels.read_wgsl("common/window_walk_plane.wgsl")
 
 
 @pytest.mark.parametrize("limit", [2048, 4096])

@@ -9,7 +9,7 @@
 // within it, step k has its invocations on neighbouring words (coalesced on GPUs,
 // contiguous vector loads on CPU adapters).
 //
-// Prepended by kernels.py: src (src_load4) and dst (dst_store4), bound as vec4<u32> arrays.
+// Prepended by poolgpu.kernels (bench/roofline.py declares the kernel): src (src_load4) and dst (dst_store4), bound as vec4<u32> arrays.
 
 override WG: u32 = 64u;     // invocations per workgroup
 override ITEMS: u32 = 4u;   // 16-byte words per invocation (at most; fewer at the end)

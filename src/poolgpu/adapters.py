@@ -1,0 +1,73 @@
+"""Adapters: what wgpu offers and which one a Device takes."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import wgpu
+
+from .errors import DeviceError
+
+_BACKENDS = {"vulkan": "vulkan", "metal": "metal", "d3d12": "d3d12", "opengl": "opengl", "gl": "opengl"}
+# Adapter preference: real GPUs before software ones, native APIs before OpenGL.
+_TYPE_RANK = {"discretegpu": 0, "integratedgpu": 1, "virtualgpu": 2, "cpu": 3}
+_BACKEND_RANK = {"vulkan": 0, "metal": 0, "d3d12": 0, "opengl": 1}
+# Features used where present; nothing requires them.
+_OPTIONAL_FEATURES = ("timestamp-query", "shader-f16", "subgroup")
+_LIMITS = (
+    "max-storage-buffer-binding-size",
+    "max-buffer-size",
+    "max-storage-buffers-per-shader-stage",
+    "max-compute-workgroup-storage-size",
+    "max-compute-invocations-per-workgroup",
+    "max-compute-workgroup-size-x",
+)
+_NO_ADAPTER_HELP = (
+    "poolgpu needs a WebGPU adapter (Vulkan, Metal, D3D12 or OpenGL). On Linux without a GPU, "
+    "install a software driver: `apt-get install mesa-vulkan-drivers` (lavapipe) or Mesa's OpenGL "
+    "(llvmpipe, libgl1-mesa-dri)."
+)
+
+
+def _describe(adapter) -> dict:
+    info = adapter.info
+    return {
+        "name": info["device"],
+        "backend": info["backend_type"].lower(),
+        "type": info["adapter_type"].lower(),
+        "description": info.get("description", ""),
+        "features": sorted(adapter.features),
+    }
+
+
+def _enumerate():
+    try:
+        return list(wgpu.gpu.enumerate_adapters_sync())
+    except Exception as exc:  # no loader, no driver, broken install
+        raise DeviceError(f"could not list WebGPU adapters ({exc}). {_NO_ADAPTER_HELP}") from exc
+
+
+def list_adapters() -> list:
+    """The adapters wgpu offers: dicts with name, backend, type, description and features."""
+    return [_describe(a) for a in _enumerate()]
+
+
+def _pick_adapter(backend: Optional[str], adapter: Optional[str]):
+    candidates = _enumerate()
+    if backend is not None:
+        wanted = _BACKENDS.get(backend.lower())
+        if wanted is None:
+            raise DeviceError(f"unknown backend {backend!r}; expected one of vulkan, metal, d3d12, opengl")
+        candidates = [a for a in candidates if _describe(a)["backend"] == wanted]
+    if adapter is not None:
+        candidates = [a for a in candidates if adapter.lower() in _describe(a)["name"].lower()]
+    if not candidates:
+        found = ", ".join(f"{d['name']} ({d['backend']})" for d in list_adapters()) or "none"
+        raise DeviceError(
+            f"no adapter matches backend={backend!r} adapter={adapter!r}; adapters found: {found}. "
+            + _NO_ADAPTER_HELP
+        )
+    return min(
+        candidates,
+        key=lambda a: (_TYPE_RANK.get(_describe(a)["type"], 4), _BACKEND_RANK.get(_describe(a)["backend"], 2)),
+    )

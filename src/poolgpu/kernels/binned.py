@@ -1,0 +1,154 @@
+"""Variable-bin pooling (ROI, adaptive): a bins pass writes each output coordinate's input
+range into a bin table (wgsl/common/bin_table.wgsl), then a binned pass pools each bin."""
+
+from __future__ import annotations
+
+import math
+import struct
+from functools import partial
+
+from ..descs import AveragePooling1Desc, MaxPooling2Desc
+from ..dtypes import DataType
+from ..tensor_desc import TensorDesc
+from .core import Kernel, Pass, Program, Slot, Split
+from .grids import as_5d, flat_grid, flat_regrid, sorted_constants, tensor_stride_params
+from .registry import register
+from .window import COMPENSATED_SUM, average_pool_program, max_pool_program, plane_walk_fits
+
+BINNED_WG_X = 64
+
+ADAPTIVE_BINS = Kernel(
+    "adaptive_bins.wgsl", (Slot("bins", True),), value_slot="bins", library=("wide_int.wgsl", "flat_index.wgsl"),
+)
+ROI_BINS = Kernel(
+    "roi_bins.wgsl", (Slot("roi", False), Slot("bins", True)), value_slot="roi",
+    library=("wide_int.wgsl", "flat_index.wgsl"),
+)
+BINNED_MAX = Kernel(
+    "binned_max.wgsl", (Slot("x", False), Slot("bins", False), Slot("y", True), Slot("idx", True)), value_slot="x",
+    library=("bin_table.wgsl", "flat_index.wgsl"),
+)
+BINNED_AVERAGE = Kernel(
+    "binned_average.wgsl", (Slot("x", False), Slot("bins", False), Slot("y", True)), value_slot="x",
+    library=("bin_table.wgsl", "flat_index.wgsl") + COMPENSATED_SUM,
+)
+
+
+def _bin_table(rows: int, out_spatial_3d: tuple) -> TensorDesc:
+    """The bin table: per row a source batch word and a (start, end) pair per output
+    coordinate along D, H and W."""
+    return TensorDesc(DataType.UINT32, (1, rows, 1 + 2 * sum(out_spatial_3d)))
+
+
+def _binned_pass(kernel: Kernel, desc, roi: bool) -> Pass:
+    """The pass pooling each output's bin of ``desc.input`` into ``desc.output`` (and
+    ``desc.output_indices`` where the kernel has an idx slot)."""
+    in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
+    out_sizes, _ = as_5d(desc.output.sizes, desc.output.strides)
+    total = math.prod(out_sizes)
+    params = {
+        "total": total, "origin": 0, "channels": in_sizes[1],
+        "in_d": in_sizes[2], "in_h": in_sizes[3], "in_w": in_sizes[4],
+        "out_d": out_sizes[2], "out_h": out_sizes[3], "out_w": out_sizes[4],
+    }
+    indices = getattr(desc, "output_indices", None)
+    by_slot = {  # slot -> (role, tensor); the bin table is the program's scratch
+        "x": ("input", desc.input), "bins": ("bins", None), "y": ("output", desc.output),
+        "idx": ("output_indices" if indices is not None else None, indices),
+    }
+    for slot in kernel.slots:
+        if slot.name != "bins":
+            params.update(tensor_stride_params(slot.name, by_slot[slot.name][1]))
+    roles = tuple(by_slot[slot.name][0] for slot in kernel.slots)
+    constants = sorted_constants({"ROI": roi, "WG_X": BINNED_WG_X})
+    regrid = partial(flat_regrid, BINNED_WG_X)
+    if kernel is BINNED_MAX:
+        params.update(_source_planes(0, 2**32 - 1))
+    if roi:  # an ROI's input planes are data (its batch): x is read in ranges of planes
+        split = Split(math.prod(out_sizes[2:]), regrid, whole=("roi", "bins"), gather="input",
+                      filter=_source_planes)
+    else:
+        split = Split(math.prod(out_sizes[2:]), regrid, whole=("bins",))
+    return Pass(kernel, roles, constants, params, flat_grid(total, BINNED_WG_X), split)
+
+
+def _source_planes(first: int, planes: int, *_) -> dict:
+    """binned_max.wgsl's ROI filter: only outputs reading input planes (batch * C + c) in
+    [first, first + planes) are written."""
+    return {"source_first": first, "source_count": planes}
+
+
+def _adaptive_bins_pass(desc) -> tuple:
+    """(the pass writing adaptive pooling's bin table, the table)."""
+    in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
+    out_sizes, _ = as_5d(desc.output.sizes, desc.output.strides)
+    bins = sum(out_sizes[2:])
+    params = {
+        "in_d": in_sizes[2], "in_h": in_sizes[3], "in_w": in_sizes[4],
+        "out_d": out_sizes[2], "out_h": out_sizes[3], "out_w": out_sizes[4],
+        "total": bins,
+    }
+    constants = sorted_constants({"WG_X": BINNED_WG_X})
+    pass_ = Pass(ADAPTIVE_BINS, ("bins",), constants, params, flat_grid(bins, BINNED_WG_X))
+    return pass_, _bin_table(1, out_sizes[2:])
+
+
+# The fixed-window kernels give each output row a workgroup row of 64 lanes: on rows narrower
+# than this most lanes idle (global pooling: 1 of 64), where the bin kernels pack outputs
+# flat.  Measured on lavapipe: 3 to 7 times slower for rows of 1 to 4, on par from 7 or 8.
+FIXED_WINDOW_MIN_ROW = 8
+
+
+def _fixed_window_for_bins(desc, gpu: bool):
+    """The window (= stride) of the fixed-window pooling equal to ``desc``'s adaptive bins,
+    where it exists (every input size a multiple of its output size: in / out) and is worth
+    it (rows of at least FIXED_WINDOW_MIN_ROW outputs, or on GPUs global pooling: the plane
+    walk); else None."""
+    in_spatial, out_spatial = desc.input.sizes[2:], desc.output.sizes[2:]
+    if gpu and plane_walk_fits(in_spatial, out_spatial):
+        return tuple(in_spatial)
+    if any(i % o for i, o in zip(in_spatial, out_spatial)) or out_spatial[-1] < FIXED_WINDOW_MIN_ROW:
+        return None
+    return tuple(i // o for i, o in zip(in_spatial, out_spatial))
+
+
+def _binned_program(kernel: Kernel, desc) -> Program:
+    bins_pass, table = _adaptive_bins_pass(desc)
+    return Program((bins_pass, _binned_pass(kernel, desc, roi=False)), scratch=(("bins", table),))
+
+
+@register("adaptive_max_pool")
+def _adaptive_max_pool_program(desc, gpu: bool) -> Program:
+    window = _fixed_window_for_bins(desc, gpu)
+    if window is not None:
+        return max_pool_program(
+            MaxPooling2Desc(desc.input, desc.output, desc.output_indices, window_size=window, strides=window), gpu
+        )
+    return _binned_program(BINNED_MAX, desc)
+
+
+@register("adaptive_average_pool")
+def _adaptive_average_pool_program(desc, gpu: bool) -> Program:
+    window = _fixed_window_for_bins(desc, gpu)
+    if window is not None:  # the same compensated sum in the same order: the same bits
+        return average_pool_program(
+            AveragePooling1Desc(desc.input, desc.output, window_size=window, strides=window), gpu)
+    return _binned_program(BINNED_AVERAGE, desc)
+
+
+@register("roi_pool")
+def _roi_pool_program(desc, gpu: bool) -> Program:
+    rois = desc.roi.sizes[2]
+    pooled_h, pooled_w = desc.pooled_size
+    entries = 1 + pooled_h + pooled_w  # per ROI: the batch with the unit D pair, then H and W bins
+    params = {
+        "roi_r": desc.roi.strides[2], "roi_k": desc.roi.strides[3],
+        "batches": desc.input.sizes[0], "in_h": desc.input.sizes[2], "in_w": desc.input.sizes[3],
+        "pooled_h": pooled_h, "pooled_w": pooled_w,
+        "scale_bits": struct.unpack("<I", struct.pack("<f", desc.spatial_scale))[0],
+        "total": rois * entries,
+    }
+    constants = sorted_constants({"WG_X": BINNED_WG_X})
+    bins_pass = Pass(ROI_BINS, ("roi", "bins"), constants, params, flat_grid(rois * entries, BINNED_WG_X))
+    table = _bin_table(rois, (1, pooled_h, pooled_w))
+    return Program((bins_pass, _binned_pass(BINNED_MAX, desc, roi=True)), scratch=(("bins", table),))

@@ -1,0 +1,307 @@
+"""Gradients: each invocation owns a block of dx elements and gathers what lands on them
+(deterministic: no atomics, a fixed summation order)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from functools import partial
+from typing import Mapping, Optional
+
+from ..dtypes import DataType
+from ..tensor_desc import TensorDesc
+from .core import Kernel, Pass, Program, Slot, Split
+from .grids import (as_3d, as_5d, channels_last_desc, contiguous_along, divisor_params, lines_grid, lines_regrid,
+                    row_grid, rows_regrid, sorted_constants, strides_5d, tensor_stride_params, window_constants)
+from .registry import register
+from .window import CHUNKED_WALKS, MAX_POOL, general_outputs, pair_aligned, reads_pairs, walk_for, window_walk_pass
+
+def _block_gather_kernels(file: str, slots: tuple, library: tuple, argmax: bool) -> tuple:
+    """A block gather's kernel with one channel per invocation, and with four over
+    channels-last tensors (chunked dy, arg and dx; common/gather_lanes4.wgsl)."""
+    shared = ("window_constants.wgsl",) + library + ("divide.wgsl", "windows_covering.wgsl", "row_grid.wgsl")
+    lanes = {n: (f"gather_lanes{n}.wgsl",) + ((f"argmax_lanes{n}.wgsl",) if argmax else ()) for n in (1, 4)}
+    chunked = {"dy": "read4_{storage}.wgsl", "arg": "read4_b32.wgsl", "dx": "write4_{storage}.wgsl"}
+    four = tuple(replace(s, snippet=chunked[s.name]) for s in slots)
+    return (Kernel(file, slots, "dy", library=shared + lanes[1]), Kernel(file, four, "dy", library=shared + lanes[4]))
+
+
+MAX_POOL_GRAD, MAX_POOL_GRAD_CHANNELS = _block_gather_kernels(
+    "max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True)), ("windows_first.wgsl",),
+    argmax=True)
+AVERAGE_POOL_GRAD, AVERAGE_POOL_GRAD_CHANNELS = _block_gather_kernels(
+    "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)),
+    ("average_divisor.wgsl", "as_written.wgsl", "windows_first.wgsl"), argmax=False)
+_DISJOINT_LIBRARY = ("window_constants.wgsl", "divide.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl",
+                     "row_grid.wgsl", "disjoint_gradient.wgsl")
+MAX_POOL_GRAD_DISJOINT = Kernel(
+    "max_pool_grad_disjoint.wgsl", (Slot("x", False), Slot("dy", False), Slot("dx", True)), value_slot="x",
+    library=_DISJOINT_LIBRARY + ("disjoint_lanes1.wgsl",),
+)
+MAX_POOL_GRAD_DISJOINT_CHANNELS = Kernel(  # four channels per invocation, in 4-element chunks
+    "max_pool_grad_disjoint.wgsl",
+    (Slot("x", False, snippet="read4_{storage}.wgsl"), Slot("dy", False, snippet="read4_{storage}.wgsl"),
+     Slot("dx", True, snippet="write4_{storage}.wgsl")),
+    value_slot="x", library=_DISJOINT_LIBRARY + ("disjoint_lanes4.wgsl",),
+)
+# The one-pass disjoint gradient over rows, by (x and dx in pairs of chunks, dy in chunks):
+# see max_pool_grad_disjoint_rows.wgsl and common/disjoint_rows_*.wgsl.
+MAX_POOL_GRAD_DISJOINT_ROWS = {
+    (pairs, dy_chunks): Kernel(
+        "max_pool_grad_disjoint_rows.wgsl",
+        (Slot("x", False, snippet="read4_{storage}.wgsl"),
+         Slot("dy", False, snippet="read4_{storage}.wgsl" if dy_chunks else ""),
+         Slot("dx", True, snippet="write8_b16.wgsl" if pairs else "write4_{storage}.wgsl")),
+        value_slot="x",
+        library=_DISJOINT_LIBRARY + ("disjoint_rows_pairs.wgsl" if pairs else "disjoint_rows_chunks.wgsl",
+                                     "disjoint_rows_dy4.wgsl" if dy_chunks else "disjoint_rows_dy1.wgsl"),
+    )
+    for pairs in (False, True) for dy_chunks in (False, True)
+}
+MAX_POOL_GRAD_ROWS = Kernel(
+    "max_pool_grad_rows.wgsl",
+    (Slot("dy", False, snippet="read4_{storage}.wgsl"), Slot("arg", False, snippet="read4_b32.wgsl"),
+     Slot("dx", True, snippet="write4_{storage}.wgsl")), value_slot="dy",
+    library=("grid.wgsl", "window_constants.wgsl", "gather_rows.wgsl"),
+)
+AVERAGE_POOL_GRAD_ROWS = Kernel(
+    "average_pool_grad_rows.wgsl",
+    (Slot("dy", False, snippet="read4_{storage}.wgsl"), Slot("dx", True, snippet="write4_{storage}.wgsl")),
+    value_slot="dy",
+    library=("grid.wgsl", "window_constants.wgsl", "average_divisor.wgsl", "as_written.wgsl", "gather_rows.wgsl"),
+)
+
+
+def _channel_lanes(dx) -> bool:
+    """Whether the block gathers run lanes along C (common/windows_covering.wgsl's
+    CHANNEL_LANES): dx channels-last, so neighbouring lanes touch neighbouring elements
+    (coalesced), not elements C apart (lavapipe, A and B NHWC: 10-25% faster)."""
+    return dx.sizes[1] > 1 and strides_5d(dx).get("c") == 1
+
+
+def _gathers_channels(desc) -> bool:
+    """Whether dy and dx meet the four-channel block gathers' layout (gather_lanes4.wgsl):
+    channels-last, C a multiple of 4, 4-element aligned steps."""
+    dy, dx = desc.input_gradient, desc.output_gradient
+    return _channel_lanes(dx) and dx.sizes[1] % 4 == 0 and contiguous_along([dy, dx], "c")
+
+
+
+def _gradient_block_pass(kernel: Kernel, desc, tensors: dict, constants: dict, windows_w: int = 1,
+                         scratch: Optional[Mapping[str, TensorDesc]] = None, channels_per_lane: int = 1) -> Pass:
+    """One invocation per block of stride-many dx elements along each dimension (see
+    wgsl/common/windows_covering.wgsl), or `windows_w` times the stride along W, rows of
+    blocks folded as in max pooling; over channels-last dx, lanes along C, each taking
+    `channels_per_lane` channels.  ``tensors`` maps slot names to description roles (or
+    ``scratch`` names)."""
+    dy, dx, window = desc.input_gradient, desc.output_gradient, desc.window
+    n, c, in_d, in_h, in_w = as_5d(dx.sizes, dx.strides)[0]
+    _, _, out_d, out_h, out_w = as_5d(dy.sizes, dy.strides)[0]
+    # blocks b * stride - pad % stride + [0, stride) cover [0, size)
+    blocks_d, blocks_h, blocks_w = (
+        -(-(size + pad % stride) // stride)
+        for size, stride, pad in zip((in_d, in_h, in_w), as_3d(window.strides, 1), as_3d(window.start_padding, 0))
+    )
+    blocks_w = -(-blocks_w // windows_w)
+    wg_x = 64
+    if windows_w == 1 and _channel_lanes(dx):
+        per_n, lanes = blocks_d * blocks_h * blocks_w, -(-c // channels_per_lane)
+        grid_constants, grid_params, grid = row_grid(lanes, n * per_n, wg_x)
+        split = Split(per_n, partial(rows_regrid, lanes, wg_x), whole_n=True)
+        grid_constants.update(CHANNEL_LANES=True, CHANNELS_PER_LANE=channels_per_lane)
+    else:
+        grid_constants, grid_params, grid = row_grid(blocks_w, n * c * blocks_d * blocks_h, wg_x)
+        split = Split(blocks_d * blocks_h, partial(rows_regrid, blocks_w, wg_x))
+    params = {
+        "channels": c,
+        "in_d": in_d, "in_h": in_h, "in_w": in_w,
+        "out_d": out_d, "out_h": out_h, "out_w": out_w,
+        **divisor_params("blocks_d", blocks_d), **divisor_params("blocks_h", blocks_h),
+        **divisor_params("blocks_w", blocks_w), **divisor_params("channels", c),
+        **grid_params,
+    }
+    described = dict(desc.input_tensors() + desc.output_tensors(), **(scratch or {}))
+    for slot, role in tensors.items():
+        if role in described:
+            params.update(tensor_stride_params(slot, described[role]))
+    constants = {**grid_constants, **window_constants(window), **constants}
+    return Pass(kernel, tuple(tensors.values()), sorted_constants(constants), params, grid, split)
+
+
+def _tap_steps(window) -> dict:
+    """T{D,H,W} and I{D,H,W} of windows_covering.wgsl's first_tap: the taps landing on one
+    block element recur every step = stride / gcd(dilation, stride) taps."""
+    constants = {}
+    for axis, s, l in zip("DHW", as_3d(window.strides, 1), as_3d(window.dilations, 1)):
+        step = s // math.gcd(l, s)
+        constants.update({f"T{axis}": step, f"I{axis}": pow(l // (s // step), -1, step)})
+    return constants
+
+
+def _block_constants(window) -> dict:
+    """The block gathers' override constants: the tap steps of first_tap (T, I), and with
+    strides of at most 2 and at most 2 windows reaching a block along every dimension, the
+    windows-first visit (common/windows_first.wgsl: WINDOWS_FIRST, NW)."""
+    constants = _tap_steps(window)
+    reaching = [(e - 1) // s + 1 for e, s in zip(as_3d(window.extents, 1), as_3d(window.strides, 1))]
+    if max(as_3d(window.strides, 1)) <= 2 and max(reaching) <= 2:
+        constants.update(WINDOWS_FIRST=True, **{f"NW{axis}": m for axis, m in zip("DHW", reaching)})
+    return constants
+
+
+def _gathers_rows(desc) -> bool:
+    """Whether dx and dy meet the row gathers' layout (common/gather_rows.wgsl); the argmax
+    scratch, packed, then meets it too."""
+    dy, dx = desc.input_gradient, desc.output_gradient
+    in_w, out_w = as_5d(dx.sizes, dx.strides)[0][4], as_5d(dy.sizes, dy.strides)[0][4]
+    return in_w % 4 == 0 and out_w % 4 == 0 and contiguous_along([dx, dy], "w")
+
+
+def _dy_chunks(window) -> int:
+    """DY_CHUNKS of common/gather_rows.wgsl: the most aligned 4-column chunks that the
+    windows reaching eight dx elements w0 .. w0 + 7 (w0 a multiple of 8) span."""
+    stride, pad, extent = window.strides[-1], window.start_padding[-1], window.extents[-1]
+    most = 1
+    for w0 in range(0, 32 * stride, 8):  # the chunks' pattern repeats with w0 every lcm(8, 4 * stride)
+        # (not clamped at the row's start: a wide window's blocks far from it need every
+        # chunk, and w0 here stays small)
+        first = -(-(w0 + pad - (extent - 1)) // stride)
+        last = (w0 + 7 + pad) // stride
+        most = max(most, last // 4 - first // 4 + 1)
+    return most
+
+
+def _fixed_columns(window) -> dict:
+    """FIXED_COLUMNS and FIRST_CHUNK of common/gather_rows.wgsl: with a stride of 1 or 2 along
+    W, the invocation of w0 = 8 * column visits the chunks from w0 / (4 * stride) + FIRST_CHUNK
+    (the first window reaching w0 is ceil((w0 + pad - (extent - 1)) / stride), not clamped)."""
+    stride, pad, extent = window.strides[-1], window.start_padding[-1], window.extents[-1]
+    if stride > 2:
+        return {}
+    return {"FIXED_COLUMNS": True, "FIRST_CHUNK": (-(-(pad - (extent - 1)) // stride)) // 4}
+
+
+def _oh_rows(window) -> int:
+    """OH_ROWS of common/gather_rows.wgsl: the most window rows that can cover two dx rows
+    h0, h0 + 1 (h0 even)."""
+    stride, pad, extent = as_3d(window.strides, 1)[1], as_3d(window.start_padding, 0)[1], as_3d(window.extents, 1)[1]
+    most = 1
+    for h0 in range(0, 2 * stride, 2):  # the pattern repeats with h0 every lcm(2, stride)
+        first = -(-(h0 + pad - (extent - 1)) // stride)
+        last = (h0 + 1 + pad) // stride
+        most = max(most, last - first + 1)
+    return most
+
+
+def _gradient_rows_pass(kernel: Kernel, desc, tensors: dict, constants: dict) -> Pass:
+    """One invocation per 2 x 8 dx elements along H and W (common/gather_rows.wgsl).
+    ``tensors`` maps slot names to description roles."""
+    dy, dx, window = desc.input_gradient, desc.output_gradient, desc.window
+    n, c, in_d, in_h, in_w = as_5d(dx.sizes, dx.strides)[0]
+    _, _, out_d, out_h, out_w = as_5d(dy.sizes, dy.strides)[0]
+    columns = -(-in_w // 8)
+    grid_constants, grid_params, grid = lines_grid(columns, -(-in_h // 2), n * c * in_d)
+    constants = {**grid_constants, **window_constants(window), "DY_CHUNKS": _dy_chunks(window),
+                 "OH_ROWS": _oh_rows(window), **_fixed_columns(window), **constants}
+    params = {
+        "channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w, "out_d": out_d, "out_h": out_h, "out_w": out_w,
+        **tensor_stride_params("dy", dy), **tensor_stride_params("dx", dx), **grid_params,
+    }
+    split = Split(in_d, partial(lines_regrid, columns, -(-in_h // 2)))
+    return Pass(kernel, tuple(tensors.values()), sorted_constants(constants), params, grid, split)
+
+
+def _lone_windows_disjoint(desc):
+    """``desc`` with the stride of every dimension that has a single window (output size 1)
+    raised to the window's extent: the same windows and results, but the gathers see
+    windows that cannot overlap there (global pooling's gradient: one tap per dx element,
+    not a search over the whole window for the one window)."""
+    out_sizes = desc.input_gradient.sizes[2:]
+    window = desc.window
+    strides = tuple(max(s, e) if o == 1 else s for s, e, o in zip(window.strides, window.extents, out_sizes))
+    return desc if strides == window.strides else replace(desc, strides=strides)
+
+
+@register("max_pool_grad")
+def _max_pool_grad_program(desc, gpu: bool) -> Program:
+    desc = _lone_windows_disjoint(desc)
+    window = desc.window
+    forward = desc.forward
+    channels_last = _channel_lanes(desc.output_gradient) and strides_5d(desc.input).get("c") == 1
+    if channels_last:
+        # channels-last x and dx: a channels-last argmax too (and output, which pass 1 does
+        # not write), so that pass 1 can take the channels walk and the gather (lanes along
+        # C) reads it coalesced
+        sizes = forward.output.sizes
+        forward = replace(forward, output=channels_last_desc(forward.output.data_type, sizes),
+                          output_indices=channels_last_desc(DataType.UINT32, sizes))
+    scratch = (("argmax", forward.output_indices),)
+    tensors = {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}
+
+    def two_passes(walk: str, rows: bool, channels: bool = False) -> Program:
+        # Pass 1: forward max pooling writing only each window's argmax (into scratch; no
+        # forward values: the y slot is absent); pass 2: the gather adding each window's dy
+        # at its argmax.  Pass 1 is forward max pooling with indices, so on GPUs it takes
+        # the general walk's outputs per invocation as that does.
+        argmax = window_walk_pass(MAX_POOL, forward, ("input", None, "argmax"), walk, general_outputs(gpu))
+        if rows:
+            gather = _gradient_rows_pass(MAX_POOL_GRAD_ROWS, desc, tensors, {})
+        elif channels:  # four channels per invocation, in 4-element chunks
+            gather = _gradient_block_pass(MAX_POOL_GRAD_CHANNELS, desc, tensors, _block_constants(window),
+                                          scratch=dict(scratch), channels_per_lane=4)
+        else:
+            gather = _gradient_block_pass(MAX_POOL_GRAD, desc, tensors, _block_constants(window),
+                                          scratch=dict(scratch))
+        return Program((argmax, gather), scratch=scratch)
+
+    if all(s >= e for s, e in zip(window.strides, window.extents)):
+        # No dx element lies in two windows: one pass finds each argmax and writes its block
+        # (measured faster than the two passes below on lavapipe, case B: 39 ms to 50).
+        disjoint = {"x": "input", "dy": "input_gradient", "dx": "output_gradient"}
+        general = Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT, desc, disjoint, {}),))
+        if channels_last and _gathers_channels(desc) and contiguous_along([desc.input], "c"):
+            # four channels per invocation, x, dy and dx in 4-element chunks
+            four = Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT_CHANNELS, desc, disjoint, {},
+                                                 channels_per_lane=4),))
+            return replace(four, aligned=("input", "input_gradient", "output_gradient"), fallback=general)
+        in_w = desc.input.sizes[-1]  # dx rows are written in whole chunks
+        if in_w % 4 or window.start_padding[-1] or window.strides[-1] > 8 or \
+                not contiguous_along([desc.input, desc.output_gradient], "w"):
+            return general
+        # four windows along W per invocation, x and dx in 4-element chunks (B: 39 ms to 23);
+        # 16-bit ones in pairs of chunks where blocks start at multiples of 8 elements (even
+        # strides), and the four windows' dy as one chunk where dy rows are whole chunks
+        pairs = reads_pairs(desc) and window.strides[-1] % 2 == 0 and \
+            desc.output_gradient.data_type.size == 2 and pair_aligned(desc.output_gradient)
+        dy_chunks = desc.input_gradient.sizes[-1] % 4 == 0 and contiguous_along([desc.input_gradient], "w")
+        kernel = MAX_POOL_GRAD_DISJOINT_ROWS[pairs, dy_chunks]
+        rows = Program((_gradient_block_pass(kernel, desc, disjoint, {}, windows_w=4),))
+        aligned = ("input", "output_gradient") + (("input_gradient",) if dy_chunks else ())
+        return replace(rows, aligned=aligned, fallback=general, aligned_elements=8 if pairs else 4)
+    general = two_passes("general", rows=False)
+    walk, rows = walk_for(forward, gpu), _gathers_rows(desc)
+    channels = channels_last and _gathers_channels(desc)
+    if walk not in CHUNKED_WALKS and not rows and not channels:
+        return general
+    aligned = (("input",) if walk in CHUNKED_WALKS else ()) + (("input_gradient", "output_gradient") if rows else ()) + \
+        (("input_gradient", "output_gradient") if channels else ())
+    pairs = walk in ("rows", "rows_tail") and reads_pairs(forward)  # pass 1 reads x in pairs of chunks
+    return replace(two_passes(walk, rows, channels), aligned=aligned, fallback=general,
+                   aligned_elements=8 if pairs else 4)
+
+
+@register("average_pool_grad")
+def _average_pool_grad_program(desc, gpu: bool) -> Program:
+    desc = _lone_windows_disjoint(desc)
+    tensors = {"dy": "input_gradient", "dx": "output_gradient"}
+    constants = {"INCLUDE_PADDING": desc.include_padding}
+    block_constants = {**constants, **_block_constants(desc.window)}
+    general = Program((_gradient_block_pass(AVERAGE_POOL_GRAD, desc, tensors, block_constants),))
+    if _gathers_rows(desc):
+        rows = Program((_gradient_rows_pass(AVERAGE_POOL_GRAD_ROWS, desc, tensors, constants),))
+        return replace(rows, aligned=("input_gradient", "output_gradient"), fallback=general)
+    if _gathers_channels(desc):  # four channels per invocation, in 4-element chunks
+        four = Program((_gradient_block_pass(AVERAGE_POOL_GRAD_CHANNELS, desc, tensors, block_constants,
+                                             channels_per_lane=4),))
+        return replace(four, aligned=("input_gradient", "output_gradient"), fallback=general)
+    return general

@@ -1,0 +1,159 @@
+"""Geometry shared by the kernels: 5-D views of tensors, override constants of a window,
+uniform values of strides and divisors, workgroup grids and the layout predicates that
+decide which kernels a tensor's strides allow."""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+from ..dtypes import DataType
+from ..tensor_desc import TensorDesc
+
+MAX_WORKGROUPS_PER_DIM = 65535
+
+def as_5d(sizes: tuple, strides: tuple):
+    """{N, C, spatial...} -> {N, C, D, H, W} by inserting unit leading spatial dimensions."""
+    missing = 5 - len(sizes)
+    return sizes[:2] + (1,) * missing + sizes[2:], strides[:2] + (0,) * missing + strides[2:]
+
+
+def as_3d(values: tuple, fill: int) -> tuple:
+    return (fill,) * (3 - len(values)) + tuple(values)
+
+
+def divisor_params(name: str, d: int) -> dict:
+    """Params ``name``, ``name_magic`` and ``name_shift`` of common/divide.wgsl's divide():
+    n / d for every u32 n by a multiply-high and shifts (Granlund and Montgomery)."""
+    ceil_log2 = (d - 1).bit_length()
+    magic = ((1 << 32) * ((1 << ceil_log2) - d)) // d + 1
+    return {name: d, f"{name}_magic": magic & 0xFFFFFFFF, f"{name}_shift": max(ceil_log2 - 1, 0)}
+
+
+def tensor_stride_params(name: str, tensor) -> dict:
+    if tensor is None:
+        return {f"{name}_{axis}": 0 for axis in "ncdhw"}
+    _, strides = as_5d(tensor.sizes, tensor.strides)
+    return {f"{name}_{axis}": s for axis, s in zip("ncdhw", strides)}
+
+
+def fold_groups(groups: int) -> tuple:
+    """A grid of `groups` workgroups numbered ``wg.y * 65535 + wg.x`` (x at most 65535; the
+    kernel skips groups past the end).  Its y exceeds 65535 only past 65535^2 groups, where
+    :func:`chunked` splits the pass."""
+    across = min(max(groups, 1), MAX_WORKGROUPS_PER_DIM)
+    return (across, math.ceil(groups / across), 1)
+
+
+def grid_fits(grid: tuple) -> bool:
+    return all(g <= MAX_WORKGROUPS_PER_DIM for g in grid)
+
+
+def row_grid(columns: int, rows: int, wg_x: int) -> tuple:
+    """(constants, params, grid) of common/row_grid.wgsl: `rows` rows of `columns`
+    invocations in workgroups of `wg_x` lanes, ROW_LANES of them along a row (rows shorter
+    than a workgroup share one: no idle lanes); row groups over workgroup y, folded into z
+    past 65535, or all workgroups numbered flat where a row needs more than 65535 (FOLDED)."""
+    lanes = min(columns, wg_x)
+    column_groups = math.ceil(columns / lanes)
+    row_groups = math.ceil(rows / (wg_x // lanes))
+    constants = {"WG_X": wg_x, "ROW_LANES": lanes}
+    params = {"column_groups": column_groups, "rows": rows, "row_origin": 0}
+    across = min(row_groups, MAX_WORKGROUPS_PER_DIM)
+    grid = (column_groups, across, math.ceil(row_groups / across))
+    if not grid_fits(grid):
+        constants["FOLDED"] = True
+        grid = fold_groups(column_groups * row_groups)
+    return constants, params, grid
+
+
+def flat_grid(total: int, wg_x: int) -> tuple:
+    """Workgroups for `total` invocations numbered ``group * wg_x + lane`` (flat_index.wgsl)."""
+    return fold_groups(math.ceil(total / wg_x))
+
+
+def rows_regrid(columns: int, wg_x: int, first: int, count: int) -> tuple:
+    constants, params, grid = row_grid(columns, count, wg_x)
+    return {"FOLDED": constants.get("FOLDED", False)}, dict(params, row_origin=first), grid
+
+
+def flat_regrid(wg_x: int, first: int, count: int) -> tuple:
+    return {}, {"total": count, "origin": first}, flat_grid(count, wg_x)
+
+
+def sorted_constants(constants: Mapping) -> tuple:
+    return tuple(sorted(constants.items()))
+
+
+def window_constants(window) -> dict:
+    """The window geometry as the override constants K/S/L/P{D,H,W} and PADDED."""
+    constants = {"PADDED": window.has_padding}
+    for axis, k, s, l, p in zip(
+        "DHW",
+        as_3d(window.window_size, 1),
+        as_3d(window.strides, 1),
+        as_3d(window.dilations, 1),
+        as_3d(window.start_padding, 0),
+    ):
+        constants.update({f"K{axis}": k, f"S{axis}": s, f"L{axis}": l, f"P{axis}": p})
+    return constants
+
+
+# The forward fixed-window pooling kernels: an operator's accumulator (max_pool.wgsl,
+# avg_pool.wgsl, lp_pool.wgsl) under one of the window walks (common/window_walk*.wgsl):
+
+def strides_5d(tensor) -> dict:
+    """Axis -> stride of the dimensions of size > 1 (the others are never stepped)."""
+    sizes, strides = as_5d(tensor.sizes, tensor.strides)
+    return {axis: st for axis, size, st in zip("ncdhw", sizes, strides) if size > 1}
+
+
+def contiguous_along(tensors, axis: str) -> bool:
+    """Whether every tensor has unit stride along `axis` and 4-element aligned steps along
+    the others: the layout the chunked walks read and write 4 elements at a time."""
+    for t in tensors:
+        strides = strides_5d(t)
+        if strides.get(axis, 1) != 1 or any(st % 4 for a, st in strides.items() if a != axis):
+            return False
+    return True
+
+
+
+
+# Invocations per workgroup of lines_grid (on an H100, 256 instead of 64: -2% to +8%).
+LINES_WORKGROUP = 64
+
+
+def lines_grid(columns: int, lines: int, planes: int) -> tuple:
+    """Workgroup shape, uniform values and grid of window_geometry.wgsl's grid_position:
+    LINES_WORKGROUP invocations, WG_X of them along a line of `columns` (exactly, when a line is shorter:
+    no idle lanes), the rest over lines, and over planes when lines are few; plane groups
+    over workgroup z, folded into y past 65535.  Where even so a dimension would exceed
+    65535 workgroups, they are numbered flat instead (grid.wgsl's FOLDED).  Planes count
+    from ``plane_origin`` (a chunk's first, see chunked)."""
+    wg_x = min(columns, LINES_WORKGROUP)
+    wg_y = min(max(1, LINES_WORKGROUP // wg_x), lines)
+    wg_z = min(max(1, LINES_WORKGROUP // (wg_x * wg_y)), planes)
+    line_groups = math.ceil(lines / wg_y)
+    plane_groups = math.ceil(planes / wg_z)
+    folds = math.ceil(plane_groups / MAX_WORKGROUPS_PER_DIM)
+    constants = {"WG_X": wg_x, "WG_Y": wg_y, "WG_Z": wg_z}
+    params = {"columns": columns, "lines": lines, "line_groups": line_groups, "planes": planes, "plane_origin": 0}
+    grid = (math.ceil(columns / wg_x), line_groups * folds, min(plane_groups, MAX_WORKGROUPS_PER_DIM))
+    if not grid_fits(grid):
+        constants["FOLDED"] = True
+        grid = fold_groups(math.ceil(columns / wg_x) * line_groups * plane_groups)
+    return constants, params, grid
+
+
+def lines_regrid(columns: int, lines: int, first: int, count: int) -> tuple:
+    constants, params, grid = lines_grid(columns, lines, count)
+    return {"FOLDED": constants.get("FOLDED", False)}, dict(params, plane_origin=first), grid
+
+
+def channels_last_desc(data_type: DataType, sizes: tuple) -> TensorDesc:
+    """A packed channels-last tensor: C innermost, then W, H, D, N."""
+    strides, step = [0] * len(sizes), 1
+    for axis in [1] + list(range(len(sizes) - 1, 1, -1)) + [0]:
+        strides[axis], step = step, step * sizes[axis]
+    return TensorDesc(data_type, sizes, tuple(strides))

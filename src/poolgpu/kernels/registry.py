@@ -1,0 +1,34 @@
+"""The registry: operator name (a description's ``kernel``) -> the function building its
+Program.  Each family module registers its builders with :func:`register` when imported."""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from .chunking import chunked
+from .core import Program
+
+REGISTRY: dict = {}
+
+
+def register(operator: str) -> Callable:
+    """Decorator: ``builder(desc, gpu) -> Program`` builds the programs of ``operator``."""
+
+    def add(builder: Callable) -> Callable:
+        if operator in REGISTRY:
+            raise ValueError(f"a program builder for {operator!r} is registered already")
+        REGISTRY[operator] = builder
+        return builder
+
+    return add
+
+
+def program_for(desc, max_binding: Optional[int] = None, gpu: bool = False) -> Program:
+    """The description's program, tuned for a GPU (``gpu``) or a software adapter (see
+    walk_for); with ``max_binding`` (bytes), chunked so that no dispatch binds more of a
+    tensor (see :func:`chunked`)."""
+    program = REGISTRY[desc.kernel](desc, gpu)
+    if max_binding is None:
+        return program
+    tensors = dict(desc.input_tensors() + desc.output_tensors())
+    return chunked(program, {role: t for role, t in tensors.items() if t is not None}, max_binding)

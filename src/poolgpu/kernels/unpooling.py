@@ -1,0 +1,131 @@
+"""Max unpooling: deterministic winner selection (integer atomicMax), then a gather (each
+output element copies its winner) or, into dense outputs, a scatter (each winner copies
+itself)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from functools import partial
+
+from ..dtypes import DataType
+from ..tensor_desc import TensorDesc
+from .chunking import max_offset
+from .core import Kernel, Pass, Program, Slot, Split
+from .grids import (as_5d, contiguous_along, divisor_params, fold_groups, lines_grid, lines_regrid, sorted_constants,
+                    tensor_stride_params)
+from .registry import register
+
+def _unpool_source_kernel(file: str, slots: tuple, value_slot: str, chunks: bool, library: tuple = ()) -> Kernel:
+    """A pass over input elements (common/unpool_source.wgsl), reading the indices one by one
+    or (``chunks``) in 4-element chunks."""
+    idx = Slot("idx", False, snippet="read4_index_{storage}.wgsl" if chunks else "")
+    source = ("grid.wgsl", "unpool_source.wgsl", "unpool_indices4.wgsl" if chunks else "unpool_indices1.wgsl")
+    return Kernel(file, (idx,) + slots, value_slot=value_slot, library=source + library)
+
+
+MAX_UNPOOL_WINNERS, MAX_UNPOOL_WINNERS_CHUNKS = (
+    _unpool_source_kernel("max_unpool_winners.wgsl", (Slot("winner", True, snippet="atomic_b32.wgsl"),), "idx", chunks)
+    for chunks in (False, True))
+MAX_UNPOOL_SCATTER, MAX_UNPOOL_SCATTER_CHUNKS = (
+    _unpool_source_kernel(
+        "max_unpool_scatter.wgsl", (Slot("winner", True, snippet="atomic_b32.wgsl"), Slot("x", False), Slot("y", True)),
+        "x", chunks, ("divide.wgsl",))
+    for chunks in (False, True))
+ZERO_FILL = Kernel("zero_fill.wgsl", (Slot("y", True, snippet="write4_{storage}.wgsl"),), value_slot="y")
+MAX_UNPOOL = Kernel(
+    "max_unpool.wgsl", (Slot("x", False), Slot("winner", True, snippet="take_b32.wgsl"), Slot("y", True)),
+    value_slot="x", library=("grid.wgsl", "unpool_walk.wgsl"),
+)
+MAX_UNPOOL_ROWS = Kernel(
+    "max_unpool.wgsl",
+    (Slot("x", False), Slot("winner", True, snippet="take4_b32.wgsl"), Slot("y", True, snippet="write4_{storage}.wgsl")),
+    value_slot="x", library=("grid.wgsl", "unpool_walk_rows.wgsl"),
+)
+
+
+@register("max_unpool")
+def _max_unpool_program(desc, gpu: bool) -> Program:
+    x, indices, y = desc.input, desc.indices, desc.output
+    n, c, in_d, in_h, in_w = as_5d(x.sizes, x.strides)[0]
+    _, _, out_d, out_h, out_w = as_5d(y.sizes, y.strides)[0]
+    in_columns = -(-in_w // 4)  # common/unpool_source.wgsl: four input elements per invocation
+    in_constants, in_params, in_grid = lines_grid(in_columns, in_h, n * c * in_d)
+    sizes = {"channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w}
+    out_plane, in_plane = out_d * out_h * out_w, in_d * in_h * in_w
+    # the passes over input elements (common/unpool_source.wgsl)
+    source_constants = {**in_constants, "WIDE_INDICES": indices.data_type == DataType.UINT64}
+    source_params = {**sizes, **tensor_stride_params("idx", indices), **in_params, **_target_range(out_plane, 0, n * c)}
+    winners = Pass(
+        MAX_UNPOOL_WINNERS, ("indices", "winner"), sorted_constants(source_constants), source_params, in_grid,
+        # indices scatter anywhere: the winners of a chunk of output planes are picked over
+        # every input plane
+        Split(in_d, partial(lines_regrid, in_columns, in_h), scatter="winner",
+              filter=partial(_target_range, out_plane)),
+    )
+
+    def write(kernel: Kernel, columns: int) -> Pass:
+        constants, grid_params, grid = lines_grid(columns, out_h, n * c * out_d)
+        constants["PACKED_INPUT"] = x.is_packed
+        params = {**sizes, "out_d": out_d, "out_h": out_h, "out_w": out_w,
+                  **tensor_stride_params("x", x), **tensor_stride_params("y", y), **grid_params,
+                  **_source_range(in_plane, 0, n * c, True, True)}
+        # each output element copies its winner's input element, anywhere: only the general
+        # walk copies winners in ranges (for inputs larger than a binding)
+        split = Split(out_d, partial(lines_regrid, columns, out_h), gather="input",
+                      filter=partial(_source_range, in_plane), ranged=kernel is MAX_UNPOOL)
+        return Pass(kernel, ("input", "winner", "output"), sorted_constants(constants), params, grid, split)
+
+    # The winner scratch starts zero-filled and the last pass (write or scatter) leaves it
+    # zeroed again.
+    scratch = (("winner", TensorDesc(DataType.UINT32, y.sizes)),)
+    general = Program((winners, write(MAX_UNPOOL, out_w)), scratch=scratch)
+    # Indices contiguous along W are read in 4-element chunks where they start at a multiple
+    # of 4 elements (else the general program runs).
+    chunks = contiguous_along([indices], "w")
+    source_kernels = (MAX_UNPOOL_WINNERS_CHUNKS, MAX_UNPOOL_SCATTER_CHUNKS) if chunks else \
+        (MAX_UNPOOL_WINNERS, MAX_UNPOOL_SCATTER)
+    fast_winners = replace(winners, kernel=source_kernels[0])
+    aligned = ("indices",) if chunks else ()
+    if max_offset(y) + 1 == y.element_count and y.element_count % 4 == 0:
+        # A dense output (any order of its dimensions): zero it whole in 4-element chunks,
+        # then only the winners write, walking the input, not the (larger) output and its
+        # whole scratch (with the grid and index chunks above, on lavapipe case A 1.8x
+        # faster, channels-last 3x; whole tensors only: each chunk of a scattered output
+        # would walk the whole input).
+        scatter = Pass(
+            source_kernels[1], ("indices", "winner", "input", "output"),
+            sorted_constants({**source_constants, "PACKED_OUTPUT": y.is_packed}),
+            {**source_params, **divisor_params("out_d", out_d), **divisor_params("out_h", out_h),
+             **divisor_params("out_w", out_w), **divisor_params("channels", c),
+             **tensor_stride_params("x", x), **tensor_stride_params("y", y)},
+            in_grid,
+        )
+        sparse = Program((_zero_fill_pass(y), fast_winners, scatter), scratch=scratch, whole_only=True)
+        return replace(sparse, aligned=("output",) + aligned, fallback=general)
+    if out_w % 4 == 0 and contiguous_along([y], "w"):
+        rows = Program((fast_winners, write(MAX_UNPOOL_ROWS, out_w // 4)), scratch=scratch)
+        return replace(rows, aligned=("output",) + aligned, fallback=general)
+    if chunks:
+        return Program((fast_winners, general.passes[1]), scratch=scratch, aligned=aligned, fallback=general)
+    return general
+
+
+def _zero_fill_pass(y: TensorDesc) -> Pass:
+    """zero_fill.wgsl over the dense tensor ``y`` (its element count a multiple of 4)."""
+    wg_x, quads_per_lane = 64, 4
+    quads = y.element_count // 4
+    return Pass(ZERO_FILL, ("output",), sorted_constants({"WG_X": wg_x, "QUADS": quads_per_lane}),
+                {"quads": quads}, fold_groups(math.ceil(quads / (wg_x * quads_per_lane))))
+
+
+def _target_range(out_plane: int, first: int, planes: int, *_) -> dict:
+    """max_unpool_winners.wgsl: only indices into output planes [first, first + planes) count."""
+    return {"out_first": first * out_plane, "out_count": planes * out_plane}
+
+
+def _source_range(in_plane: int, first: int, planes: int, first_range: bool, last_range: bool) -> dict:
+    """max_unpool.wgsl: copy only winners in input planes [first, first + planes); outputs
+    without a winner are zeroed with the first range, winners reset with the last."""
+    return {"source_first": first * in_plane, "source_count": planes * in_plane,
+            "zeros": int(first_range), "reset": int(last_range)}

@@ -1,0 +1,235 @@
+"""The forward fixed-window pooling kernels: an operator's accumulator (max_pool.wgsl,
+avg_pool.wgsl, lp_pool.wgsl) under one of the window walks (common/window_walk*.wgsl):
+"general" for any strides; "rows" when tensors are contiguous along W and "channels" when
+contiguous along C (four outputs per invocation from 4-element chunk loads and stores);
+"rows_tail" when only the input is contiguous along W (chunk loads, scalar stores); "plane"
+for global pooling (a workgroup per output)."""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+from ..dtypes import DataType
+from .core import Kernel, Pass, Program, Slot, Split
+from .grids import (as_3d, as_5d, contiguous_along, fold_groups, lines_grid, lines_regrid, sorted_constants,
+                    strides_5d, tensor_stride_params, window_constants)
+from .registry import register
+
+_CHUNKED = (
+    Slot("x", False, snippet="read4_{storage}.wgsl"),
+    Slot("y", True, snippet="write4_{storage}.wgsl"),
+    Slot("idx", True, snippet="write4_index_{storage}.wgsl"),
+)
+WALKS = {  # walk -> (its files in wgsl/common, its slots)
+    "general": (("window_walk.wgsl",), (Slot("x", False), Slot("y", True), Slot("idx", True))),
+    "rows": (("window_walk_rows.wgsl", "rows_store4.wgsl"), _CHUNKED),
+    "rows_tail": (("window_walk_rows.wgsl", "rows_store_tail.wgsl"), (_CHUNKED[0], Slot("y", True), Slot("idx", True))),
+    "channels": (("window_walk_channels.wgsl",), _CHUNKED),
+    "plane": (("window_walk_plane.wgsl",), (Slot("x", False), Slot("y", True), Slot("idx", True))),
+}
+CHUNKED_WALKS = ("rows", "rows_tail", "channels")  # the walks that need 4-element aligned tensors
+ROWS_MAX_CHUNKS = 8  # window_walk_rows.wgsl's span holds 32 elements
+ROWS_PER_INVOCATION = 4  # output rows of window_walk_rows.wgsl's invocations (fewer where out_h is)
+
+
+def _pooling_kernels(file: str, accumulator: tuple) -> dict:
+    """The operator's kernel under each walk."""
+    shared = ("grid.wgsl", "window_constants.wgsl", "window_geometry.wgsl")
+    return {
+        walk: Kernel(file, slots, "x", library=accumulator + shared + walk_files)
+        for walk, (walk_files, slots) in WALKS.items()
+    }
+
+
+MAX_POOL = _pooling_kernels("max_pool.wgsl", ("max_accumulator.wgsl",))
+COMPENSATED_SUM = ("compensated_sum.wgsl", "as_written.wgsl")  # the library and what it needs
+AVERAGE_POOL = _pooling_kernels("avg_pool.wgsl", COMPENSATED_SUM)
+LP_POOL = _pooling_kernels("lp_pool.wgsl", COMPENSATED_SUM)
+
+
+
+def _row_span(window) -> tuple:
+    """(LEAD, CHUNKS) of window_walk_rows.wgsl: where four outputs' taps start in their first
+    4-element chunk, and how many chunks they span."""
+    lead = -window.start_padding[-1] % 4
+    return lead, (lead + 3 * window.strides[-1] + (window.window_size[-1] - 1) * window.dilations[-1]) // 4 + 1
+
+
+def reads_pairs(desc) -> bool:
+    """Whether window_walk_rows.wgsl reads x eight elements (two chunks) per load (PAIRED):
+    16-bit x whose rows and planes hold whole pairs of chunks."""
+    return desc.input.data_type.size == 2 and pair_aligned(desc.input)
+
+
+def pair_aligned(t) -> bool:
+    """Whether ``t``'s rows and planes hold whole pairs of 4-element chunks (W a multiple of
+    8, every other stride too)."""
+    in_w = as_5d(t.sizes, t.strides)[0][4]
+    return in_w % 8 == 0 and all(st % 8 == 0 for a, st in strides_5d(t).items() if a != "w")
+
+
+def _pair_constants(window, lead: int, chunks: int) -> dict:
+    """PARITY and PAIRS of window_walk_rows.wgsl: whether the span's first chunk, c0 = column
+    * SW - (PW + LEAD) / 4, is odd in every invocation (1), in none (0) or in some (2), and
+    how many pairs of chunks hold the span (LEAD, CHUNKS: _row_span's)."""
+    stride = window.strides[-1]
+    parity = (-(window.start_padding[-1] + lead) // 4) % 2 if stride % 2 == 0 else 2
+    return {"PARITY": parity, "PAIRS": (chunks + 1) // 2 if parity == 0 else (chunks + 2) // 2}
+
+
+# The plane walk's workgroup (window_walk_plane.wgsl's PLANE_LANES): smaller planes would
+# leave most of its lanes idle (an H100, case C's 49-element planes: 24% of copy, against
+# 31% for one invocation per output).
+PLANE_LANES = 256
+
+
+def plane_walk_fits(in_spatial: tuple, out_spatial: tuple) -> bool:
+    """Whether pooling each input plane to one output is the plane walk's (planes of at
+    least PLANE_LANES elements)."""
+    return all(o == 1 for o in out_spatial) and math.prod(in_spatial) >= PLANE_LANES
+
+
+def _covers_plane(desc) -> bool:
+    """Whether ``desc``'s one window covers each whole input plane, for the plane walk."""
+    window, in_spatial = desc.window, tuple(desc.input.sizes[2:])
+    return tuple(window.window_size) == in_spatial and not any(window.start_padding) \
+        and all(d == 1 for d in window.dilations) and plane_walk_fits(in_spatial, desc.output.sizes[2:])
+
+
+def walk_for(desc, gpu: bool) -> str:
+    """The fastest window walk whose layout requirements ``desc`` meets: on a software
+    adapter (lavapipe, llvmpipe; ``gpu`` false) the rows walk's several outputs per
+    invocation, which share their loads; on GPUs the general walk, whose neighbouring lanes
+    read neighbouring elements (two outputs each: GPU_OUTPUTS_PER_INVOCATION; measured on an
+    H100, case A: the rows walk 2-4x slower), and a workgroup per output for global pooling."""
+    tensors = [t for t in (desc.input, desc.output, getattr(desc, "output_indices", None)) if t is not None]
+    window = desc.window
+    out_w, channels = as_5d(desc.output.sizes, desc.output.strides)[0][4], desc.input.sizes[1]
+    span_fits = _row_span(window)[1] <= ROWS_MAX_CHUNKS
+    if gpu and _covers_plane(desc):
+        return "plane"
+    if not gpu and out_w % 4 == 0 and span_fits and contiguous_along(tensors, "w"):
+        return "rows"
+    if channels % 4 == 0 and contiguous_along(tensors, "c"):
+        return "channels"
+    if not gpu and out_w >= 4 and span_fits and contiguous_along(tensors[:1], "w"):
+        return "rows_tail"
+    return "general"
+
+
+def _plane_params(first: int, planes: int) -> dict:
+    """The grid params of the plane walk: only its planes count (one workgroup each)."""
+    return {"columns": 1, "lines": 1, "line_groups": 1, "planes": planes, "plane_origin": first}
+
+
+def _plane_regrid(first: int, count: int) -> tuple:
+    return {}, _plane_params(first, count), fold_groups(count)
+
+
+def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "general", outputs: int = 1,
+                      **constants) -> Pass:
+    """A pass of a window-walk kernel: `walk` picks the walk (see walk_for); ``outputs``:
+    the general walk's neighbouring outputs along W per invocation (window_walk.wgsl's
+    OUTPUTS)."""
+    in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
+    n, c, out_d, out_h, out_w = as_5d(desc.output.sizes, desc.output.strides)[0]
+    if walk in ("rows", "rows_tail"):  # (ow / 4, oh / ROWS, (n, c, od)): output rows share input rows
+        rows = min(ROWS_PER_INVOCATION, out_h)
+        grid_constants, grid_params, grid = lines_grid(-(-out_w // 4), -(-out_h // rows), n * c * out_d)
+        constants["LEAD"], constants["CHUNKS"] = _row_span(desc.window)
+        constants["ROWS"] = rows
+        if walk == "rows_tail":   # rows_store_tail.wgsl: 16-bit outputs contiguous along W stored in pairs
+            constants["PAIR_STORES"] = desc.output.data_type.size == 2 and strides_5d(desc.output).get("w") == 1
+        if reads_pairs(desc):
+            constants.update(PAIRED=True, **_pair_constants(desc.window, constants["LEAD"], constants["CHUNKS"]))
+    elif walk == "plane":  # a workgroup per (n, c), numbered flat
+        grid_constants, grid_params, grid = {}, _plane_params(0, n * c), fold_groups(n * c)
+        x_sizes, x_strides = as_5d(desc.input.sizes, desc.input.strides)
+        grid_constants["FLAT_PLANE"] = x_strides[2:] == (x_sizes[3] * x_sizes[4], x_sizes[4], 1)
+    elif walk == "channels":  # (c / 4, ow / COLS, (n, od, oh / ROWS)): 2 x 2 outputs share loads
+        # ... where windows overlap.  Disjoint ones share none, and a block of them only adds
+        # registers: case B (2x2 stride 2) on lavapipe, one output per invocation made average
+        # and Lp 1.2x faster, max 1.1x, but max with indices 0.93x (a block shares its index
+        # arithmetic), so that keeps its blocks.
+        _, extent_h, extent_w = as_3d(desc.window.extents, 1)
+        _, stride_h, stride_w = as_3d(desc.window.strides, 1)
+        indices = getattr(desc, "output_indices", None) is not None
+        rows = 2 if out_h > 1 and (stride_h < extent_h or indices) else 1
+        cols = 2 if out_w > 1 and (stride_w < extent_w or indices) else 1
+        grid_constants, grid_params, grid = lines_grid(c // 4, -(-out_w // cols), n * out_d * -(-out_h // rows))
+        constants["ROWS"], constants["COLS"] = rows, cols
+    else:  # (ow / OUTPUTS, oh, (n, c, od))
+        outputs = min(outputs, out_w)
+        grid_constants, grid_params, grid = lines_grid(-(-out_w // outputs), out_h, n * c * out_d)
+        constants["OUTPUTS"] = outputs
+    # chunks (see chunked) are runs of planes: (n, c, od), or (n, od, oh) for channels
+    per_plane = grid_params["planes"] // (n if walk == "channels" else n * c)
+    regrid = _plane_regrid if walk == "plane" else partial(lines_regrid, grid_params["columns"], grid_params["lines"])
+    split = Split(per_plane, regrid, whole_n=walk == "channels")
+    constants.update(grid_constants, **window_constants(desc.window))
+    params = {
+        "channels": c,
+        "in_d": in_sizes[2], "in_h": in_sizes[3], "in_w": in_sizes[4],
+        "out_d": out_d, "out_h": out_h, "out_w": out_w,
+        **grid_params,
+    }
+    indices = getattr(desc, "output_indices", None)
+    for name, tensor in (("x", desc.input), ("y", desc.output), ("idx", indices)):
+        params.update(tensor_stride_params(name, tensor))
+    return Pass(kernels_by_walk[walk], roles, sorted_constants(constants), params, grid, split)
+
+
+# Neighbouring outputs along W per invocation of the general walk on GPUs (window_walk.wgsl's
+# OUTPUTS: 1 or 2).  Measured on an H100, float32, with windows written out: 2 outputs
+# against 1, case A max 1.2-1.4x faster, B 1.3-1.6x, 1D 1.3-1.4x, 3D 1.2x; 4 outputs were
+# 0.8-0.9x as fast as 2 (float16 1.0-1.1x, 3D 0.85x).
+GPU_OUTPUTS_PER_INVOCATION = 2
+
+
+def general_outputs(gpu: bool) -> int:
+    """The general walk's OUTPUTS for a device of this class."""
+    return GPU_OUTPUTS_PER_INVOCATION if gpu else 1
+
+
+def _window_walk_program(kernels_by_walk: dict, desc, roles: tuple, gpu: bool, **constants) -> Program:
+    """One window-walk pass, on the fastest walk the layout allows, with the general walk
+    as the fallback for calls whose tensor offsets are not 4-element aligned."""
+    walk = walk_for(desc, gpu)
+    outputs = general_outputs(gpu)
+    if walk not in CHUNKED_WALKS:
+        return Program((window_walk_pass(kernels_by_walk, desc, roles, walk, outputs, **constants),))
+    general = Program((window_walk_pass(kernels_by_walk, desc, roles, "general", outputs, **constants),))
+    fast = (window_walk_pass(kernels_by_walk, desc, roles, walk, **constants),)
+    aligned = roles[:1] if walk == "rows_tail" else tuple(r for r in roles if r is not None)
+    pairs = walk in ("rows", "rows_tail") and reads_pairs(desc)
+    return Program(fast, aligned=aligned, fallback=general, aligned_elements=8 if pairs else 4)
+
+
+@register("max_pool")
+def max_pool_program(desc, gpu: bool) -> Program:
+    indices = "output_indices" if getattr(desc, "output_indices", None) is not None else None
+    return _window_walk_program(MAX_POOL, desc, ("input", "output", indices), gpu)
+
+
+@register("average_pool")
+def average_pool_program(desc, gpu: bool) -> Program:
+    constants = {"INCLUDE_PADDING": desc.include_padding}
+    # ONNX's ceil_mode: padding past the declared end padding is not counted in the divisor
+    counted_end = getattr(desc, "counted_end_padding", None)
+    if counted_end is not None and tuple(counted_end) != desc.window.end_padding:
+        constants["CLIP_DIVISOR"] = True
+        constants.update(zip(("ED", "EH", "EW"), as_3d(counted_end, 0)))
+    return _window_walk_program(AVERAGE_POOL, desc, ("input", "output", None), gpu, **constants)
+
+
+LP_PLAIN_SUM_TAPS = 9  # lp_pool.wgsl: windows up to this many taps sum without compensation
+LP_UNSCALED_FLOAT16_MAX_P = 4  # lp_pool.wgsl: float16 |x|^p stays in f32's normal range
+
+
+@register("lp_pool")
+def _lp_pool_program(desc, gpu: bool) -> Program:
+    compensated = math.prod(desc.window.window_size) > LP_PLAIN_SUM_TAPS
+    scaled = not (desc.input.data_type == DataType.FLOAT16 and desc.p <= LP_UNSCALED_FLOAT16_MAX_P)
+    return _window_walk_program(LP_POOL, desc, ("input", "output", None), gpu, P=desc.p,
+                                COMPENSATED=compensated, SCALED=scaled)
