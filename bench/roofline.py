@@ -61,7 +61,7 @@ COPY = Kernel(str(Path(__file__).with_name("copy.wgsl")),
 
 
 @register("copy")
-def copy_program(desc, gpu: bool) -> Program:
+def copy_program(desc, tuning) -> Program:
     """``desc.input`` read once and ``desc.output`` written once, 16 bytes per access,
     ``desc.vec4s_per_thread`` words per invocation in workgroups of ``desc.workgroup_size``
     (whatever the device's tuning: the roofline tunes its own launch shape)."""

@@ -3,8 +3,8 @@
     python3 -m bench.variants --cases A,B --dtype float32,float16 --ops max,avg,max_idx \\
         --variants current,out1,wg256 [--layout nhwc] [--tuned-for gpu]
 
-Each variant changes one of kernels.py's choices for the ops compiled under it (they
-compose with '+': ``out1+wg256``); every variant's result is checked against the reference
+Each variant changes one choice of the device's ``pg.Tuning`` for the ops compiled under
+it (they compose with '+': ``out1+wg256``); every variant's result is checked against the reference
 before it is timed.  Every variant and the copy roofline are timed in ONE submission,
 ``--rounds`` rounds of a pass each (bench/timing.py's ``interleaved``: GPUs' clocks stay
 up, data rotates out of L2); times are per dispatch, fastest and median pass.
@@ -13,12 +13,11 @@ up, data rotates out of L2); times are per dispatch, fastest and median pass.
 from __future__ import annotations
 
 import argparse
-import contextlib
+import dataclasses
 
 import numpy as np
 
 import poolgpu as pg
-import poolgpu.kernels as kernels
 
 from .cases import CASES, Data, build
 from .check import check
@@ -26,49 +25,39 @@ from .poolgpu_run import rotating_runs
 from .roofline import Roofline
 from .timing import ROTATE, GpuTimer, interleaved
 
-_CHOICES = ((kernels.gradients, "_gathers_rows"), (kernels.gradients, "_block_constants"),
-            (kernels.window, "walk_for"), (kernels.gradients, "walk_for"), (kernels.window, "ROWS_PER_INVOCATION"),
-            (kernels.window, "GPU_OUTPUTS_PER_INVOCATION"), (kernels.grids, "LINES_WORKGROUP"))
 VARIANTS = {
-    "current": "the kernels as they are",
-    "outN": "N outputs per invocation of the general walk on GPUs (kernels.GPU_OUTPUTS_PER_INVOCATION)",
-    "wgN": "workgroups of N invocations in the (column, line, plane) grids instead of 64",
+    "current": "the kernels as they are (the device's tuning)",
+    "outN": "N outputs per invocation of the general walk (Tuning.outputs_per_invocation)",
+    "wgN": "workgroups of N invocations in the (column, line, plane) grids (Tuning.lines_workgroup)",
     "rowsN": "the walks chosen for CPU adapters, N output rows per rows-walk invocation",
-    "blockgather": "the gradients' block gathers instead of the row gathers",
+    "blockgather": "the gradients' block gathers instead of the row gathers (Tuning.row_gathers)",
     "tapsfirst": "the block gathers' loops (a window read once per tap) instead of windows first",
 }
 
 
-def _apply(part: str) -> None:
+def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
     name, digits = part.rstrip("0123456789"), part[len(part.rstrip("0123456789")):]
+    replace = dataclasses.replace
     if part == "current":
-        return
+        return tuning
     if name == "out" and digits:
-        kernels.window.GPU_OUTPUTS_PER_INVOCATION = int(digits)
-    elif name == "wg" and digits:
-        kernels.grids.LINES_WORKGROUP = int(digits)
-    elif name == "rows" and digits:
-        cpu_walk = kernels.window.walk_for
-        kernels.window.walk_for = kernels.gradients.walk_for = lambda desc, gpu: cpu_walk(desc, False)
-        kernels.window.ROWS_PER_INVOCATION = int(digits)
-    elif part == "blockgather":
-        kernels.gradients._gathers_rows = lambda desc: False
-    elif part == "tapsfirst":
-        kernels.gradients._block_constants = kernels.gradients._tap_steps
-    else:
-        raise SystemExit(f"unknown variant {part!r}; known: " + "; ".join(f"{k}: {v}" for k, v in VARIANTS.items()))
+        return replace(tuning, outputs_per_invocation=int(digits))
+    if name == "wg" and digits:
+        return replace(tuning, lines_workgroup=int(digits))
+    if name == "rows" and digits:
+        return replace(tuning, walk="auto", rows_walks=True, plane_walk=False, rows_per_invocation=int(digits))
+    if part == "blockgather":
+        return replace(tuning, row_gathers=False)
+    if part == "tapsfirst":
+        return replace(tuning, windows_first=False)
+    raise SystemExit(f"unknown variant {part!r}; known: " + "; ".join(f"{k}: {v}" for k, v in VARIANTS.items()))
 
 
-@contextlib.contextmanager
-def variant(name: str):
-    saved = {choice: getattr(*choice) for choice in _CHOICES}
-    try:
-        for part in name.split("+"):
-            _apply(part)
-        yield
-    finally:
-        for (module, name), value in saved.items():
-            setattr(module, name, value)
+def variant(name: str, tuning: pg.Tuning) -> pg.Tuning:
+    """``tuning`` with the variant's changes ('+' composes them: ``out1+wg256``)."""
+    for part in name.split("+"):
+        tuning = _apply(tuning, part)
+    return tuning
 
 
 def compare(device, case: str, dtype: str, op: str, variants: list, layout: str, rounds: int,
@@ -79,15 +68,16 @@ def compare(device, case: str, dtype: str, op: str, variants: list, layout: str,
     if problem is None:
         return {}
     results, runs_of = {}, {}
+    base = device.tuning
     for name in variants:
-        device._ops.clear()      # ops and pipelines compiled under another variant
-        device._pipelines.clear()
-        kernels.shader_source.cache_clear()
-        with variant(name):
+        device.tuning = variant(name, base)
+        try:
             runs = rotating_runs(device, problem, layout)
             for run in runs:
                 run.record()
             mismatch = check(runs[0].outputs(), problem)
+        finally:
+            device.tuning = base
         if mismatch:
             results[name] = f"check failed: {mismatch}"
         else:
@@ -118,7 +108,8 @@ def main(argv=None) -> int:
     device = pg.Device()
     if "timestamp-query" not in device.features:
         raise SystemExit(f"{device.name} has no timestamp-query: variants are timed with GPU timestamps")
-    device.tuned_for = args.tuned_for or device.tuned_for
+    if args.tuned_for:
+        device.tuning = pg.Tuning.preset(args.tuned_for)
     variants = args.variants.split(",")
     print(f"{device.name}, kernels for {device.tuned_for}; us per dispatch, fastest/median pass, % of copy")
     print("case op dtype | copy | " + " | ".join(variants))

@@ -141,10 +141,22 @@ def draw_row_geometry(data):
 
 @contextlib.contextmanager
 def tuned_for(device, tuning):
-    """Ops compiled inside compile for ``tuning`` ("cpu" or "gpu", Device.tuned_for)."""
-    before = device.tuned_for
-    device.tuned_for = tuning
+    """Ops compiled inside compile for ``tuning`` (a pg.Tuning, or a preset's name: "cpu"
+    or "gpu")."""
+    before = device.tuning
+    device.tuning = tuning if isinstance(tuning, pg.Tuning) else pg.Tuning.preset(tuning)
     try:
         yield device
     finally:
-        device.tuned_for = before
+        device.tuning = before
+
+
+# The forward walks, by the last file of their kernels' library (poolgpu.kernels.window).
+WALK_FILES = {"window_walk.wgsl": "general", "rows_store4.wgsl": "rows", "rows_store_tail.wgsl": "rows_tail",
+              "window_walk_channels.wgsl": "channels", "window_walk_plane.wgsl": "plane"}
+
+
+def forward_walk(desc, tuning=None):
+    """The window walk of the forward pooling ``desc`` under ``tuning`` (default: the CPU
+    preset), read off its program."""
+    return WALK_FILES[pg.kernels.program_for(desc, tuning).passes[0].kernel.library[-1]]

@@ -2,6 +2,7 @@
 as ``bash scripts/bench.sh`` (peers off) on every adapter, the copy roofline's correctness,
 a failed check keeping a time from counting, and the peer worker protocol."""
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -18,7 +19,6 @@ from bench import cases, ratios, run, variants  # noqa: E402
 from bench.roofline import CONFIGS, CopyDesc, Roofline, expected_copy  # noqa: E402
 from bench.timing import GpuTimer  # noqa: E402
 from helpers import tuned_for  # noqa: E402
-from poolgpu import kernels  # noqa: E402
 
 
 def _bench(device, tmp_path, *options):
@@ -221,22 +221,21 @@ def test_in_process_peers_agree_with_the_reference_wherever_they_run(peer, modul
     assert ran >= 20
 
 
-def test_kernel_variants_are_checked_then_timed_and_leave_the_kernels_as_they_were(device, monkeypatch):
+def test_kernel_variants_are_checked_then_timed_and_leave_the_tuning_as_it_was(device, monkeypatch):
     if "timestamp-query" not in device.features:
         pytest.skip(f"{device.name} has no timestamp-query")
-    before = {choice: getattr(*choice) for choice in variants._CHOICES}
     real_check = variants.check
     # a variant whose result is wrong (here: said to be) is reported, never timed
-    monkeypatch.setattr(variants, "check", lambda outputs, problem: "wrong" if kernels.window.ROWS_PER_INVOCATION == 1
+    monkeypatch.setattr(variants, "check", lambda outputs, problem: "wrong" if device.tuning.rows_per_invocation == 1
                         else real_check(outputs, problem))
     with tuned_for(device, "gpu"):
         results = variants.compare(device, "A", "float16", "max_idx", ["current", "out1+wg128", "rows2", "rows1"],
                                    "nchw", rounds=2, tiny=True)
+        assert device.tuning == pg.Tuning.for_gpu()
     assert results.pop("rows1") == "check failed: wrong"
     assert set(results) == {"copy", "current", "out1+wg128", "rows2"}
     assert all(isinstance(r, tuple) and 0 < r[0] <= r[1] for r in results.values())
-    assert {choice: getattr(*choice) for choice in variants._CHOICES} == before
+    gpu = pg.Tuning.for_gpu()
+    assert variants.variant("out1+wg128", gpu) == dataclasses.replace(gpu, outputs_per_invocation=1, lines_workgroup=128)
     with pytest.raises(SystemExit, match="unknown variant"):
-        with variants.variant("out2+nonsense"):
-            pass
-    assert kernels.window.GPU_OUTPUTS_PER_INVOCATION == 2
+        variants.variant("out2+nonsense", gpu)

@@ -239,3 +239,26 @@ def test_chunked_kernels_fall_back_for_unaligned_tensors(device, operator):
     result = result if isinstance(result, tuple) else (result,)
     for a, b in zip(aligned, result):
         assert same_bits(a.numpy(), b.numpy())
+
+
+def test_tuning_presets_validation_and_the_op_cache(device):
+    assert device.tuning == pg.Tuning.preset(device.tuned_for)
+    assert pg.Tuning.for_cpu() != pg.Tuning.for_gpu() and pg.Tuning.preset("gpu") == pg.Tuning.for_gpu()
+    for field, value in (("walk", "diagonal"), ("outputs_per_invocation", 3), ("lines_workgroup", 0),
+                         ("rows_walks", 1), ("target", "tpu"), ("flat_workgroup", 512)):
+        with pytest.raises(pg.ValidationError, match=field):
+            pg.Tuning(**{field: value})
+    with pytest.raises(pg.ValidationError, match="tuning"):
+        device.tuning = "gpu"
+    desc = pg.MaxPooling2Desc(pg.TensorDesc("float32", (1, 4, 8, 16)), window_size=(3, 3), strides=(2, 2))
+    general = pg.Tuning(walk="general")
+    with tuned_for(device, general):
+        op = device.compile(desc)
+        assert op.tuning == general and op._program.passes[0].kernel.library[-1] == "window_walk.wgsl"
+        assert device.tuned_for == "cpu"
+    # the cache is keyed by tuning: the device's own tuning gives its own op, switching back finds the first
+    assert device.compile(desc) is not op
+    with tuned_for(device, pg.Tuning(walk="general")):
+        assert device.compile(desc) is op
+    other = pg.Device(wgpu_device=device.wgpu_device, tuning=general)
+    assert other.tuning == general and other.compile(desc)._program.passes[0].kernel.library[-1] == "window_walk.wgsl"

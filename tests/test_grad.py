@@ -2,6 +2,8 @@
 the independent NumPy reference, finite differences of the forward operators, PyTorch's
 backward passes, exact FLOAT16 rounding, determinism, layouts and untouched canaries."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -11,7 +13,7 @@ import poolgpu as pg
 import reference
 from poolgpu import kernels
 from helpers import (FLOAT_TYPES, assert_canaries_intact, canary_tensor, draw_row_geometry, layout_strides,
-                     random_values, same_bits, upload)
+                     random_values, same_bits, tuned_for, upload)
 
 GPU_SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 GEOMETRY = ("window_size", "strides", "dilations", "start_padding", "end_padding")
@@ -617,7 +619,7 @@ def test_row_gathers_on_random_row_geometries(device, data):
     ((1, 4, 5, 6, 7), dict(window_size=(3, 2, 3), strides=(2, 1, 2), start_padding=(1, 0, 0), end_padding=(0, 1, 1))),
     ((2, 8, 13), dict(window_size=(3,), strides=(2,), start_padding=(1,))),
 ])
-def test_block_gathers_visit_each_window_once_with_the_bits_of_the_loops(device, monkeypatch, operator, layout,
+def test_block_gathers_visit_each_window_once_with_the_bits_of_the_loops(device, operator, layout,
                                                                           shape, geometry):
     """Strides and windows reaching a block of at most 2 per dimension: the block gathers
     read each window once for every element it reaches (common/windows_first.wgsl), adding
@@ -639,8 +641,9 @@ def test_block_gathers_visit_each_window_once_with_the_bits_of_the_loops(device,
     assert ("WINDOWS_FIRST", True) in kernels.program_for(desc).passes[-1].constants
     got = run_output(device, desc, inputs, desc.output_gradient)
     assert_gradient_close(got, want, dy)
-    monkeypatch.setattr(kernels.gradients, "_block_constants", kernels.gradients._tap_steps)  # the loops
-    assert ("WINDOWS_FIRST", True) not in kernels.program_for(desc).passes[-1].constants
+    taps_first = replace(device.tuning, windows_first=False)  # the loops
+    assert ("WINDOWS_FIRST", True) not in kernels.program_for(desc, taps_first).passes[-1].constants
     loops = canary_tensor(device, desc.output_gradient)
-    pg.device.Op(device, desc)(*inputs, out=loops)  # (not device.compile: its cache holds the first)
+    with tuned_for(device, taps_first):
+        device.compile(desc)(*inputs, out=loops)
     assert same_bits(got, loops.numpy())

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 import poolgpu as pg
 import reference
 from poolgpu import kernels
-from helpers import (ALL_TYPES, assert_canaries_intact, canary_tensor, draw_row_geometry, layout_strides,
-                     random_values, same_bits, sentinel_input, upload)
+from helpers import (ALL_TYPES, assert_canaries_intact, canary_tensor, draw_row_geometry, forward_walk,
+                     layout_strides, random_values, same_bits, sentinel_input, upload)
 
 GPU_SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -178,7 +178,7 @@ def test_chunked_walk_with_any_output_height_writes_only_its_rows(device, in_h):
     x = rng.standard_normal((2, 3, in_h, 16)).astype(np.float32)
     geometry = dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1))
     desc = pg.MaxPooling2Desc(pg.TensorDesc("float32", x.shape), output_indices="uint32", **geometry)
-    assert kernels.window.walk_for(desc, gpu=False) == "rows"
+    assert forward_walk(desc) == "rows"
     assert_pools_with_indices(device, desc, device.upload(x), x, geometry)
 
 
@@ -196,7 +196,7 @@ def test_rows_walk_with_any_output_layout_stores_element_by_element(device, data
     out = pg.TensorDesc(data_type, y_ref.shape, layout_strides(y_ref.shape, out_layout))
     out_idx = pg.TensorDesc(index_type, y_ref.shape, layout_strides(y_ref.shape, out_layout))
     desc = pg.MaxPooling2Desc(pg.TensorDesc(data_type, x.shape), out, out_idx, **geometry)
-    assert y_ref.shape[-1] == 7 and kernels.window.walk_for(desc, gpu=False) == "rows_tail"
+    assert y_ref.shape[-1] == 7 and forward_walk(desc) == "rows_tail"
     assert_pools_with_indices(device, desc, device.upload(x), x, geometry)
 
 
@@ -238,5 +238,5 @@ def test_rows_walk_on_random_row_geometries(device, data):
         desc = pg.MaxPooling2Desc(pg.TensorDesc(data_type, x.shape), output_indices="uint32", **geometry)
     except pg.ValidationError:
         assume(False)
-    assume(kernels.window.walk_for(desc, gpu=False) in ("rows", "rows_tail"))
+    assume(forward_walk(desc) in ("rows", "rows_tail"))
     assert_pools_with_indices(device, desc, device.upload(x), x, geometry)

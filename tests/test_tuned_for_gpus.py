@@ -1,4 +1,4 @@
-"""The kernels compiled for GPUs (``Device.tuned_for = "gpu"``: two outputs per invocation
+"""The kernels compiled for GPUs (``pg.Tuning.for_gpu()``: two outputs per invocation
 with the windows' taps written out, and a workgroup per output for global pooling, the
 plane walk),
 run on every adapter, software ones included, against the NumPy reference.  On real GPUs
@@ -30,7 +30,7 @@ def gpu_tuned(device):
 
 
 def _walk(desc, gpu=True):
-    return kernels.program_for(desc, gpu=gpu).passes[0].kernel.library[-1]
+    return kernels.program_for(desc, pg.Tuning.preset("gpu" if gpu else "cpu")).passes[0].kernel.library[-1]
 
 
 def test_global_windows_take_the_plane_walk_on_gpus_only():

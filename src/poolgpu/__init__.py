@@ -1,20 +1,23 @@
 """poolgpu: exact, fast pooling as WGSL compute shaders on any GPU wgpu-py reaches.
 
-The public names of the contract (shared/API.md); nothing here touches a GPU until a
-Device is made.
+Its public names; nothing here touches a GPU until a Device is made.
 """
 
 from . import onnx
 from .descs import (AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, AveragePooling1Desc, AveragePoolingDesc,
                     LpPooling1Desc, LpPoolingDesc, MaxPooling1Desc, MaxPooling2Desc, MaxPoolingDesc, RoiPoolingDesc)
 from .descs import AveragePoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingDesc
-from .device import Device, Op, Tensor, default_device, list_adapters
+from .adapters import list_adapters
+from .device import Device, default_device
+from .ops import Op
+from .tensor import Tensor
 from .dtypes import DataType
 from .errors import DeviceError, ValidationError
 from .functional import adaptive_average_pool, adaptive_max_pool, average_pool, lp_pool, max_pool, roi_pool
 from .functional import average_pool_grad, max_pool_grad, max_unpool
 from .shapes import pooling_output_sizes
 from .tensor_desc import TensorDesc
+from .tuning import Tuning
 
 __version__ = "0.1.0"
 
@@ -25,7 +28,7 @@ __all__ = [
     "RoiPoolingDesc", "AdaptiveMaxPoolingDesc", "AdaptiveAveragePoolingDesc",
     "MaxPoolingGradDesc", "AveragePoolingGradDesc", "MaxUnpoolingDesc",
     "pooling_output_sizes",
-    "Device", "Tensor", "Op", "list_adapters", "default_device",
+    "Device", "Tensor", "Op", "Tuning", "list_adapters", "default_device",
     "max_pool", "average_pool", "lp_pool",
     "roi_pool", "adaptive_max_pool", "adaptive_average_pool",
     "max_pool_grad", "average_pool_grad", "max_unpool",

@@ -26,6 +26,7 @@ from .errors import DeviceError, ValidationError
 from .ops import Op
 from .tensor import Tensor
 from .tensor_desc import TensorDesc
+from .tuning import Tuning
 
 _BUFFER_USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 # Compiled ops and pipelines are cached by description; the caches are bounded (least
@@ -44,14 +45,17 @@ class Device:
 
     ``Device()`` takes the best adapter; ``backend=`` ("vulkan", "metal", "d3d12",
     "opengl") and ``adapter=`` (a substring of the adapter's name) narrow the choice;
-    ``wgpu_device=`` shares an existing wgpu GPUDevice instead.
+    ``wgpu_device=`` shares an existing wgpu GPUDevice instead.  ``tuning=`` chooses the
+    kernels (a :class:`pg.Tuning`; default: the preset for the adapter's type); ``tuning``
+    may be set later: ops compiled after follow it.
 
     Thread safety: one Device may be shared by threads.  ``batch()`` collects only the
     calling thread's operations; submissions, read-backs and the caches are locked.  Once the
     GPU device is lost, every use raises DeviceError (``lost`` says so).
     """
 
-    def __init__(self, backend: Optional[str] = None, adapter: Optional[str] = None, wgpu_device=None):
+    def __init__(self, backend: Optional[str] = None, adapter: Optional[str] = None, wgpu_device=None,
+                 tuning: Optional[Tuning] = None):
         if wgpu_device is not None:
             self.wgpu_device = wgpu_device
             self.adapter = wgpu_device.adapter
@@ -69,12 +73,7 @@ class Device:
         self.info = _describe(self.adapter)
         self.features = frozenset(self.wgpu_device.features)
         self.limits = dict(self.wgpu_device.limits)
-        # Which kernels ops compile to: "cpu" on software adapters (lavapipe, llvmpipe), whose
-        # SIMD lanes load one by one, so that several outputs per invocation sharing their
-        # loads win; "gpu" elsewhere: two outputs per invocation, coalesced, and a workgroup
-        # per output for global pooling (kernels._walk_for).  Settable: ops compiled after a
-        # change follow it (the tests run the "gpu" kernels on software adapters this way).
-        self.tuned_for = "cpu" if self.info["type"] == "cpu" else "gpu"
+        self.tuning = tuning if tuning is not None else Tuning.preset("cpu" if self.info["type"] == "cpu" else "gpu")
         self._lock = threading.RLock()  # submission, read-back and the caches of ops and bind groups
         self._pipeline_lock = threading.RLock()
         self._local = threading.local()
@@ -85,6 +84,26 @@ class Device:
 
     def __repr__(self) -> str:
         return f"Device({self.info['name']!r}, backend={self.info['backend']!r})"
+
+    @property
+    def tuning(self) -> Tuning:
+        """The kernels ops compile to (see :class:`Tuning`); by default the preset for the
+        adapter's type: ``Tuning.for_cpu()`` on software adapters (lavapipe, llvmpipe),
+        ``Tuning.for_gpu()`` elsewhere.  Settable: ops compiled after a change follow it
+        (ops and pipelines are cached per tuning, so switching back finds them again); ops
+        compiled before keep theirs."""
+        return self._tuning
+
+    @tuning.setter
+    def tuning(self, tuning: Tuning) -> None:
+        if not isinstance(tuning, Tuning):
+            raise ValidationError("tuning", f"expected a pg.Tuning, got {type(tuning).__name__}")
+        self._tuning = tuning
+
+    @property
+    def tuned_for(self) -> str:
+        """The class of device the tuning was made for: "cpu" or "gpu" (``tuning.target``)."""
+        return self._tuning.target
 
     @property
     def name(self) -> str:
@@ -183,7 +202,8 @@ class Device:
     def compile(self, desc) -> "Op":
         """A callable operator for the (already validated) description ``desc``; cached (the
         most recently used _OP_CACHE_SIZE)."""
-        key = (desc, self.tuned_for)
+        tuning = self._tuning
+        key = (desc, tuning)
         with self._lock:
             op = self._ops.get(key)
             if op is not None:
@@ -192,7 +212,7 @@ class Device:
         if not hasattr(desc, "kernel"):
             raise ValidationError("desc", f"{type(desc).__name__} is not an operator description")
         self._check_alive()
-        op = Op(self, desc)  # outside the lock: other threads' calls go on meanwhile
+        op = Op(self, desc, tuning)  # outside the lock: other threads' calls go on meanwhile
         with self._lock:
             op = self._ops.setdefault(key, op)
             self._ops.move_to_end(key)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
+from typing import Optional
 
 import wgpu
 
@@ -11,6 +12,7 @@ from . import _native, kernels
 from .errors import DeviceError, ValidationError
 from .tensor import Tensor
 from .tensor_desc import TensorDesc
+from .tuning import Tuning
 
 _BIND_GROUP_CACHE_SIZE = 16
 
@@ -36,14 +38,15 @@ class Op:
     recorded together into one command buffer, and the queue runs command buffers one after
     another."""
 
-    def __init__(self, device: "Device", desc):  # noqa: F821 (device.py imports this module)
+    def __init__(self, device: "Device", desc, tuning: Optional[Tuning] = None):  # noqa: F821 (device.py imports ops)
         self.device = device
         self.desc = desc
+        self.tuning = device.tuning if tuning is None else tuning
         align = device.limits.get("min-storage-buffer-offset-alignment", 256)
         self._align = max(align, 8)
         self._max_binding = device.limits["max-storage-buffer-binding-size"]
         # a binding starts up to one alignment before its tensor and is rounded up to 16 bytes
-        self._program = kernels.program_for(desc, self._max_binding - self._align - 16, gpu=device.tuned_for == "gpu")
+        self._program = kernels.program_for(desc, self.tuning, self._max_binding - self._align - 16)
         self._inputs = desc.input_tensors()
         self._outputs = tuple((role, t) for role, t in desc.output_tensors() if t is not None)
         scratch = {}

@@ -9,13 +9,12 @@ from functools import partial
 
 from ..descs import AveragePooling1Desc, MaxPooling2Desc
 from ..dtypes import DataType
+from ..tuning import Tuning
 from ..tensor_desc import TensorDesc
 from .core import Kernel, Pass, Program, Slot, Split
 from .grids import as_5d, flat_grid, flat_regrid, sorted_constants, tensor_stride_params
 from .registry import register
 from .window import COMPENSATED_SUM, average_pool_program, max_pool_program, plane_walk_fits
-
-BINNED_WG_X = 64
 
 ADAPTIVE_BINS = Kernel(
     "adaptive_bins.wgsl", (Slot("bins", True),), value_slot="bins", library=("wide_int.wgsl", "flat_index.wgsl"),
@@ -40,7 +39,7 @@ def _bin_table(rows: int, out_spatial_3d: tuple) -> TensorDesc:
     return TensorDesc(DataType.UINT32, (1, rows, 1 + 2 * sum(out_spatial_3d)))
 
 
-def _binned_pass(kernel: Kernel, desc, roi: bool) -> Pass:
+def _binned_pass(kernel: Kernel, desc, roi: bool, wg_x: int) -> Pass:
     """The pass pooling each output's bin of ``desc.input`` into ``desc.output`` (and
     ``desc.output_indices`` where the kernel has an idx slot)."""
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
@@ -60,8 +59,8 @@ def _binned_pass(kernel: Kernel, desc, roi: bool) -> Pass:
         if slot.name != "bins":
             params.update(tensor_stride_params(slot.name, by_slot[slot.name][1]))
     roles = tuple(by_slot[slot.name][0] for slot in kernel.slots)
-    constants = sorted_constants({"ROI": roi, "WG_X": BINNED_WG_X})
-    regrid = partial(flat_regrid, BINNED_WG_X)
+    constants = sorted_constants({"ROI": roi, "WG_X": wg_x})
+    regrid = partial(flat_regrid, wg_x)
     if kernel is BINNED_MAX:
         params.update(_source_planes(0, 2**32 - 1))
     if roi:  # an ROI's input planes are data (its batch): x is read in ranges of planes
@@ -69,7 +68,7 @@ def _binned_pass(kernel: Kernel, desc, roi: bool) -> Pass:
                       filter=_source_planes)
     else:
         split = Split(math.prod(out_sizes[2:]), regrid, whole=("bins",))
-    return Pass(kernel, roles, constants, params, flat_grid(total, BINNED_WG_X), split)
+    return Pass(kernel, roles, constants, params, flat_grid(total, wg_x), split)
 
 
 def _source_planes(first: int, planes: int, *_) -> dict:
@@ -78,7 +77,7 @@ def _source_planes(first: int, planes: int, *_) -> dict:
     return {"source_first": first, "source_count": planes}
 
 
-def _adaptive_bins_pass(desc) -> tuple:
+def _adaptive_bins_pass(desc, wg_x: int) -> tuple:
     """(the pass writing adaptive pooling's bin table, the table)."""
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
     out_sizes, _ = as_5d(desc.output.sizes, desc.output.strides)
@@ -88,56 +87,56 @@ def _adaptive_bins_pass(desc) -> tuple:
         "out_d": out_sizes[2], "out_h": out_sizes[3], "out_w": out_sizes[4],
         "total": bins,
     }
-    constants = sorted_constants({"WG_X": BINNED_WG_X})
-    pass_ = Pass(ADAPTIVE_BINS, ("bins",), constants, params, flat_grid(bins, BINNED_WG_X))
+    constants = sorted_constants({"WG_X": wg_x})
+    pass_ = Pass(ADAPTIVE_BINS, ("bins",), constants, params, flat_grid(bins, wg_x))
     return pass_, _bin_table(1, out_sizes[2:])
 
 
-# The fixed-window kernels give each output row a workgroup row of 64 lanes: on rows narrower
-# than this most lanes idle (global pooling: 1 of 64), where the bin kernels pack outputs
-# flat.  Measured on lavapipe: 3 to 7 times slower for rows of 1 to 4, on par from 7 or 8.
-FIXED_WINDOW_MIN_ROW = 8
+# Tuning.fixed_window_min_row (8): the fixed-window kernels give each output row a workgroup
+# row of 64 lanes: on rows narrower than this most lanes idle (global pooling: 1 of 64), where
+# the bin kernels pack outputs flat.  Measured on lavapipe: 3 to 7 times slower for rows of 1
+# to 4, on par from 7 or 8.
 
 
-def _fixed_window_for_bins(desc, gpu: bool):
+def _fixed_window_for_bins(desc, tuning: Tuning):
     """The window (= stride) of the fixed-window pooling equal to ``desc``'s adaptive bins,
     where it exists (every input size a multiple of its output size: in / out) and is worth
-    it (rows of at least FIXED_WINDOW_MIN_ROW outputs, or on GPUs global pooling: the plane
-    walk); else None."""
+    it (rows of at least ``tuning.fixed_window_min_row`` outputs, or where the tuning takes
+    the plane walk, global pooling); else None."""
     in_spatial, out_spatial = desc.input.sizes[2:], desc.output.sizes[2:]
-    if gpu and plane_walk_fits(in_spatial, out_spatial):
+    if tuning.plane_walk and plane_walk_fits(in_spatial, out_spatial):
         return tuple(in_spatial)
-    if any(i % o for i, o in zip(in_spatial, out_spatial)) or out_spatial[-1] < FIXED_WINDOW_MIN_ROW:
+    if any(i % o for i, o in zip(in_spatial, out_spatial)) or out_spatial[-1] < tuning.fixed_window_min_row:
         return None
     return tuple(i // o for i, o in zip(in_spatial, out_spatial))
 
 
-def _binned_program(kernel: Kernel, desc) -> Program:
-    bins_pass, table = _adaptive_bins_pass(desc)
-    return Program((bins_pass, _binned_pass(kernel, desc, roi=False)), scratch=(("bins", table),))
+def _binned_program(kernel: Kernel, desc, tuning: Tuning) -> Program:
+    bins_pass, table = _adaptive_bins_pass(desc, tuning.flat_workgroup)
+    return Program((bins_pass, _binned_pass(kernel, desc, False, tuning.flat_workgroup)), scratch=(("bins", table),))
 
 
 @register("adaptive_max_pool")
-def _adaptive_max_pool_program(desc, gpu: bool) -> Program:
-    window = _fixed_window_for_bins(desc, gpu)
+def _adaptive_max_pool_program(desc, tuning: Tuning) -> Program:
+    window = _fixed_window_for_bins(desc, tuning)
     if window is not None:
         return max_pool_program(
-            MaxPooling2Desc(desc.input, desc.output, desc.output_indices, window_size=window, strides=window), gpu
+            MaxPooling2Desc(desc.input, desc.output, desc.output_indices, window_size=window, strides=window), tuning
         )
-    return _binned_program(BINNED_MAX, desc)
+    return _binned_program(BINNED_MAX, desc, tuning)
 
 
 @register("adaptive_average_pool")
-def _adaptive_average_pool_program(desc, gpu: bool) -> Program:
-    window = _fixed_window_for_bins(desc, gpu)
+def _adaptive_average_pool_program(desc, tuning: Tuning) -> Program:
+    window = _fixed_window_for_bins(desc, tuning)
     if window is not None:  # the same compensated sum in the same order: the same bits
         return average_pool_program(
-            AveragePooling1Desc(desc.input, desc.output, window_size=window, strides=window), gpu)
-    return _binned_program(BINNED_AVERAGE, desc)
+            AveragePooling1Desc(desc.input, desc.output, window_size=window, strides=window), tuning)
+    return _binned_program(BINNED_AVERAGE, desc, tuning)
 
 
 @register("roi_pool")
-def _roi_pool_program(desc, gpu: bool) -> Program:
+def _roi_pool_program(desc, tuning: Tuning) -> Program:
     rois = desc.roi.sizes[2]
     pooled_h, pooled_w = desc.pooled_size
     entries = 1 + pooled_h + pooled_w  # per ROI: the batch with the unit D pair, then H and W bins
@@ -148,7 +147,8 @@ def _roi_pool_program(desc, gpu: bool) -> Program:
         "scale_bits": struct.unpack("<I", struct.pack("<f", desc.spatial_scale))[0],
         "total": rois * entries,
     }
-    constants = sorted_constants({"WG_X": BINNED_WG_X})
-    bins_pass = Pass(ROI_BINS, ("roi", "bins"), constants, params, flat_grid(rois * entries, BINNED_WG_X))
+    wg_x = tuning.flat_workgroup
+    constants = sorted_constants({"WG_X": wg_x})
+    bins_pass = Pass(ROI_BINS, ("roi", "bins"), constants, params, flat_grid(rois * entries, wg_x))
     table = _bin_table(rois, (1, pooled_h, pooled_w))
-    return Program((bins_pass, _binned_pass(BINNED_MAX, desc, roi=True)), scratch=(("bins", table),))
+    return Program((bins_pass, _binned_pass(BINNED_MAX, desc, True, wg_x)), scratch=(("bins", table),))

@@ -10,11 +10,12 @@ from typing import Mapping, Optional
 
 from ..dtypes import DataType
 from ..tensor_desc import TensorDesc
+from ..tuning import Tuning
 from .core import Kernel, Pass, Program, Slot, Split
 from .grids import (as_3d, as_5d, channels_last_desc, contiguous_along, divisor_params, lines_grid, lines_regrid,
                     row_grid, rows_regrid, sorted_constants, strides_5d, tensor_stride_params, window_constants)
 from .registry import register
-from .window import CHUNKED_WALKS, MAX_POOL, general_outputs, pair_aligned, reads_pairs, walk_for, window_walk_pass
+from .window import CHUNKED_WALKS, MAX_POOL, pair_aligned, reads_pairs, walk_for, window_walk_pass
 
 def _block_gather_kernels(file: str, slots: tuple, library: tuple, argmax: bool) -> tuple:
     """A block gather's kernel with one channel per invocation, and with four over
@@ -87,7 +88,7 @@ def _gathers_channels(desc) -> bool:
 
 
 
-def _gradient_block_pass(kernel: Kernel, desc, tensors: dict, constants: dict, windows_w: int = 1,
+def _gradient_block_pass(kernel: Kernel, desc, tuning: Tuning, tensors: dict, constants: dict, windows_w: int = 1,
                          scratch: Optional[Mapping[str, TensorDesc]] = None, channels_per_lane: int = 1) -> Pass:
     """One invocation per block of stride-many dx elements along each dimension (see
     wgsl/common/windows_covering.wgsl), or `windows_w` times the stride along W, rows of
@@ -103,7 +104,7 @@ def _gradient_block_pass(kernel: Kernel, desc, tensors: dict, constants: dict, w
         for size, stride, pad in zip((in_d, in_h, in_w), as_3d(window.strides, 1), as_3d(window.start_padding, 0))
     )
     blocks_w = -(-blocks_w // windows_w)
-    wg_x = 64
+    wg_x = tuning.block_workgroup
     if windows_w == 1 and _channel_lanes(dx):
         per_n, lanes = blocks_d * blocks_h * blocks_w, -(-c // channels_per_lane)
         grid_constants, grid_params, grid = row_grid(lanes, n * per_n, wg_x)
@@ -138,23 +139,24 @@ def _tap_steps(window) -> dict:
     return constants
 
 
-def _block_constants(window) -> dict:
-    """The block gathers' override constants: the tap steps of first_tap (T, I), and with
-    strides of at most 2 and at most 2 windows reaching a block along every dimension, the
-    windows-first visit (common/windows_first.wgsl: WINDOWS_FIRST, NW)."""
+def _block_constants(window, tuning: Tuning) -> dict:
+    """The block gathers' override constants: the tap steps of first_tap (T, I), and where
+    the tuning takes it, with strides of at most 2 and at most 2 windows reaching a block
+    along every dimension, the windows-first visit (common/windows_first.wgsl: WINDOWS_FIRST,
+    NW)."""
     constants = _tap_steps(window)
     reaching = [(e - 1) // s + 1 for e, s in zip(as_3d(window.extents, 1), as_3d(window.strides, 1))]
-    if max(as_3d(window.strides, 1)) <= 2 and max(reaching) <= 2:
+    if tuning.windows_first and max(as_3d(window.strides, 1)) <= 2 and max(reaching) <= 2:
         constants.update(WINDOWS_FIRST=True, **{f"NW{axis}": m for axis, m in zip("DHW", reaching)})
     return constants
 
 
-def _gathers_rows(desc) -> bool:
-    """Whether dx and dy meet the row gathers' layout (common/gather_rows.wgsl); the argmax
-    scratch, packed, then meets it too."""
+def _gathers_rows(desc, tuning: Tuning) -> bool:
+    """Whether the tuning takes the row gathers (common/gather_rows.wgsl) and dx and dy meet
+    their layout; the argmax scratch, packed, then meets it too."""
     dy, dx = desc.input_gradient, desc.output_gradient
     in_w, out_w = as_5d(dx.sizes, dx.strides)[0][4], as_5d(dy.sizes, dy.strides)[0][4]
-    return in_w % 4 == 0 and out_w % 4 == 0 and contiguous_along([dx, dy], "w")
+    return tuning.row_gathers and in_w % 4 == 0 and out_w % 4 == 0 and contiguous_along([dx, dy], "w")
 
 
 def _dy_chunks(window) -> int:
@@ -193,21 +195,21 @@ def _oh_rows(window) -> int:
     return most
 
 
-def _gradient_rows_pass(kernel: Kernel, desc, tensors: dict, constants: dict) -> Pass:
+def _gradient_rows_pass(kernel: Kernel, desc, tuning: Tuning, tensors: dict, constants: dict) -> Pass:
     """One invocation per 2 x 8 dx elements along H and W (common/gather_rows.wgsl).
     ``tensors`` maps slot names to description roles."""
     dy, dx, window = desc.input_gradient, desc.output_gradient, desc.window
     n, c, in_d, in_h, in_w = as_5d(dx.sizes, dx.strides)[0]
     _, _, out_d, out_h, out_w = as_5d(dy.sizes, dy.strides)[0]
     columns = -(-in_w // 8)
-    grid_constants, grid_params, grid = lines_grid(columns, -(-in_h // 2), n * c * in_d)
+    grid_constants, grid_params, grid = lines_grid(columns, -(-in_h // 2), n * c * in_d, tuning.lines_workgroup)
     constants = {**grid_constants, **window_constants(window), "DY_CHUNKS": _dy_chunks(window),
                  "OH_ROWS": _oh_rows(window), **_fixed_columns(window), **constants}
     params = {
         "channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w, "out_d": out_d, "out_h": out_h, "out_w": out_w,
         **tensor_stride_params("dy", dy), **tensor_stride_params("dx", dx), **grid_params,
     }
-    split = Split(in_d, partial(lines_regrid, columns, -(-in_h // 2)))
+    split = Split(in_d, partial(lines_regrid, columns, -(-in_h // 2), tuning.lines_workgroup))
     return Pass(kernel, tuple(tensors.values()), sorted_constants(constants), params, grid, split)
 
 
@@ -222,86 +224,93 @@ def _lone_windows_disjoint(desc):
     return desc if strides == window.strides else replace(desc, strides=strides)
 
 
+def _channels_last_io(desc) -> bool:
+    """Whether x and dx are channels-last (the argmax scratch then is too)."""
+    return _channel_lanes(desc.output_gradient) and strides_5d(desc.input).get("c") == 1
+
+
 @register("max_pool_grad")
-def _max_pool_grad_program(desc, gpu: bool) -> Program:
+def _max_pool_grad_program(desc, tuning: Tuning) -> Program:
     desc = _lone_windows_disjoint(desc)
-    window = desc.window
+    if all(s >= e for s, e in zip(desc.window.strides, desc.window.extents)):
+        return _disjoint_max_pool_grad_program(desc, tuning)
     forward = desc.forward
-    channels_last = _channel_lanes(desc.output_gradient) and strides_5d(desc.input).get("c") == 1
-    if channels_last:
+    if _channels_last_io(desc):
         # channels-last x and dx: a channels-last argmax too (and output, which pass 1 does
         # not write), so that pass 1 can take the channels walk and the gather (lanes along
         # C) reads it coalesced
         sizes = forward.output.sizes
         forward = replace(forward, output=channels_last_desc(forward.output.data_type, sizes),
                           output_indices=channels_last_desc(DataType.UINT32, sizes))
-    scratch = (("argmax", forward.output_indices),)
-    tensors = {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}
-
-    def two_passes(walk: str, rows: bool, channels: bool = False) -> Program:
-        # Pass 1: forward max pooling writing only each window's argmax (into scratch; no
-        # forward values: the y slot is absent); pass 2: the gather adding each window's dy
-        # at its argmax.  Pass 1 is forward max pooling with indices, so on GPUs it takes
-        # the general walk's outputs per invocation as that does.
-        argmax = window_walk_pass(MAX_POOL, forward, ("input", None, "argmax"), walk, general_outputs(gpu))
-        if rows:
-            gather = _gradient_rows_pass(MAX_POOL_GRAD_ROWS, desc, tensors, {})
-        elif channels:  # four channels per invocation, in 4-element chunks
-            gather = _gradient_block_pass(MAX_POOL_GRAD_CHANNELS, desc, tensors, _block_constants(window),
-                                          scratch=dict(scratch), channels_per_lane=4)
-        else:
-            gather = _gradient_block_pass(MAX_POOL_GRAD, desc, tensors, _block_constants(window),
-                                          scratch=dict(scratch))
-        return Program((argmax, gather), scratch=scratch)
-
-    if all(s >= e for s, e in zip(window.strides, window.extents)):
-        # No dx element lies in two windows: one pass finds each argmax and writes its block
-        # (measured faster than the two passes below on lavapipe, case B: 39 ms to 50).
-        disjoint = {"x": "input", "dy": "input_gradient", "dx": "output_gradient"}
-        general = Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT, desc, disjoint, {}),))
-        if channels_last and _gathers_channels(desc) and contiguous_along([desc.input], "c"):
-            # four channels per invocation, x, dy and dx in 4-element chunks
-            four = Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT_CHANNELS, desc, disjoint, {},
-                                                 channels_per_lane=4),))
-            return replace(four, aligned=("input", "input_gradient", "output_gradient"), fallback=general)
-        in_w = desc.input.sizes[-1]  # dx rows are written in whole chunks
-        if in_w % 4 or window.start_padding[-1] or window.strides[-1] > 8 or \
-                not contiguous_along([desc.input, desc.output_gradient], "w"):
-            return general
-        # four windows along W per invocation, x and dx in 4-element chunks (B: 39 ms to 23);
-        # 16-bit ones in pairs of chunks where blocks start at multiples of 8 elements (even
-        # strides), and the four windows' dy as one chunk where dy rows are whole chunks
-        pairs = reads_pairs(desc) and window.strides[-1] % 2 == 0 and \
-            desc.output_gradient.data_type.size == 2 and pair_aligned(desc.output_gradient)
-        dy_chunks = desc.input_gradient.sizes[-1] % 4 == 0 and contiguous_along([desc.input_gradient], "w")
-        kernel = MAX_POOL_GRAD_DISJOINT_ROWS[pairs, dy_chunks]
-        rows = Program((_gradient_block_pass(kernel, desc, disjoint, {}, windows_w=4),))
-        aligned = ("input", "output_gradient") + (("input_gradient",) if dy_chunks else ())
-        return replace(rows, aligned=aligned, fallback=general, aligned_elements=8 if pairs else 4)
-    general = two_passes("general", rows=False)
-    walk, rows = walk_for(forward, gpu), _gathers_rows(desc)
-    channels = channels_last and _gathers_channels(desc)
-    if walk not in CHUNKED_WALKS and not rows and not channels:
+    general = _argmax_then_gather(desc, forward, tuning, "general", "blocks")
+    walk = walk_for(forward, tuning)
+    gather = "rows" if _gathers_rows(desc, tuning) else \
+        "channels" if _channels_last_io(desc) and _gathers_channels(desc) else "blocks"
+    if walk not in CHUNKED_WALKS and gather == "blocks":
         return general
-    aligned = (("input",) if walk in CHUNKED_WALKS else ()) + (("input_gradient", "output_gradient") if rows else ()) + \
-        (("input_gradient", "output_gradient") if channels else ())
+    aligned = (("input",) if walk in CHUNKED_WALKS else ()) + \
+        (("input_gradient", "output_gradient") if gather != "blocks" else ())
     pairs = walk in ("rows", "rows_tail") and reads_pairs(forward)  # pass 1 reads x in pairs of chunks
-    return replace(two_passes(walk, rows, channels), aligned=aligned, fallback=general,
+    return replace(_argmax_then_gather(desc, forward, tuning, walk, gather), aligned=aligned, fallback=general,
                    aligned_elements=8 if pairs else 4)
 
 
+def _argmax_then_gather(desc, forward, tuning: Tuning, walk: str, gather: str) -> Program:
+    """Pass 1: forward max pooling (``forward``, on ``walk``) writing only each window's
+    argmax (into scratch; no forward values: the y slot is absent); pass 2: the gather
+    ("rows", "channels": four channels per invocation in 4-element chunks, or "blocks")
+    adding each window's dy at its argmax."""
+    scratch = (("argmax", forward.output_indices),)
+    tensors = {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}
+    argmax = window_walk_pass(MAX_POOL, forward, ("input", None, "argmax"), tuning, walk)
+    if gather == "rows":
+        second = _gradient_rows_pass(MAX_POOL_GRAD_ROWS, desc, tuning, tensors, {})
+    else:
+        kernel, lanes = (MAX_POOL_GRAD_CHANNELS, 4) if gather == "channels" else (MAX_POOL_GRAD, 1)
+        second = _gradient_block_pass(kernel, desc, tuning, tensors, _block_constants(desc.window, tuning),
+                                      scratch=dict(scratch), channels_per_lane=lanes)
+    return Program((argmax, second), scratch=scratch)
+
+
+def _disjoint_max_pool_grad_program(desc, tuning: Tuning) -> Program:
+    """No dx element lies in two windows: one pass finds each argmax and writes its block
+    (measured faster than the two passes on lavapipe, case B: 39 ms to 50)."""
+    window = desc.window
+    disjoint = {"x": "input", "dy": "input_gradient", "dx": "output_gradient"}
+    general = Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT, desc, tuning, disjoint, {}),))
+    if _channels_last_io(desc) and _gathers_channels(desc) and contiguous_along([desc.input], "c"):
+        # four channels per invocation, x, dy and dx in 4-element chunks
+        four = Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT_CHANNELS, desc, tuning, disjoint, {},
+                                             channels_per_lane=4),))
+        return replace(four, aligned=("input", "input_gradient", "output_gradient"), fallback=general)
+    in_w = desc.input.sizes[-1]  # dx rows are written in whole chunks
+    if in_w % 4 or window.start_padding[-1] or window.strides[-1] > 8 or \
+            not contiguous_along([desc.input, desc.output_gradient], "w"):
+        return general
+    # four windows along W per invocation, x and dx in 4-element chunks (B: 39 ms to 23);
+    # 16-bit ones in pairs of chunks where blocks start at multiples of 8 elements (even
+    # strides), and the four windows' dy as one chunk where dy rows are whole chunks
+    pairs = reads_pairs(desc) and window.strides[-1] % 2 == 0 and \
+        desc.output_gradient.data_type.size == 2 and pair_aligned(desc.output_gradient)
+    dy_chunks = desc.input_gradient.sizes[-1] % 4 == 0 and contiguous_along([desc.input_gradient], "w")
+    kernel = MAX_POOL_GRAD_DISJOINT_ROWS[pairs, dy_chunks]
+    rows = Program((_gradient_block_pass(kernel, desc, tuning, disjoint, {}, windows_w=4),))
+    aligned = ("input", "output_gradient") + (("input_gradient",) if dy_chunks else ())
+    return replace(rows, aligned=aligned, fallback=general, aligned_elements=8 if pairs else 4)
+
+
 @register("average_pool_grad")
-def _average_pool_grad_program(desc, gpu: bool) -> Program:
+def _average_pool_grad_program(desc, tuning: Tuning) -> Program:
     desc = _lone_windows_disjoint(desc)
     tensors = {"dy": "input_gradient", "dx": "output_gradient"}
     constants = {"INCLUDE_PADDING": desc.include_padding}
-    block_constants = {**constants, **_block_constants(desc.window)}
-    general = Program((_gradient_block_pass(AVERAGE_POOL_GRAD, desc, tensors, block_constants),))
-    if _gathers_rows(desc):
-        rows = Program((_gradient_rows_pass(AVERAGE_POOL_GRAD_ROWS, desc, tensors, constants),))
+    block_constants = {**constants, **_block_constants(desc.window, tuning)}
+    general = Program((_gradient_block_pass(AVERAGE_POOL_GRAD, desc, tuning, tensors, block_constants),))
+    if _gathers_rows(desc, tuning):
+        rows = Program((_gradient_rows_pass(AVERAGE_POOL_GRAD_ROWS, desc, tuning, tensors, constants),))
         return replace(rows, aligned=("input_gradient", "output_gradient"), fallback=general)
     if _gathers_channels(desc):  # four channels per invocation, in 4-element chunks
-        four = Program((_gradient_block_pass(AVERAGE_POOL_GRAD_CHANNELS, desc, tensors, block_constants,
+        four = Program((_gradient_block_pass(AVERAGE_POOL_GRAD_CHANNELS, desc, tuning, tensors, block_constants,
                                              channels_per_lane=4),))
         return replace(four, aligned=("input_gradient", "output_gradient"), fallback=general)
     return general

@@ -120,20 +120,16 @@ def contiguous_along(tensors, axis: str) -> bool:
 
 
 
-# Invocations per workgroup of lines_grid (on an H100, 256 instead of 64: -2% to +8%).
-LINES_WORKGROUP = 64
-
-
-def lines_grid(columns: int, lines: int, planes: int) -> tuple:
+def lines_grid(columns: int, lines: int, planes: int, workgroup: int) -> tuple:
     """Workgroup shape, uniform values and grid of window_geometry.wgsl's grid_position:
-    LINES_WORKGROUP invocations, WG_X of them along a line of `columns` (exactly, when a line is shorter:
+    `workgroup` invocations, WG_X of them along a line of `columns` (exactly, when a line is shorter:
     no idle lanes), the rest over lines, and over planes when lines are few; plane groups
     over workgroup z, folded into y past 65535.  Where even so a dimension would exceed
     65535 workgroups, they are numbered flat instead (grid.wgsl's FOLDED).  Planes count
     from ``plane_origin`` (a chunk's first, see chunked)."""
-    wg_x = min(columns, LINES_WORKGROUP)
-    wg_y = min(max(1, LINES_WORKGROUP // wg_x), lines)
-    wg_z = min(max(1, LINES_WORKGROUP // (wg_x * wg_y)), planes)
+    wg_x = min(columns, workgroup)
+    wg_y = min(max(1, workgroup // wg_x), lines)
+    wg_z = min(max(1, workgroup // (wg_x * wg_y)), planes)
     line_groups = math.ceil(lines / wg_y)
     plane_groups = math.ceil(planes / wg_z)
     folds = math.ceil(plane_groups / MAX_WORKGROUPS_PER_DIM)
@@ -146,8 +142,8 @@ def lines_grid(columns: int, lines: int, planes: int) -> tuple:
     return constants, params, grid
 
 
-def lines_regrid(columns: int, lines: int, first: int, count: int) -> tuple:
-    constants, params, grid = lines_grid(columns, lines, count)
+def lines_regrid(columns: int, lines: int, workgroup: int, first: int, count: int) -> tuple:
+    constants, params, grid = lines_grid(columns, lines, count, workgroup)
     return {"FOLDED": constants.get("FOLDED", False)}, dict(params, plane_origin=first), grid
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from ..tuning import Tuning
 from .chunking import chunked
 from .core import Program
 
@@ -12,7 +13,8 @@ REGISTRY: dict = {}
 
 
 def register(operator: str) -> Callable:
-    """Decorator: ``builder(desc, gpu) -> Program`` builds the programs of ``operator``."""
+    """Decorator: ``builder(desc, tuning) -> Program`` builds the programs of ``operator``
+    (a pure function of its arguments)."""
 
     def add(builder: Callable) -> Callable:
         if operator in REGISTRY:
@@ -23,11 +25,12 @@ def register(operator: str) -> Callable:
     return add
 
 
-def program_for(desc, max_binding: Optional[int] = None, gpu: bool = False) -> Program:
-    """The description's program, tuned for a GPU (``gpu``) or a software adapter (see
-    walk_for); with ``max_binding`` (bytes), chunked so that no dispatch binds more of a
-    tensor (see :func:`chunked`)."""
-    program = REGISTRY[desc.kernel](desc, gpu)
+def program_for(desc, tuning: Optional[Tuning] = None, max_binding: Optional[int] = None) -> Program:
+    """The program computing the (validated) description ``desc`` with the kernels
+    ``tuning`` chooses (None: ``Tuning.for_cpu()``); with ``max_binding`` (bytes), chunked
+    so that no dispatch binds more of a tensor (see :func:`chunked`).  A pure function of
+    its arguments."""
+    program = REGISTRY[desc.kernel](desc, Tuning.for_cpu() if tuning is None else tuning)
     if max_binding is None:
         return program
     tensors = dict(desc.input_tensors() + desc.output_tensors())

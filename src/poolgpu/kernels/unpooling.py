@@ -9,6 +9,7 @@ from dataclasses import replace
 from functools import partial
 
 from ..dtypes import DataType
+from ..tuning import Tuning
 from ..tensor_desc import TensorDesc
 from .chunking import max_offset
 from .core import Kernel, Pass, Program, Slot, Split
@@ -45,12 +46,13 @@ MAX_UNPOOL_ROWS = Kernel(
 
 
 @register("max_unpool")
-def _max_unpool_program(desc, gpu: bool) -> Program:
+def _max_unpool_program(desc, tuning: Tuning) -> Program:
     x, indices, y = desc.input, desc.indices, desc.output
+    workgroup = tuning.lines_workgroup
     n, c, in_d, in_h, in_w = as_5d(x.sizes, x.strides)[0]
     _, _, out_d, out_h, out_w = as_5d(y.sizes, y.strides)[0]
     in_columns = -(-in_w // 4)  # common/unpool_source.wgsl: four input elements per invocation
-    in_constants, in_params, in_grid = lines_grid(in_columns, in_h, n * c * in_d)
+    in_constants, in_params, in_grid = lines_grid(in_columns, in_h, n * c * in_d, workgroup)
     sizes = {"channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w}
     out_plane, in_plane = out_d * out_h * out_w, in_d * in_h * in_w
     # the passes over input elements (common/unpool_source.wgsl)
@@ -60,19 +62,19 @@ def _max_unpool_program(desc, gpu: bool) -> Program:
         MAX_UNPOOL_WINNERS, ("indices", "winner"), sorted_constants(source_constants), source_params, in_grid,
         # indices scatter anywhere: the winners of a chunk of output planes are picked over
         # every input plane
-        Split(in_d, partial(lines_regrid, in_columns, in_h), scatter="winner",
+        Split(in_d, partial(lines_regrid, in_columns, in_h, workgroup), scatter="winner",
               filter=partial(_target_range, out_plane)),
     )
 
     def write(kernel: Kernel, columns: int) -> Pass:
-        constants, grid_params, grid = lines_grid(columns, out_h, n * c * out_d)
+        constants, grid_params, grid = lines_grid(columns, out_h, n * c * out_d, workgroup)
         constants["PACKED_INPUT"] = x.is_packed
         params = {**sizes, "out_d": out_d, "out_h": out_h, "out_w": out_w,
                   **tensor_stride_params("x", x), **tensor_stride_params("y", y), **grid_params,
                   **_source_range(in_plane, 0, n * c, True, True)}
         # each output element copies its winner's input element, anywhere: only the general
         # walk copies winners in ranges (for inputs larger than a binding)
-        split = Split(out_d, partial(lines_regrid, columns, out_h), gather="input",
+        split = Split(out_d, partial(lines_regrid, columns, out_h, workgroup), gather="input",
                       filter=partial(_source_range, in_plane), ranged=kernel is MAX_UNPOOL)
         return Pass(kernel, ("input", "winner", "output"), sorted_constants(constants), params, grid, split)
 
@@ -101,7 +103,7 @@ def _max_unpool_program(desc, gpu: bool) -> Program:
              **tensor_stride_params("x", x), **tensor_stride_params("y", y)},
             in_grid,
         )
-        sparse = Program((_zero_fill_pass(y), fast_winners, scatter), scratch=scratch, whole_only=True)
+        sparse = Program((_zero_fill_pass(y, tuning.flat_workgroup), fast_winners, scatter), scratch=scratch, whole_only=True)
         return replace(sparse, aligned=("output",) + aligned, fallback=general)
     if out_w % 4 == 0 and contiguous_along([y], "w"):
         rows = Program((fast_winners, write(MAX_UNPOOL_ROWS, out_w // 4)), scratch=scratch)
@@ -111,9 +113,9 @@ def _max_unpool_program(desc, gpu: bool) -> Program:
     return general
 
 
-def _zero_fill_pass(y: TensorDesc) -> Pass:
+def _zero_fill_pass(y: TensorDesc, wg_x: int) -> Pass:
     """zero_fill.wgsl over the dense tensor ``y`` (its element count a multiple of 4)."""
-    wg_x, quads_per_lane = 64, 4
+    quads_per_lane = 4
     quads = y.element_count // 4
     return Pass(ZERO_FILL, ("output",), sorted_constants({"WG_X": wg_x, "QUADS": quads_per_lane}),
                 {"quads": quads}, fold_groups(math.ceil(quads / (wg_x * quads_per_lane))))

@@ -11,6 +11,7 @@ import math
 from functools import partial
 
 from ..dtypes import DataType
+from ..tuning import Tuning
 from .core import Kernel, Pass, Program, Slot, Split
 from .grids import (as_3d, as_5d, contiguous_along, fold_groups, lines_grid, lines_regrid, sorted_constants,
                     strides_5d, tensor_stride_params, window_constants)
@@ -30,7 +31,6 @@ WALKS = {  # walk -> (its files in wgsl/common, its slots)
 }
 CHUNKED_WALKS = ("rows", "rows_tail", "channels")  # the walks that need 4-element aligned tensors
 ROWS_MAX_CHUNKS = 8  # window_walk_rows.wgsl's span holds 32 elements
-ROWS_PER_INVOCATION = 4  # output rows of window_walk_rows.wgsl's invocations (fewer where out_h is)
 
 
 def _pooling_kernels(file: str, accumulator: tuple) -> dict:
@@ -97,25 +97,25 @@ def _covers_plane(desc) -> bool:
         and all(d == 1 for d in window.dilations) and plane_walk_fits(in_spatial, desc.output.sizes[2:])
 
 
-def walk_for(desc, gpu: bool) -> str:
-    """The fastest window walk whose layout requirements ``desc`` meets: on a software
-    adapter (lavapipe, llvmpipe; ``gpu`` false) the rows walk's several outputs per
-    invocation, which share their loads; on GPUs the general walk, whose neighbouring lanes
-    read neighbouring elements (two outputs each: GPU_OUTPUTS_PER_INVOCATION; measured on an
-    H100, case A: the rows walk 2-4x slower), and a workgroup per output for global pooling."""
+def walk_for(desc, tuning: Tuning) -> str:
+    """The walk of ``tuning.walk`` where ``desc``'s layout allows it (else "general"), or
+    for "auto" the fastest one it allows among those the tuning admits: the plane walk
+    (``plane_walk``), the rows walk (``rows_walks``), the channels walk, the rows walk with
+    scalar stores (``rows_walks``), the general walk."""
     tensors = [t for t in (desc.input, desc.output, getattr(desc, "output_indices", None)) if t is not None]
-    window = desc.window
     out_w, channels = as_5d(desc.output.sizes, desc.output.strides)[0][4], desc.input.sizes[1]
-    span_fits = _row_span(window)[1] <= ROWS_MAX_CHUNKS
-    if gpu and _covers_plane(desc):
-        return "plane"
-    if not gpu and out_w % 4 == 0 and span_fits and contiguous_along(tensors, "w"):
-        return "rows"
-    if channels % 4 == 0 and contiguous_along(tensors, "c"):
-        return "channels"
-    if not gpu and out_w >= 4 and span_fits and contiguous_along(tensors[:1], "w"):
-        return "rows_tail"
-    return "general"
+    span_fits = _row_span(desc.window)[1] <= ROWS_MAX_CHUNKS
+    allows = {  # walk -> whether desc's layout allows it (evaluated on demand)
+        "plane": lambda: _covers_plane(desc),
+        "rows": lambda: out_w % 4 == 0 and span_fits and contiguous_along(tensors, "w"),
+        "channels": lambda: channels % 4 == 0 and contiguous_along(tensors, "c"),
+        "rows_tail": lambda: out_w >= 4 and span_fits and contiguous_along(tensors[:1], "w"),
+        "general": lambda: True,
+    }
+    if tuning.walk != "auto":
+        return tuning.walk if allows[tuning.walk]() else "general"
+    admitted = {"plane": tuning.plane_walk, "rows": tuning.rows_walks, "rows_tail": tuning.rows_walks}
+    return next(walk for walk, fits in allows.items() if admitted.get(walk, True) and fits())
 
 
 def _plane_params(first: int, planes: int) -> dict:
@@ -127,16 +127,17 @@ def _plane_regrid(first: int, count: int) -> tuple:
     return {}, _plane_params(first, count), fold_groups(count)
 
 
-def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "general", outputs: int = 1,
-                      **constants) -> Pass:
-    """A pass of a window-walk kernel: `walk` picks the walk (see walk_for); ``outputs``:
-    the general walk's neighbouring outputs along W per invocation (window_walk.wgsl's
-    OUTPUTS)."""
+def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, walk: str = "general",
+                     **constants) -> Pass:
+    """A pass of a window-walk kernel: `walk` picks the walk (see walk_for); the general
+    walk computes ``tuning.outputs_per_invocation`` neighbouring outputs along W per
+    invocation (window_walk.wgsl's OUTPUTS)."""
+    workgroup = tuning.lines_workgroup
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
     n, c, out_d, out_h, out_w = as_5d(desc.output.sizes, desc.output.strides)[0]
     if walk in ("rows", "rows_tail"):  # (ow / 4, oh / ROWS, (n, c, od)): output rows share input rows
-        rows = min(ROWS_PER_INVOCATION, out_h)
-        grid_constants, grid_params, grid = lines_grid(-(-out_w // 4), -(-out_h // rows), n * c * out_d)
+        rows = min(tuning.rows_per_invocation, out_h)
+        grid_constants, grid_params, grid = lines_grid(-(-out_w // 4), -(-out_h // rows), n * c * out_d, workgroup)
         constants["LEAD"], constants["CHUNKS"] = _row_span(desc.window)
         constants["ROWS"] = rows
         if walk == "rows_tail":   # rows_store_tail.wgsl: 16-bit outputs contiguous along W stored in pairs
@@ -157,15 +158,17 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "gen
         indices = getattr(desc, "output_indices", None) is not None
         rows = 2 if out_h > 1 and (stride_h < extent_h or indices) else 1
         cols = 2 if out_w > 1 and (stride_w < extent_w or indices) else 1
-        grid_constants, grid_params, grid = lines_grid(c // 4, -(-out_w // cols), n * out_d * -(-out_h // rows))
+        grid_constants, grid_params, grid = lines_grid(c // 4, -(-out_w // cols), n * out_d * -(-out_h // rows),
+                                                       workgroup)
         constants["ROWS"], constants["COLS"] = rows, cols
     else:  # (ow / OUTPUTS, oh, (n, c, od))
-        outputs = min(outputs, out_w)
-        grid_constants, grid_params, grid = lines_grid(-(-out_w // outputs), out_h, n * c * out_d)
+        outputs = min(tuning.outputs_per_invocation, out_w)
+        grid_constants, grid_params, grid = lines_grid(-(-out_w // outputs), out_h, n * c * out_d, workgroup)
         constants["OUTPUTS"] = outputs
     # chunks (see chunked) are runs of planes: (n, c, od), or (n, od, oh) for channels
     per_plane = grid_params["planes"] // (n if walk == "channels" else n * c)
-    regrid = _plane_regrid if walk == "plane" else partial(lines_regrid, grid_params["columns"], grid_params["lines"])
+    regrid = _plane_regrid if walk == "plane" else \
+        partial(lines_regrid, grid_params["columns"], grid_params["lines"], workgroup)
     split = Split(per_plane, regrid, whole_n=walk == "channels")
     constants.update(grid_constants, **window_constants(desc.window))
     params = {
@@ -180,47 +183,34 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, walk: str = "gen
     return Pass(kernels_by_walk[walk], roles, sorted_constants(constants), params, grid, split)
 
 
-# Neighbouring outputs along W per invocation of the general walk on GPUs (window_walk.wgsl's
-# OUTPUTS: 1 or 2).  Measured on an H100, float32, with windows written out: 2 outputs
-# against 1, case A max 1.2-1.4x faster, B 1.3-1.6x, 1D 1.3-1.4x, 3D 1.2x; 4 outputs were
-# 0.8-0.9x as fast as 2 (float16 1.0-1.1x, 3D 0.85x).
-GPU_OUTPUTS_PER_INVOCATION = 2
-
-
-def general_outputs(gpu: bool) -> int:
-    """The general walk's OUTPUTS for a device of this class."""
-    return GPU_OUTPUTS_PER_INVOCATION if gpu else 1
-
-
-def _window_walk_program(kernels_by_walk: dict, desc, roles: tuple, gpu: bool, **constants) -> Program:
-    """One window-walk pass, on the fastest walk the layout allows, with the general walk
-    as the fallback for calls whose tensor offsets are not 4-element aligned."""
-    walk = walk_for(desc, gpu)
-    outputs = general_outputs(gpu)
+def _window_walk_program(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, **constants) -> Program:
+    """One window-walk pass, on the walk of walk_for, with the general walk as the fallback
+    for calls whose tensor offsets are not 4-element aligned."""
+    walk = walk_for(desc, tuning)
     if walk not in CHUNKED_WALKS:
-        return Program((window_walk_pass(kernels_by_walk, desc, roles, walk, outputs, **constants),))
-    general = Program((window_walk_pass(kernels_by_walk, desc, roles, "general", outputs, **constants),))
-    fast = (window_walk_pass(kernels_by_walk, desc, roles, walk, **constants),)
+        return Program((window_walk_pass(kernels_by_walk, desc, roles, tuning, walk, **constants),))
+    general = Program((window_walk_pass(kernels_by_walk, desc, roles, tuning, "general", **constants),))
+    fast = (window_walk_pass(kernels_by_walk, desc, roles, tuning, walk, **constants),)
     aligned = roles[:1] if walk == "rows_tail" else tuple(r for r in roles if r is not None)
     pairs = walk in ("rows", "rows_tail") and reads_pairs(desc)
     return Program(fast, aligned=aligned, fallback=general, aligned_elements=8 if pairs else 4)
 
 
 @register("max_pool")
-def max_pool_program(desc, gpu: bool) -> Program:
+def max_pool_program(desc, tuning: Tuning) -> Program:
     indices = "output_indices" if getattr(desc, "output_indices", None) is not None else None
-    return _window_walk_program(MAX_POOL, desc, ("input", "output", indices), gpu)
+    return _window_walk_program(MAX_POOL, desc, ("input", "output", indices), tuning)
 
 
 @register("average_pool")
-def average_pool_program(desc, gpu: bool) -> Program:
+def average_pool_program(desc, tuning: Tuning) -> Program:
     constants = {"INCLUDE_PADDING": desc.include_padding}
     # ONNX's ceil_mode: padding past the declared end padding is not counted in the divisor
     counted_end = getattr(desc, "counted_end_padding", None)
     if counted_end is not None and tuple(counted_end) != desc.window.end_padding:
         constants["CLIP_DIVISOR"] = True
         constants.update(zip(("ED", "EH", "EW"), as_3d(counted_end, 0)))
-    return _window_walk_program(AVERAGE_POOL, desc, ("input", "output", None), gpu, **constants)
+    return _window_walk_program(AVERAGE_POOL, desc, ("input", "output", None), tuning, **constants)
 
 
 LP_PLAIN_SUM_TAPS = 9  # lp_pool.wgsl: windows up to this many taps sum without compensation
@@ -228,8 +218,8 @@ LP_UNSCALED_FLOAT16_MAX_P = 4  # lp_pool.wgsl: float16 |x|^p stays in f32's norm
 
 
 @register("lp_pool")
-def _lp_pool_program(desc, gpu: bool) -> Program:
+def _lp_pool_program(desc, tuning: Tuning) -> Program:
     compensated = math.prod(desc.window.window_size) > LP_PLAIN_SUM_TAPS
     scaled = not (desc.input.data_type == DataType.FLOAT16 and desc.p <= LP_UNSCALED_FLOAT16_MAX_P)
-    return _window_walk_program(LP_POOL, desc, ("input", "output", None), gpu, P=desc.p,
+    return _window_walk_program(LP_POOL, desc, ("input", "output", None), tuning, P=desc.p,
                                 COMPENSATED=compensated, SCALED=scaled)

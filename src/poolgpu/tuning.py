@@ -1,0 +1,119 @@
+"""Tuning: every choice of kernel that a description leaves open.
+
+A description fixes what an operator computes; a :class:`Tuning` fixes how: which window
+walk, how many outputs an invocation computes, workgroup sizes.  Every tuning computes the
+same bits; only speed differs.  ``pg.Device`` picks the preset for its adapter's type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from .errors import ValidationError
+
+WALKS = ("auto", "general", "rows", "rows_tail", "channels", "plane")
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Which kernels a Device's operators compile to (frozen: a value, hashable).
+
+    Two presets hold the measured choices: :meth:`for_cpu` for software adapters (lavapipe,
+    llvmpipe: SIMD lanes that load one by one, so several outputs per invocation sharing
+    their loads win) and :meth:`for_gpu` for GPUs (neighbouring lanes on neighbouring
+    elements).  ``dataclasses.replace(Tuning.for_gpu(), outputs_per_invocation=1)`` changes
+    one choice.  Results are bit-identical under every tuning.
+
+    Parameters
+    ----------
+    target : {"cpu", "gpu"}
+        The class of device the choices were made for (``Device.tuned_for`` reads it); it
+        chooses nothing itself.
+    walk : {"auto", "general", "rows", "rows_tail", "channels", "plane"}
+        The forward pooling's window walk.  ``"auto"``: the fastest one the tensors' layout
+        allows, among those ``rows_walks`` and ``plane_walk`` admit.  A walk's name: that
+        walk wherever the layout allows it, else ``"general"``.
+    rows_walks : bool
+        With ``walk="auto"``: take the rows walks (four outputs along W per invocation, from
+        4-element loads) where tensors are contiguous along W.
+    plane_walk : bool
+        With ``walk="auto"``: pool each whole plane (global pooling, also adaptive pooling
+        to one output) with one workgroup per output.
+    outputs_per_invocation : {1, 2}
+        Neighbouring outputs along W per invocation of the general walk (it is also the
+        first pass of the max pooling gradient).
+    rows_per_invocation : int
+        Output rows per invocation of the rows walks, 1 to 4 (fewer where the output has).
+    lines_workgroup : int
+        Invocations per workgroup of the kernels over (column, line, plane) grids: the
+        forward walks, the row gathers, unpooling.
+    block_workgroup : int
+        Invocations per workgroup of the gradients' block gathers.
+    flat_workgroup : int
+        Invocations per workgroup of the kernels numbered flat: ROI and adaptive bins,
+        zero filling.
+    row_gathers : bool
+        Gradients over tensors contiguous along W gather 2 x 8 dx elements per invocation
+        from 4-element chunks; ``False``: the block gathers.
+    windows_first : bool
+        The block gathers visit each window once for every dx element it reaches (where
+        strides and the windows reaching an element are at most 2 per dimension);
+        ``False``: a loop over each element's taps.
+    fixed_window_min_row : int
+        Adaptive pooling whose bins are one fixed window (each input size a multiple of the
+        output's) runs the fixed-window kernels where output rows hold at least this many
+        outputs (else the bin kernels, which pack outputs flat).
+    """
+
+    target: str = "cpu"
+    walk: str = "auto"
+    rows_walks: bool = True
+    plane_walk: bool = False
+    outputs_per_invocation: int = 1
+    rows_per_invocation: int = 4
+    lines_workgroup: int = 64
+    block_workgroup: int = 64
+    flat_workgroup: int = 64
+    row_gathers: bool = True
+    windows_first: bool = True
+    fixed_window_min_row: int = 8
+
+    def __post_init__(self):
+        if self.target not in ("cpu", "gpu"):
+            raise ValidationError("target", f"expected 'cpu' or 'gpu', got {self.target!r}")
+        if self.walk not in WALKS:
+            raise ValidationError("walk", f"expected one of {', '.join(WALKS)}, got {self.walk!r}")
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if field.type == "bool" and not isinstance(value, bool):
+                raise ValidationError(field.name, f"expected True or False, got {value!r}")
+            if field.type == "int" and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise ValidationError(field.name, f"expected a positive int, got {value!r}")
+        if self.outputs_per_invocation > 2:
+            raise ValidationError("outputs_per_invocation", f"expected 1 or 2, got {self.outputs_per_invocation}")
+        if self.rows_per_invocation > 4:
+            raise ValidationError("rows_per_invocation", f"expected 1 to 4, got {self.rows_per_invocation}")
+        for name in ("lines_workgroup", "block_workgroup", "flat_workgroup"):
+            if getattr(self, name) > 256:  # WebGPU's guaranteed max-compute-invocations-per-workgroup
+                raise ValidationError(name, f"expected at most 256 invocations, got {getattr(self, name)}")
+
+    @classmethod
+    def for_cpu(cls) -> "Tuning":
+        """The choices for software adapters: the rows walks, one output per invocation of
+        the general walk."""
+        return cls()
+
+    @classmethod
+    def for_gpu(cls) -> "Tuning":
+        """The choices for GPUs: no rows walks (measured on an H100, case A: 2-4x slower
+        than the general walk), two outputs per invocation of the general walk (1.2-1.6x
+        faster than one; four were 0.8-0.9x as fast as two), the plane walk for global
+        pooling."""
+        return cls(target="gpu", rows_walks=False, plane_walk=True, outputs_per_invocation=2)
+
+    @classmethod
+    def preset(cls, target: str) -> "Tuning":
+        """``for_cpu()`` or ``for_gpu()`` by name ("cpu" or "gpu")."""
+        if target not in ("cpu", "gpu"):
+            raise ValidationError("target", f"expected 'cpu' or 'gpu', got {target!r}")
+        return cls.for_gpu() if target == "gpu" else cls.for_cpu()
