@@ -153,7 +153,9 @@ class _Chunker:
                 views.append(self.view(role, *(planes if role in (s.gather, s.scatter) else units)))
         return replace(p, tensors=tuple(views), constants=constants, params=params, grid=grid, split=None)
 
-    def program(self, program: Program) -> Program:
+    def program(self, program: Program) -> Optional[Program]:
+        """The chunked program, or None where a pass would have to read a tensor too large
+        to bind whole in ranges of planes but cannot (not ``Split.ranged``)."""
         first_split = self.split[0]
         units_role = first_split.split.scatter or self.units_roles(first_split)[0]
         total = plane_count(self.descs[units_role])
@@ -170,7 +172,7 @@ class _Chunker:
                 own_runs[id(p)] = self.runs(plane_count(self.descs[s.gather]), 1,
                                             lambda a, b, g=s.gather: self.too_big([g], a, b))
                 if len(own_runs[id(p)]) > 1 and not s.ranged:
-                    raise _NeedsRanges()
+                    return None
         passes = []
         for index, chunk in enumerate(chunks):
             for p in program.passes:
@@ -203,10 +205,6 @@ def _fits_whole(program: Program, descs: Mapping[str, TensorDesc], limit: int) -
     return True
 
 
-class _NeedsRanges(Exception):
-    """A pass reads a tensor too large to bind whole but cannot read it in ranges."""
-
-
 def chunked(program: Program, descs: Mapping[str, TensorDesc], limit: int) -> Program:
     """``program`` as dispatches that each bind at most ``limit`` bytes of every tensor (of
     ``descs``: role -> TensorDesc) and fit the grid limits: the program itself where it
@@ -220,7 +218,5 @@ def chunked(program: Program, descs: Mapping[str, TensorDesc], limit: int) -> Pr
         return fallback
     if not any(p.split for p in program.passes):
         raise DeviceError(f"{program.passes[0].kernel.file}: a tensor exceeds this device's largest storage binding")
-    try:
-        return replace(_Chunker(program, descs, limit).program(program), fallback=fallback)
-    except _NeedsRanges:
-        return fallback
+    planned = _Chunker(program, descs, limit).program(program)
+    return fallback if planned is None else replace(planned, fallback=fallback)
