@@ -14,11 +14,7 @@
 override WG: u32 = 64u;     // invocations per workgroup
 override ITEMS: u32 = 4u;   // 16-byte words per invocation (at most; fewer at the end)
 
-struct Params {
-    src_base: u32, dst_base: u32,   // element (u32) offsets; multiples of 4
-    src_vec4s: u32, dst_vec4s: u32, // 16-byte words to read and to write
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params (binding 0): declared with bench/roofline.py, prepended as common/header.wgsl.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,

@@ -57,7 +57,7 @@ class CopyDesc:
 # The shader lives beside this file (an absolute path: the kernel layer reads it from there).
 COPY = Kernel(str(Path(__file__).with_name("copy.wgsl")),
               (Slot("src", False, snippet="read_v4.wgsl"), Slot("dst", True, snippet="write_v4.wgsl")),
-              value_slot="src")
+              value_slot="src", params=("src_vec4s", "dst_vec4s"))  # 16-byte words to read and to write
 
 
 @register("copy")

@@ -10,13 +10,13 @@
 
 from . import binned, gradients, unpooling, window  # noqa: F401  (they register their builders)
 from .chunking import chunked, max_offset, plane_count, plane_span
-from .core import Kernel, Pass, Program, Slot, Split, View, pack_params, params_fields, read_wgsl, shader_source
+from .core import Kernel, Pass, Program, Slot, Split, View, pack_params, read_wgsl, shader_source
 from .grids import divisor_params
 from .registry import REGISTRY, program_for, register
 
 __all__ = [
     "Kernel", "Pass", "Program", "Slot", "Split", "View", "REGISTRY", "program_for", "register", "chunked",
-    "max_offset", "plane_count", "plane_span", "pack_params", "params_fields", "read_wgsl", "shader_source",
+    "max_offset", "plane_count", "plane_span", "pack_params", "read_wgsl", "shader_source",
     "divisor_params", "all_kernels",
 ]
 

@@ -12,24 +12,36 @@ from ..dtypes import DataType
 from ..tuning import Tuning
 from ..tensor_desc import TensorDesc
 from .core import Kernel, Pass, Program, Slot, Split
-from .grids import as_5d, flat_grid, flat_regrid, sorted_constants, tensor_stride_params
+from .grids import (FLAT_GRID, IN_SIZES, OUT_SIZES, as_5d, flat_grid, flat_regrid, sorted_constants, stride_fields,
+                    tensor_stride_params)
 from .registry import register
 from .window import COMPENSATED_SUM, average_pool_program, max_pool_program, plane_walk_fits
 
 ADAPTIVE_BINS = Kernel(
     "adaptive_bins.wgsl", (Slot("bins", True),), value_slot="bins", library=("wide_int.wgsl", "flat_index.wgsl"),
+    params=IN_SIZES + OUT_SIZES + ("total",),  # total: out_d + out_h + out_w bins
 )
 ROI_BINS = Kernel(
     "roi_bins.wgsl", (Slot("roi", False), Slot("bins", True)), value_slot="roi",
     library=("wide_int.wgsl", "flat_index.wgsl"),
+    params=("roi_r", "roi_k",  # element strides of the ROI tensor along R and along its 5 values
+            "batches", "in_h", "in_w", "pooled_h", "pooled_w",
+            "scale_bits",  # spatial_scale as f32 bits
+            "total"),  # R * (1 + pooled_h + pooled_w)
 )
 BINNED_MAX = Kernel(
     "binned_max.wgsl", (Slot("x", False), Slot("bins", False), Slot("y", True), Slot("idx", True)), value_slot="x",
     library=("bin_table.wgsl", "flat_index.wgsl"),
+    # ROI pooling reads the input planes (batch * C + c) its ROIs name: for inputs larger
+    # than a binding (chunked) a dispatch writes only outputs reading planes in
+    # [source_first, source_first + source_count).
+    params=FLAT_GRID + ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("x", "y", "idx")
+    + ("source_first", "source_count"),
 )
 BINNED_AVERAGE = Kernel(
     "binned_average.wgsl", (Slot("x", False), Slot("bins", False), Slot("y", True)), value_slot="x",
     library=("bin_table.wgsl", "flat_index.wgsl") + COMPENSATED_SUM,
+    params=FLAT_GRID + ("channels",) + OUT_SIZES + stride_fields("x", "y") + ("opaque_zero",),
 )
 
 

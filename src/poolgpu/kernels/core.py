@@ -4,15 +4,18 @@ shader's source is assembled.
 
 A shader is one file in ``wgsl/``.  Before compiling, one small visible step prepends:
 
-1. the value snippet of its main tensor's data type (``wgsl/common/value_*.wgsl``: the
+1. the kernel's header (``wgsl/common/header.wgsl``): its ``struct Params`` uniform at
+   binding 0, generated from the Kernel's declaration (``Kernel.fields``: one u32 per
+   field), and the workgroup width ``WG_X`` the grids share;
+2. the value snippet of its main tensor's data type (``wgsl/common/value_*.wgsl``: the
    ``Raw`` and ``Key`` types and how values compare), and
-2. one I/O snippet per tensor (``wgsl/common/{read,write}_b{8,16,32,64}.wgsl`` or
+3. one I/O snippet per tensor (``wgsl/common/{read,write}_b{8,16,32,64}.wgsl`` or
    ``absent.wgsl``), with ``$name``, ``$binding`` and ``$access`` substituted, giving the
    kernel ``x_load(e)``, ``y_store(e, v)``, ... over u32 words whatever the type.
 
-Everything else is specialised by override constants.  Binding 0 is the kernel's
-``struct Params`` uniform; Python fills it by field name (see :func:`params_fields`), so
-the shader's struct is the one place that fixes its layout.
+Everything else is specialised by override constants.  The declaration is the one place
+that fixes Params' layout: Python packs the values in its order (:func:`pack_params`), and a
+Kernel whose WGSL reads a field it does not declare fails when it is declared (at import).
 """
 
 from __future__ import annotations
@@ -51,12 +54,36 @@ class Slot:
 class Kernel:
     """A .wgsl file and its tensor slots, bound in order from binding 1 (0 is Params).
     ``library`` lists shared files (``wgsl/common/``) appended after it, such as the
-    window walk that calls the operator's accumulator."""
+    window walk that calls the operator's accumulator.  ``params`` names the u32 fields of
+    its Params uniform after the slots' ``<slot>_base`` offsets (which the device layer
+    fills); the header declares them (see :func:`shader_source`)."""
 
     file: str
     slots: tuple
     value_slot: str  # the slot whose data type picks the value snippet
     library: tuple = ()
+    params: tuple = ()
+
+    def __post_init__(self):
+        fields = self.fields
+        if len(set(fields)) != len(fields):
+            raise ValueError(f"{self.file}: Params fields declared twice: {sorted(f for f in fields if fields.count(f) > 1)}")
+        read = set(re.findall(r"\bparams\.(\w+)", _without_comments(self.sources())))
+        if not read <= set(fields):
+            raise ValueError(f"{self.file}: the WGSL reads Params fields it does not declare: {sorted(read - set(fields))}")
+
+    @property
+    def fields(self) -> tuple:
+        """Its Params fields, in order: the slots' ``<slot>_base``, then ``params``."""
+        return tuple(f"{slot.name}_base" for slot in self.slots) + self.params
+
+    def sources(self) -> str:
+        """The kernel's own WGSL: its file and library (not the prepended snippets)."""
+        return "\n".join([read_wgsl(self.file)] + [read_wgsl(f"common/{name}") for name in self.library])
+
+
+def _without_comments(wgsl: str) -> str:
+    return re.sub(r"//[^\n]*", "", wgsl)
 
 
 @dataclass(frozen=True)
@@ -149,7 +176,8 @@ def shader_source(kernel: Kernel, data_types: tuple, writable_inputs: frozenset 
     ``writable_inputs`` names input slots to declare read_write: WebGPU forbids a buffer
     bound read-only and writable in one dispatch, so an input sharing a buffer with an
     output must be declared writable (it is still only read)."""
-    parts = []
+    fields = "\n".join(f"    {name}: u32," for name in kernel.fields)
+    parts = [Template(read_wgsl("common/header.wgsl")).substitute(fields=fields)]
     by_slot = dict(zip((s.name for s in kernel.slots), data_types))
     parts.append(_value_snippet(by_slot[kernel.value_slot]))
     for binding, (slot, data_type) in enumerate(zip(kernel.slots, data_types), start=1):
@@ -160,26 +188,17 @@ def shader_source(kernel: Kernel, data_types: tuple, writable_inputs: frozenset 
         access = "read_write" if slot.name in writable_inputs else "read"
         snippet = read_wgsl("common/" + (slot.snippet or direction + "_{storage}.wgsl").format(storage=data_type.storage))
         parts.append(Template(snippet).substitute(name=slot.name, binding=binding, access=access))
-    parts += [read_wgsl(kernel.file)] + [read_wgsl(f"common/{name}") for name in kernel.library]
+    parts.append(kernel.sources())
     return "\n".join(parts)
 
 
-@lru_cache(maxsize=None)
-def params_fields(kernel: Kernel) -> tuple:
-    """Field names of the kernel's ``struct Params`` (all u32), in declaration order."""
-    text = "\n".join([read_wgsl(kernel.file)] + [read_wgsl(f"common/{name}") for name in kernel.library])
-    text = re.sub(r"//[^\n]*", "", text)  # comments first: a brace in one would end the struct
-    match = re.search(r"struct\s+Params\s*\{(.*?)\}", text, re.S)
-    fields = re.findall(r"(\w+)\s*:\s*(\w+)", match.group(1))
-    assert all(t == "u32" for _, t in fields), f"{kernel.file}: Params must hold only u32 fields"
-    return tuple(name for name, _ in fields)
-
-
 def pack_params(kernel: Kernel, values: Mapping[str, int]) -> bytes:
-    names = params_fields(kernel)
+    """The kernel's Params uniform holding ``values`` (field name -> u32), in its order."""
+    names = kernel.fields
     values = {"opaque_zero": 0, **values}  # always 0: common/as_written.wgsl
     missing = set(names) - set(values)
-    assert not missing, f"{kernel.file}: no value for Params fields {sorted(missing)}"
+    if missing:
+        raise ValueError(f"{kernel.file}: no value for Params fields {sorted(missing)}")
     words = [values[n] for n in names]
     # A uniform struct's size is padded to its 16-byte alignment.
     words += [0] * (-len(words) % 4)

@@ -12,38 +12,49 @@ from ..dtypes import DataType
 from ..tensor_desc import TensorDesc
 from ..tuning import Tuning
 from .core import Kernel, Pass, Program, Slot, Split
-from .grids import (as_3d, as_5d, channels_last_desc, contiguous_along, divisor_params, lines_grid, lines_regrid,
-                    row_grid, rows_regrid, sorted_constants, strides_5d, tensor_stride_params, window_constants)
+from .grids import (IN_SIZES, LINES_GRID, OUT_SIZES, ROW_GRID, as_3d, as_5d, channels_last_desc, contiguous_along,
+                    divisor_fields, divisor_params, lines_grid, lines_regrid, row_grid, rows_regrid, sorted_constants,
+                    stride_fields, strides_5d, tensor_stride_params, window_constants)
 from .registry import register
 from .window import CHUNKED_WALKS, MAX_POOL, pair_aligned, reads_pairs, walk_for, window_walk_pass
 
-def _block_gather_kernels(file: str, slots: tuple, library: tuple, argmax: bool) -> tuple:
+# Params: in_* the forward input's (dx's) spatial sizes, out_* the forward output's (dy's);
+# the block gathers (_gradient_block_pass) divide by the blocks along D, H, W and by C
+# (common/divide.wgsl), over rows of blocks (common/row_grid.wgsl).
+BLOCK_PARAMS = ("channels",) + IN_SIZES + OUT_SIZES + divisor_fields("blocks_d", "blocks_h", "blocks_w") \
+    + ("channels_magic", "channels_shift") + ROW_GRID
+ROWS_PARAMS = ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("dy", "dx", axes="ncdh") + LINES_GRID  # rows: W's 1
+
+
+def _block_gather_kernels(file: str, slots: tuple, library: tuple, params: tuple, argmax: bool) -> tuple:
     """A block gather's kernel with one channel per invocation, and with four over
     channels-last tensors (chunked dy, arg and dx; common/gather_lanes4.wgsl)."""
     shared = ("window_constants.wgsl",) + library + ("divide.wgsl", "windows_covering.wgsl", "row_grid.wgsl")
     lanes = {n: (f"gather_lanes{n}.wgsl",) + ((f"argmax_lanes{n}.wgsl",) if argmax else ()) for n in (1, 4)}
     chunked = {"dy": "read4_{storage}.wgsl", "arg": "read4_b32.wgsl", "dx": "write4_{storage}.wgsl"}
     four = tuple(replace(s, snippet=chunked[s.name]) for s in slots)
-    return (Kernel(file, slots, "dy", library=shared + lanes[1]), Kernel(file, four, "dy", library=shared + lanes[4]))
+    return tuple(Kernel(file, s, "dy", library=shared + lanes[n], params=params) for s, n in ((slots, 1), (four, 4)))
 
 
 MAX_POOL_GRAD, MAX_POOL_GRAD_CHANNELS = _block_gather_kernels(
     "max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True)), ("windows_first.wgsl",),
-    argmax=True)
+    BLOCK_PARAMS + stride_fields("dy", "dx", "arg"), argmax=True)  # arg: packed, or channels-last with dx
 AVERAGE_POOL_GRAD, AVERAGE_POOL_GRAD_CHANNELS = _block_gather_kernels(
     "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)),
-    ("average_divisor.wgsl", "as_written.wgsl", "windows_first.wgsl"), argmax=False)
+    ("average_divisor.wgsl", "as_written.wgsl", "windows_first.wgsl"),
+    BLOCK_PARAMS + stride_fields("dy", "dx") + ("opaque_zero",), argmax=False)
 _DISJOINT_LIBRARY = ("window_constants.wgsl", "divide.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl",
                      "row_grid.wgsl", "disjoint_gradient.wgsl")
+DISJOINT_PARAMS = BLOCK_PARAMS + stride_fields("x", "dy", "dx")
 MAX_POOL_GRAD_DISJOINT = Kernel(
     "max_pool_grad_disjoint.wgsl", (Slot("x", False), Slot("dy", False), Slot("dx", True)), value_slot="x",
-    library=_DISJOINT_LIBRARY + ("disjoint_lanes1.wgsl",),
+    library=_DISJOINT_LIBRARY + ("disjoint_lanes1.wgsl",), params=DISJOINT_PARAMS,
 )
 MAX_POOL_GRAD_DISJOINT_CHANNELS = Kernel(  # four channels per invocation, in 4-element chunks
     "max_pool_grad_disjoint.wgsl",
     (Slot("x", False, snippet="read4_{storage}.wgsl"), Slot("dy", False, snippet="read4_{storage}.wgsl"),
      Slot("dx", True, snippet="write4_{storage}.wgsl")),
-    value_slot="x", library=_DISJOINT_LIBRARY + ("disjoint_lanes4.wgsl",),
+    value_slot="x", library=_DISJOINT_LIBRARY + ("disjoint_lanes4.wgsl",), params=DISJOINT_PARAMS,
 )
 # The one-pass disjoint gradient over rows, by (x and dx in pairs of chunks, dy in chunks):
 # see max_pool_grad_disjoint_rows.wgsl and common/disjoint_rows_*.wgsl.
@@ -56,6 +67,7 @@ MAX_POOL_GRAD_DISJOINT_ROWS = {
         value_slot="x",
         library=_DISJOINT_LIBRARY + ("disjoint_rows_pairs.wgsl" if pairs else "disjoint_rows_chunks.wgsl",
                                      "disjoint_rows_dy4.wgsl" if dy_chunks else "disjoint_rows_dy1.wgsl"),
+        params=DISJOINT_PARAMS,
     )
     for pairs in (False, True) for dy_chunks in (False, True)
 }
@@ -63,13 +75,14 @@ MAX_POOL_GRAD_ROWS = Kernel(
     "max_pool_grad_rows.wgsl",
     (Slot("dy", False, snippet="read4_{storage}.wgsl"), Slot("arg", False, snippet="read4_b32.wgsl"),
      Slot("dx", True, snippet="write4_{storage}.wgsl")), value_slot="dy",
-    library=("grid.wgsl", "window_constants.wgsl", "gather_rows.wgsl"),
+    library=("grid.wgsl", "window_constants.wgsl", "gather_rows.wgsl"), params=ROWS_PARAMS,
 )
 AVERAGE_POOL_GRAD_ROWS = Kernel(
     "average_pool_grad_rows.wgsl",
     (Slot("dy", False, snippet="read4_{storage}.wgsl"), Slot("dx", True, snippet="write4_{storage}.wgsl")),
     value_slot="dy",
     library=("grid.wgsl", "window_constants.wgsl", "average_divisor.wgsl", "as_written.wgsl", "gather_rows.wgsl"),
+    params=ROWS_PARAMS + ("opaque_zero",),
 )
 
 

@@ -22,6 +22,25 @@ def as_3d(values: tuple, fill: int) -> tuple:
     return (fill,) * (3 - len(values)) + tuple(values)
 
 
+# Params fields (see Kernel.params) of the values this module computes, by group.
+IN_SIZES = ("in_d", "in_h", "in_w")      # the (forward) input's spatial sizes
+OUT_SIZES = ("out_d", "out_h", "out_w")  # the (forward) output's
+LINES_GRID = ("columns", "lines", "line_groups", "planes", "plane_origin")  # lines_grid: common/grid.wgsl
+ROW_GRID = ("column_groups", "rows", "row_origin")  # row_grid: common/row_grid.wgsl
+FLAT_GRID = ("total", "origin")  # flat_grid: common/flat_index.wgsl (outputs from `origin`)
+
+
+def stride_fields(*names: str, axes: str = "ncdhw") -> tuple:
+    """The fields of tensor_stride_params for each tensor name (along ``axes``: kernels
+    reading rows in chunks take W's stride as 1)."""
+    return tuple(f"{name}_{axis}" for name in names for axis in axes)
+
+
+def divisor_fields(*names: str) -> tuple:
+    """The fields of divisor_params for each name: the divisor, its magic and shift."""
+    return tuple(f"{name}{suffix}" for name in names for suffix in ("", "_magic", "_shift"))
+
+
 def divisor_params(name: str, d: int) -> dict:
     """Params ``name``, ``name_magic`` and ``name_shift`` of common/divide.wgsl's divide():
     n / d for every u32 n by a multiply-high and shifts (Granlund and Montgomery)."""

@@ -13,35 +13,49 @@ from ..tuning import Tuning
 from ..tensor_desc import TensorDesc
 from .chunking import max_offset
 from .core import Kernel, Pass, Program, Slot, Split
-from .grids import (as_5d, contiguous_along, divisor_params, fold_groups, lines_grid, lines_regrid, sorted_constants,
-                    tensor_stride_params)
+from .grids import (IN_SIZES, LINES_GRID, OUT_SIZES, as_5d, contiguous_along, divisor_fields, divisor_params,
+                    fold_groups, lines_grid, lines_regrid, sorted_constants, stride_fields, tensor_stride_params)
 from .registry import register
 
-def _unpool_source_kernel(file: str, slots: tuple, value_slot: str, chunks: bool, library: tuple = ()) -> Kernel:
+
+def _unpool_source_kernel(file: str, slots: tuple, value_slot: str, chunks: bool, params: tuple,
+                          library: tuple = ()) -> Kernel:
     """A pass over input elements (common/unpool_source.wgsl), reading the indices one by one
     or (``chunks``) in 4-element chunks."""
     idx = Slot("idx", False, snippet="read4_index_{storage}.wgsl" if chunks else "")
     source = ("grid.wgsl", "unpool_source.wgsl", "unpool_indices4.wgsl" if chunks else "unpool_indices1.wgsl")
-    return Kernel(file, (idx,) + slots, value_slot=value_slot, library=source + library)
+    return Kernel(file, (idx,) + slots, value_slot=value_slot, library=source + library, params=params)
 
 
 MAX_UNPOOL_WINNERS, MAX_UNPOOL_WINNERS_CHUNKS = (
-    _unpool_source_kernel("max_unpool_winners.wgsl", (Slot("winner", True, snippet="atomic_b32.wgsl"),), "idx", chunks)
+    _unpool_source_kernel("max_unpool_winners.wgsl", (Slot("winner", True, snippet="atomic_b32.wgsl"),), "idx", chunks,
+                          # out_first, out_count: the output elements whose winners a dispatch picks
+                          ("channels",) + IN_SIZES + stride_fields("idx") + ("out_first", "out_count") + LINES_GRID)
     for chunks in (False, True))
 MAX_UNPOOL_SCATTER, MAX_UNPOOL_SCATTER_CHUNKS = (
     _unpool_source_kernel(
         "max_unpool_scatter.wgsl", (Slot("winner", True, snippet="atomic_b32.wgsl"), Slot("x", False), Slot("y", True)),
-        "x", chunks, ("divide.wgsl",))
+        "x", chunks,
+        # divide() by the sizes y_offset divides by; out_first, out_count: the whole output
+        # (this pass does not run in chunks)
+        IN_SIZES + stride_fields("idx", "x", "y") + divisor_fields("out_w", "out_h", "out_d", "channels")
+        + ("out_first", "out_count") + LINES_GRID, ("divide.wgsl",))
     for chunks in (False, True))
-ZERO_FILL = Kernel("zero_fill.wgsl", (Slot("y", True, snippet="write4_{storage}.wgsl"),), value_slot="y")
+ZERO_FILL = Kernel("zero_fill.wgsl", (Slot("y", True, snippet="write4_{storage}.wgsl"),), value_slot="y",
+                   params=("quads",))  # the element count / 4 (a multiple of 4)
+# Inputs larger than a binding are read in ranges (chunked; unpool_walk.wgsl only): a
+# dispatch copies winners j in [source_first, source_first + source_count); with `zeros` it
+# writes the type's zero where there is no winner, with `reset` it clears the winners.
+UNPOOL_PARAMS = ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("x", "y") + LINES_GRID \
+    + ("source_first", "source_count", "zeros", "reset")
 MAX_UNPOOL = Kernel(
     "max_unpool.wgsl", (Slot("x", False), Slot("winner", True, snippet="take_b32.wgsl"), Slot("y", True)),
-    value_slot="x", library=("grid.wgsl", "unpool_walk.wgsl"),
+    value_slot="x", library=("grid.wgsl", "unpool_walk.wgsl"), params=UNPOOL_PARAMS,
 )
 MAX_UNPOOL_ROWS = Kernel(
     "max_unpool.wgsl",
     (Slot("x", False), Slot("winner", True, snippet="take4_b32.wgsl"), Slot("y", True, snippet="write4_{storage}.wgsl")),
-    value_slot="x", library=("grid.wgsl", "unpool_walk_rows.wgsl"),
+    value_slot="x", library=("grid.wgsl", "unpool_walk_rows.wgsl"), params=UNPOOL_PARAMS,
 )
 
 

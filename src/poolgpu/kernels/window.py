@@ -13,8 +13,8 @@ from functools import partial
 from ..dtypes import DataType
 from ..tuning import Tuning
 from .core import Kernel, Pass, Program, Slot, Split
-from .grids import (as_3d, as_5d, contiguous_along, fold_groups, lines_grid, lines_regrid, sorted_constants,
-                    strides_5d, tensor_stride_params, window_constants)
+from .grids import (IN_SIZES, LINES_GRID, OUT_SIZES, as_3d, as_5d, contiguous_along, fold_groups, lines_grid,
+                    lines_regrid, sorted_constants, stride_fields, strides_5d, tensor_stride_params, window_constants)
 from .registry import register
 
 _CHUNKED = (
@@ -33,11 +33,15 @@ CHUNKED_WALKS = ("rows", "rows_tail", "channels")  # the walks that need 4-eleme
 ROWS_MAX_CHUNKS = 8  # window_walk_rows.wgsl's span holds 32 elements
 
 
+# Params of every walk (window_walk_pass); opaque_zero: common/as_written.wgsl's (always 0)
+WALK_PARAMS = ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("x", "y", "idx") + LINES_GRID + ("opaque_zero",)
+
+
 def _pooling_kernels(file: str, accumulator: tuple) -> dict:
     """The operator's kernel under each walk."""
     shared = ("grid.wgsl", "window_constants.wgsl", "window_geometry.wgsl")
     return {
-        walk: Kernel(file, slots, "x", library=accumulator + shared + walk_files)
+        walk: Kernel(file, slots, "x", library=accumulator + shared + walk_files, params=WALK_PARAMS)
         for walk, (walk_files, slots) in WALKS.items()
     }
 

@@ -3,17 +3,9 @@
 // (start, end) pair into the single row of the bin table (layout: common/bin_table.wgsl).
 // The products exceed 32 bits for large sizes, hence the wide integer helpers.
 //
-// Prepended by kernels.py: the tensor bins (bins_store); library: wide_int.wgsl, flat_index.wgsl.
+// Prepended by poolgpu.kernels: the tensor bins (bins_store); library: wide_int.wgsl, flat_index.wgsl.
 
-override WG_X: u32 = 64u;
-
-struct Params {
-    bins_base: u32,
-    in_d: u32, in_h: u32, in_w: u32,
-    out_d: u32, out_h: u32, out_w: u32,
-    total: u32,         // out_d + out_h + out_w bins
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
 @compute @workgroup_size(WG_X)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,

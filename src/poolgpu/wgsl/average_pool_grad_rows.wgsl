@@ -4,20 +4,10 @@
 // order, dy / divisor of the windows covering it (the divisor: the window's size when
 // padding counts, else the number of input elements it covers).
 //
-// Prepended by kernels.py: the value type (Raw, to_f32, from_f32) and the tensors
+// Prepended by poolgpu.kernels: the value type (Raw, to_f32, from_f32) and the tensors
 // dy (dy_load4) and dx (dx_store4); library: grid.wgsl, average_divisor.wgsl, gather_rows.wgsl.
 
-struct Params {
-    dy_base: u32, dx_base: u32,
-    channels: u32,
-    in_d: u32, in_h: u32, in_w: u32,      // the forward input's (dx's) spatial sizes
-    out_d: u32, out_h: u32, out_w: u32,   // the forward output's (dy's)
-    dy_n: u32, dy_c: u32, dy_d: u32, dy_h: u32, dy_w: u32,
-    dx_n: u32, dx_c: u32, dx_d: u32, dx_h: u32, dx_w: u32,
-    columns: u32, lines: u32, line_groups: u32, planes: u32, plane_origin: u32,   // the grid (common/grid.wgsl)
-    opaque_zero: u32,   // always 0 (common/as_written.wgsl)
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
 // What the gathers need of one window row (see common/gather_rows.wgsl).
 struct WindowRow {

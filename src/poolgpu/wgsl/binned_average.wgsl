@@ -7,23 +7,11 @@
 // pooling's, bit for bit; infinities and NaN propagate as in plain arithmetic.
 //
 // Every tensor is seen as 5-D {N, C, D, H, W}.
-// Prepended by kernels.py: the value type (to_f32, from_f32) and the tensors x (x_load),
+// Prepended by poolgpu.kernels: the value type (to_f32, from_f32) and the tensors x (x_load),
 // bins (bins_load) and y (y_store); library: bin_table.wgsl (bin_of), compensated_sum.wgsl,
 // flat_index.wgsl.
 
-override WG_X: u32 = 64u;
-
-struct Params {
-    x_base: u32, bins_base: u32, y_base: u32,
-    total: u32,         // outputs of this dispatch, from output `origin` (kernels.chunked)
-    origin: u32,
-    channels: u32,
-    out_d: u32, out_h: u32, out_w: u32,
-    x_n: u32, x_c: u32, x_d: u32, x_h: u32, x_w: u32,
-    y_n: u32, y_c: u32, y_d: u32, y_h: u32, y_w: u32,
-    opaque_zero: u32,   // always 0 (common/as_written.wgsl)
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
 @compute @workgroup_size(WG_X)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,

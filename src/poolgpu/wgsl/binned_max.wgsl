@@ -5,28 +5,11 @@
 // NaN above everything, ties to the lowest index).  An empty bin (ROI pooling only) gives 0.
 //
 // Every tensor is seen as 5-D {N, C, D, H, W}.
-// Prepended by kernels.py: the value type (Raw, Key, key_of, key_gt) and the tensors
+// Prepended by poolgpu.kernels: the value type (Raw, Key, key_of, key_gt) and the tensors
 // x (x_load), bins (bins_load), y (y_store) and idx (idx_store_index; a no-op when no indices
 // were asked for); library: bin_table.wgsl (bin_of, the ROI constant), flat_index.wgsl.
 
-override WG_X: u32 = 64u;
-
-struct Params {
-    x_base: u32, bins_base: u32, y_base: u32, idx_base: u32,
-    total: u32,         // outputs of this dispatch, from output `origin` (kernels.chunked)
-    origin: u32,
-    channels: u32,
-    in_d: u32, in_h: u32, in_w: u32,
-    out_d: u32, out_h: u32, out_w: u32,
-    x_n: u32, x_c: u32, x_d: u32, x_h: u32, x_w: u32,
-    y_n: u32, y_c: u32, y_d: u32, y_h: u32, y_w: u32,
-    idx_n: u32, idx_c: u32, idx_d: u32, idx_h: u32, idx_w: u32,
-    // ROI pooling reads the input planes (batch * C + c) its ROIs name: for inputs larger
-    // than a binding (kernels.chunked) a dispatch writes only outputs reading planes in
-    // [source_first, source_first + source_count).
-    source_first: u32, source_count: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
 @compute @workgroup_size(WG_X)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,

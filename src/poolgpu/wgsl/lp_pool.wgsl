@@ -7,7 +7,7 @@
 // when a larger one arrives the sum is rescaled (by a power of two: exact for integer p),
 // and the root is scaled back by 2^e.  The terms are never negative, so a plain f32 sum of
 // n of them is within (n - 1) half-ulps of exact (no cancellation): windows of at most 9
-// taps (kernels.py) sum plainly, within 4 ulp; larger ones are compensated
+// taps (poolgpu.kernels) sum plainly, within 4 ulp; larger ones are compensated
 // (common/compensated_sum.wgsl, COMPENSATED).  p = 1 and p = 2 skip pow().
 //
 // Float16 inputs with p <= 4 need no scaling (SCALED = false): |x|^p of every float16 lies

@@ -11,29 +11,12 @@
 // Tensors are seen as 5-D {N, C, D, H, W}; the window geometry arrives as override
 // constants, so the loops unroll and the tap selection folds away.
 //
-// Prepended by kernels.py: the value type (Raw, to_f32, from_f32) and the tensors dy, arg
+// Prepended by poolgpu.kernels: the value type (Raw, to_f32, from_f32) and the tensors dy, arg
 // and dx; library: block_of, block_element, first_tap and block_window
 // (common/windows_covering.wgsl), the windows-first visit (common/windows_first.wgsl), Sum,
 // dy_sum, dx_put, Arg, arg_at and hits (the lanes).
 
-override WG_X: u32 = 64u;
-
-struct Params {
-    dy_base: u32, arg_base: u32, dx_base: u32,
-    channels: u32,
-    in_d: u32, in_h: u32, in_w: u32,      // the forward input's (dx's) spatial sizes
-    out_d: u32, out_h: u32, out_w: u32,   // the forward output's (dy's, arg's)
-    blocks_d: u32, blocks_h: u32, blocks_w: u32,
-    // divide() of common/divide.wgsl by blocks_d, blocks_h, blocks_w and channels (block_of)
-    blocks_d_magic: u32, blocks_d_shift: u32, blocks_h_magic: u32, blocks_h_shift: u32,
-    blocks_w_magic: u32, blocks_w_shift: u32, channels_magic: u32, channels_shift: u32,
-    dy_n: u32, dy_c: u32, dy_d: u32, dy_h: u32, dy_w: u32,
-    dx_n: u32, dx_c: u32, dx_d: u32, dx_h: u32, dx_w: u32,
-    arg_n: u32, arg_c: u32, arg_d: u32, arg_h: u32, arg_w: u32,   // packed, or channels-last with dx
-    // rows of blocks_w blocks, N * C * blocks_d * blocks_h in all (common/row_grid.wgsl)
-    column_groups: u32, rows: u32, row_origin: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
 @compute @workgroup_size(WG_X)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {

@@ -11,7 +11,7 @@
 // One channel per invocation, or four over channels-last tensors with C a multiple of 4,
 // read and written in 4-element chunks (the lanes: common/disjoint_lanes*.wgsl).
 //
-// Prepended by kernels.py: the value type (Raw, Key, key_of, key_gt) and the tensors
+// Prepended by poolgpu.kernels: the value type (Raw, Key, key_of, key_gt) and the tensors
 // x, dy and dx; library: x_lanes, dy_lanes, dx_lanes (the lanes), block_element
 // (common/windows_covering.wgsl), the max rule's acc_new and acc_add (common/max_accumulator.wgsl),
 // Params (common/disjoint_gradient.wgsl).

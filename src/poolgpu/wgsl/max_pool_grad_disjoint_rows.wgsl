@@ -4,11 +4,11 @@
 // chunks, so x is read and dx written a chunk (or a pair of chunks) at a time (the block
 // pass reads and writes element by element).  Same argmax rule, same bits.
 //
-// Requires (kernels.py checks): x and dx contiguous along W, with rows and the tensors'
+// Requires (poolgpu.kernels checks): x and dx contiguous along W, with rows and the tensors'
 // starts at multiples of 4 elements; in_w a multiple of 4 (dx rows are whole chunks); no
 // start padding along W (window ow's taps start at column ow * SW); SW <= 8.
 //
-// Prepended by kernels.py: the value type (Raw, Key, key_of, key_gt) and the tensors x, dy
+// Prepended by poolgpu.kernels: the value type (Raw, Key, key_of, key_gt) and the tensors x, dy
 // and dx; library: window_constants.wgsl, windows_covering.wgsl (block_element, block_of),
 // max_accumulator.wgsl, row_grid.wgsl, disjoint_gradient.wgsl (Params), and how a block
 // row is read and written, fill_span(span, row, w0) and store_row(dx_row, me, w0, dy,

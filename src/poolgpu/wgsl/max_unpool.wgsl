@@ -5,29 +5,15 @@
 // element j that lands there, or 0 for none.  The element gets x[j]'s raw bits (any of the
 // ten types) or the type's zero.  The pass also resets the winners to 0, so the scratch
 // (zero-filled when allocated) is clean for the next call without a clearing pass.  One of
-// two walks appended by kernels.py runs it: common/unpool_walk.wgsl (one element per
+// two walks appended by poolgpu.kernels runs it: common/unpool_walk.wgsl (one element per
 // invocation, any strides) or common/unpool_walk_rows.wgsl (four along W).
 //
-// Prepended by kernels.py: the value type (Raw) and the tensors x (x_load), winner
+// Prepended by poolgpu.kernels: the value type (Raw) and the tensors x (x_load), winner
 // (winner_take) and y (y_store).
 
 override PACKED_INPUT: bool = false;   // x packed: its element offset is the flat index
 
-struct Params {
-    x_base: u32, winner_base: u32, y_base: u32,
-    channels: u32,
-    in_d: u32, in_h: u32, in_w: u32,
-    out_d: u32, out_h: u32, out_w: u32,
-    x_n: u32, x_c: u32, x_d: u32, x_h: u32, x_w: u32,
-    y_n: u32, y_c: u32, y_d: u32, y_h: u32, y_w: u32,
-    columns: u32, lines: u32, line_groups: u32, planes: u32, plane_origin: u32,   // the grid (common/grid.wgsl)
-    // Inputs larger than a binding are read in ranges (kernels.chunked; unpool_walk.wgsl
-    // only): a dispatch copies winners j in [source_first, source_first + source_count);
-    // with `zeros` it writes the type's zero where there is no winner, with `reset` it
-    // clears the winners.
-    source_first: u32, source_count: u32, zeros: u32, reset: u32,
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
 // The value unpooled to an output element whose winner word is `winner`.
 fn unpooled(winner: u32) -> Raw {

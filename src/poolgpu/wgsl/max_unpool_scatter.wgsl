@@ -9,27 +9,13 @@
 // 0, neither its own, so it writes nothing whatever the order.  The words are atomics for
 // that reason (relaxed loads and stores: plain ones on CPUs).
 //
-// Prepended by kernels.py: the value type (Raw) and the tensors idx, winner (winner_load,
+// Prepended by poolgpu.kernels: the value type (Raw) and the tensors idx, winner (winner_load,
 // winner_clear), x (x_load) and y (y_store); appended: grid.wgsl, unpool_source.wgsl,
 // unpool_indices1.wgsl or unpool_indices4.wgsl (reading idx), and divide.wgsl.
 
 override PACKED_OUTPUT: bool = false;   // y packed: an element's offset is its flat index
 
-struct Params {
-    idx_base: u32, winner_base: u32, x_base: u32, y_base: u32,
-    channels: u32,
-    in_d: u32, in_h: u32, in_w: u32,
-    out_d: u32, out_h: u32, out_w: u32,
-    idx_n: u32, idx_c: u32, idx_d: u32, idx_h: u32, idx_w: u32,
-    x_n: u32, x_c: u32, x_d: u32, x_h: u32, x_w: u32,
-    y_n: u32, y_c: u32, y_d: u32, y_h: u32, y_w: u32,
-    // divide()'s constants for the sizes y_offset divides by (common/divide.wgsl)
-    out_w_magic: u32, out_w_shift: u32, out_h_magic: u32, out_h_shift: u32,
-    out_d_magic: u32, out_d_shift: u32, channels_magic: u32, channels_shift: u32,
-    out_first: u32, out_count: u32,   // (the whole output: this pass does not run in chunks)
-    columns: u32, lines: u32, line_groups: u32, planes: u32, plane_origin: u32,   // the grid (common/grid.wgsl)
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
 // The offset in y of output element t (flat logical index).
 fn y_offset(t: u32) -> u32 {

@@ -9,19 +9,11 @@
 // For outputs larger than a binding (kernels.chunked) each chunk of output elements
 // [out_first, out_first + out_count) gets its winners from every input element in turn.
 //
-// Prepended by kernels.py: the tensors idx and winner (winner_max; packed over the
+// Prepended by poolgpu.kernels: the tensors idx and winner (winner_max; packed over the
 // output's logical elements); appended: grid.wgsl, unpool_source.wgsl (the input elements
 // and their indices) and unpool_indices1.wgsl or unpool_indices4.wgsl (reading idx).
 
-struct Params {
-    idx_base: u32, winner_base: u32,
-    channels: u32,
-    in_d: u32, in_h: u32, in_w: u32,
-    idx_n: u32, idx_c: u32, idx_d: u32, idx_h: u32, idx_w: u32,
-    out_first: u32, out_count: u32,  // the output elements whose winners this dispatch picks
-    columns: u32, lines: u32, line_groups: u32, planes: u32, plane_origin: u32,   // the grid (common/grid.wgsl)
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {

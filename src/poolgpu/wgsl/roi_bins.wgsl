@@ -14,21 +14,10 @@
 // One invocation per ROI r and entry t: t = 0 writes the source batch and the unit D pair,
 // t in [1, 1 + pooled_h) an H bin, the rest a W bin.
 //
-// Prepended by kernels.py: the value type (to_f32) and the tensors roi (roi_load) and bins
+// Prepended by poolgpu.kernels: the value type (to_f32) and the tensors roi (roi_load) and bins
 // (bins_store); library: wide_int.wgsl, flat_index.wgsl.
 
-override WG_X: u32 = 64u;
-
-struct Params {
-    roi_base: u32, bins_base: u32,
-    roi_r: u32, roi_k: u32,     // element strides of the ROI tensor along R and along its 5 values
-    batches: u32,               // N of the input
-    in_h: u32, in_w: u32,
-    pooled_h: u32, pooled_w: u32,
-    scale_bits: u32,            // spatial_scale as f32 bits
-    total: u32,                 // R * (1 + pooled_h + pooled_w)
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
 // A finite f32 as mantissa * 2^exponent (the hidden bit included in the mantissa).
 struct Scaled { mantissa: u32, exponent: i32, negative: bool }

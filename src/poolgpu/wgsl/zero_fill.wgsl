@@ -4,16 +4,11 @@
 // its invocations on neighbouring chunks at each step.  Max unpooling's scatter program
 // clears its output this way before writing only the winners (max_unpool_scatter.wgsl).
 //
-// Prepended by kernels.py: the value type (Raw) and the tensor y (y_store4: e a multiple of 4).
+// Prepended by poolgpu.kernels: the value type (Raw) and the tensor y (y_store4: e a multiple of 4).
 
-override WG_X: u32 = 64u;
 override QUADS: u32 = 4u;
 
-struct Params {
-    y_base: u32,
-    quads: u32,    // the element count / 4 (a multiple of 4)
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
 @compute @workgroup_size(WG_X)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,

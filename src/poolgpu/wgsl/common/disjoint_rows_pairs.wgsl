@@ -1,6 +1,6 @@
 // A block row of the one-pass disjoint max gradient over rows (max_pool_grad_disjoint_rows.wgsl)
 // for 16-bit x and dx, read and written eight elements (a pair of chunks) per 16-byte load
-// and store: SW / 2 pairs.  Requires (kernels.py checks): SW even, so that w0 = 4 * SW *
+// and store: SW / 2 pairs.  Requires (poolgpu.kernels checks): SW even, so that w0 = 4 * SW *
 // block column is a multiple of 8; in_w a multiple of 8; x's and dx's rows and starts at
 // multiples of 8 elements.  (common/disjoint_rows_chunks.wgsl: 4-element chunks.)
 

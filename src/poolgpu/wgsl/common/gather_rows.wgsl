@@ -3,7 +3,7 @@
 // two neighbouring rows h0 and h0 + 1 of one (n, c, d).  It visits the window rows (kd, oh)
 // that can cover either row (OH_ROWS of them per kd, from the last down) and, in each, the
 // dy (and argmax) columns of DY_CHUNKS aligned 4-element chunks, from the last down to the
-// one holding the first column whose window can reach w0 (kernels.py sizes both so that
+// one holding the first column whose window can reach w0 (poolgpu.kernels sizes both so that
 // they hold every window reaching the 2 x 8 elements): each 16-byte load serves sixteen dx
 // elements, and a window row both rows share (3x3 stride 2: one in two) is read once.
 // (The gather before, scalar loads of each reaching column for four dx elements per
@@ -24,7 +24,7 @@
 // reach fold away (3x3 stride 2: 3 of 8 per window column are left; left to loops,
 // lavapipe kept them all: case A's max gradient gather 2x faster).
 //
-// Requires (kernels.py checks): dx contiguous along W, rows and start at multiples of 4
+// Requires (poolgpu.kernels checks): dx contiguous along W, rows and start at multiples of 4
 // elements, in_w a multiple of 4; dy (and the argmax) likewise, out_w a multiple of 4.
 // Grid (common/grid.wgsl): (w0 / 8, h0 / 2, (n, c, d)).
 
@@ -45,7 +45,7 @@ fn first_column(w0: u32) -> u32 {
     return select(0u, (u32(num) + SW - 1u) / SW, num > 0);
 }
 
-// With FIXED_COLUMNS (kernels.py: SW of 1 or 2, so that w0 = 8 * column is a whole number
+// With FIXED_COLUMNS (poolgpu.kernels: SW of 1 or 2, so that w0 = 8 * column is a whole number
 // of chunks' worth of window columns), the chunks visited start at w0 / (4 * SW) +
 // FIRST_CHUNK in every invocation, so whether a chunk's column reaches the eight dx
 // columns is the same in all of them, and the gathers skip those that do not (3x3 stride

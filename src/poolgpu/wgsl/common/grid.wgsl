@@ -6,8 +6,9 @@
 // first, kernels.chunked).  The kernel's Params holds `columns, lines, line_groups, planes,
 // plane_origin`; each kernel says what its columns, lines and planes are.
 
-override WG_X: u32 = 64u;       // workgroup: WG_X invocations along a line, WG_Y lines,
-override WG_Y: u32 = 1u;        // and WG_Z planes where lines are too short to fill it
+// The workgroup: WG_X invocations along a line (common/header.wgsl), WG_Y lines, and WG_Z
+// planes where lines are too short to fill it.
+override WG_Y: u32 = 1u;
 override WG_Z: u32 = 1u;
 override FOLDED: bool = false;
 

@@ -2,7 +2,7 @@
 // multiple of 4: the last four of a row reach past it): those inside the row, through the
 // scalar stores (race-free for packed 8- and 16-bit outputs too).
 //
-// With PAIR_STORES (kernels.py: 16-bit y contiguous along W), two neighbouring values whose
+// With PAIR_STORES (poolgpu.kernels: 16-bit y contiguous along W), two neighbouring values whose
 // first sits at an even offset are stored as a pair, one word store where one element takes
 // two word atomics (float16 dilated max of cases A and B, 55 and 27 outputs wide, on
 // lavapipe: 1.3-1.9x faster).  Only then: its branches make lavapipe's compile slower.

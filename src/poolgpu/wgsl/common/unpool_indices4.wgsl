@@ -1,5 +1,5 @@
 // The four indices of an invocation's run of a row (common/unpool_source.wgsl) in one
-// 4-element chunk (kernels.py checks: indices contiguous along W, rows and the tensor's
+// 4-element chunk (poolgpu.kernels checks: indices contiguous along W, rows and the tensor's
 // start at multiples of 4 elements).  Reading indices in chunks made case A's winners pass
 // about 1.5x faster on lavapipe.
 fn run_indices(r: UnpoolRow) -> array<vec2<u32>, 4> {

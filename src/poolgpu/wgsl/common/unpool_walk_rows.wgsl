@@ -1,6 +1,6 @@
 // Max unpooling's write pass, four neighbouring output elements along W per invocation
 // (max_unpool.wgsl): the winners read and reset, and the values stored, 4 at a time.
-// Requires (kernels.py checks): y contiguous along W, rows and start at multiples of 4
+// Requires (poolgpu.kernels checks): y contiguous along W, rows and start at multiples of 4
 // elements, out_w a multiple of 4.  Grid: (ow / 4, oh, (n, c, od)).
 
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)

@@ -1,6 +1,6 @@
 // The window geometry as override constants, shared by every kernel that walks or gathers
 // over pooling windows: specialised per description, so window loops unroll and, without
-// padding, bounds checks fold away.  kernels.py's window_constants sets them.
+// padding, bounds checks fold away.  poolgpu.kernels's window_constants sets them.
 
 override KD: u32 = 1u;  override KH: u32 = 1u;  override KW: u32 = 1u;   // window size
 override SD: u32 = 1u;  override SH: u32 = 1u;  override SW: u32 = 1u;   // strides

@@ -11,19 +11,7 @@
 // where `inside` says the tap is input data (not padding: its Tap is then a clamped
 // neighbour's and must be ignored) and `index` is its flat logical input index.
 
-
-struct Params {
-    x_base: u32, y_base: u32, idx_base: u32,
-    channels: u32,
-    in_d: u32, in_h: u32, in_w: u32,
-    out_d: u32, out_h: u32, out_w: u32,
-    x_n: u32, x_c: u32, x_d: u32, x_h: u32, x_w: u32,
-    y_n: u32, y_c: u32, y_d: u32, y_h: u32, y_w: u32,
-    idx_n: u32, idx_c: u32, idx_d: u32, idx_h: u32, idx_w: u32,
-    columns: u32, lines: u32, line_groups: u32, planes: u32, plane_origin: u32,   // the grid (common/grid.wgsl)
-    opaque_zero: u32,   // always 0 (common/as_written.wgsl)
-}
-@group(0) @binding(0) var<uniform> params: Params;
+// Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
 // The output element an accumulator finishes.
 struct Out { n: u32, c: u32, d: u32, h: u32, w: u32 }

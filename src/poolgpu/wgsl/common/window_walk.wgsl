@@ -1,5 +1,5 @@
 // The general window walk (see window_geometry.wgsl): tensors of any strides, OUTPUTS
-// neighbouring outputs along W per invocation (1 or 2).  kernels.py sets 2 on GPUs: per
+// neighbouring outputs along W per invocation (1 or 2).  poolgpu.kernels sets 2 on GPUs: per
 // output, less index arithmetic, and the loads that neighbouring windows share are made
 // once; 16-bit outputs sharing a word are stored at once, where one output per invocation
 // needs two word atomics per element.

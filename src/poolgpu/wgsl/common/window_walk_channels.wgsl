@@ -5,7 +5,7 @@
 // it to every output of the block whose window holds it: overlapping windows (3x3 stride 2:
 // a row and a column in three) share their loads.
 //
-// Requires (kernels.py checks): x and y (and idx) contiguous along C, positions and the
+// Requires (poolgpu.kernels checks): x and y (and idx) contiguous along C, positions and the
 // tensors' starts at multiples of 4 elements; C a multiple of 4.
 
 override ROWS: u32 = 1u;

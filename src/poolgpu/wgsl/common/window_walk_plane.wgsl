@@ -1,6 +1,6 @@
 // The plane walk (see window_geometry.wgsl), for windows covering the whole input plane
 // (global pooling: one output per (n, c)) on GPUs, where a thread walking a plane alone
-// would leave all but a few of the GPU's lanes idle (kernels.py picks it).  A workgroup of
+// would leave all but a few of the GPU's lanes idle (poolgpu.kernels picks it).  A workgroup of
 // PLANE_LANES invocations reduces one plane: lane i feeds its accumulator elements i,
 // i + PLANE_LANES, ... (neighbouring lanes read neighbouring elements), then the lanes'
 // accumulators merge pairwise in a tree in workgroup memory.  The operator's acc_merge

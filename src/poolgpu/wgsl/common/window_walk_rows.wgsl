@@ -9,7 +9,7 @@
 // faster, eight outputs along W (register spills) 5% slower.  (The rows are written out as
 // acc0..acc3: in an array indexed by a loop, lavapipe keeps them in memory, 2x slower.)
 //
-// Requires (kernels.py checks): x contiguous along W, with rows and the tensor's start at
+// Requires (poolgpu.kernels checks): x contiguous along W, with rows and the tensor's start at
 // multiples of 4 elements (PAIRED: 8, and in_w a multiple of 8); a span of at most 8
 // chunks.  The four outputs are stored by store_four: common/rows_store4.wgsl where y (and
 // idx) meet x's requirements and out_w is a multiple of 4, else common/rows_store_tail.wgsl.
@@ -18,14 +18,14 @@ override ROWS: u32 = 1u;
 
 // Outputs ow0.. start at column ow0 * SW - PW; ow0 * SW is a multiple of 4, so the span's
 // first element sits LEAD = -PW mod 4 elements into its first chunk, for every invocation;
-// the span is CHUNKS = (LEAD + 3 * SW + (KW - 1) * LW) / 4 + 1 chunks, at most 8 (kernels.py
+// the span is CHUNKS = (LEAD + 3 * SW + (KW - 1) * LW) / 4 + 1 chunks, at most 8 (poolgpu.kernels
 // computes both: naga 29 miscompiles override expressions derived from other overrides).
 override LEAD: u32 = 0u;
 override CHUNKS: u32 = 1u;
 
 // 16-bit x (PAIRED) is read as pairs of chunks, eight elements per 16-byte load: the span's
 // chunks come from PAIRS pairs, the first holding its first chunk as its second half where
-// that chunk is odd (PARITY 1: in every invocation, 2: in some; kernels.py computes both).
+// that chunk is odd (PARITY 1: in every invocation, 2: in some; poolgpu.kernels computes both).
 // Half the loads of 4-element chunks: float16 max 1.2-1.3x faster on lavapipe.
 override PAIRED: bool = false;
 override PARITY: u32 = 0u;

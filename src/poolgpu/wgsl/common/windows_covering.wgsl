@@ -5,7 +5,7 @@
 // k * dilation - r: for k = first_tap(r) + j * step, step = stride / gcd(dilation, stride).
 // So each block visits exactly the window taps that land on it, no search.
 
-// The tap steps of first_tap along D, H, W and their inverses (kernels.py's tap_steps).
+// The tap steps of first_tap along D, H, W and their inverses (poolgpu.kernels's tap_steps).
 override TD: u32 = 1u;  override TH: u32 = 1u;  override TW: u32 = 1u;
 override ID: u32 = 0u;  override IH: u32 = 0u;  override IW: u32 = 0u;
 

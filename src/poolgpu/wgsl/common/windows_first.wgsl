@@ -1,5 +1,5 @@
 // The block gathers' windows-first visit (common/windows_covering.wgsl's blocks), where
-// WINDOWS_FIRST (kernels.py: strides of at most 2 and at most 2 windows reaching a block
+// WINDOWS_FIRST (poolgpu.kernels: strides of at most 2 and at most 2 windows reaching a block
 // along every dimension, e.g. 3x3 stride 2).  The gathers' tap loops read a window once
 // per tap that lands on the block (3x3 stride 2: 9 reads of 4 windows); here
 // the block visits each window reaching it once, reads it once, and adds it to each block
