@@ -19,10 +19,11 @@ from typing import Optional
 
 import numpy as np
 
+from .arguments import positive_sizes
 from .dtypes import ALL_TYPES, FLOAT_TYPES, INDEX_TYPES, DataType
 from .errors import ValidationError
 from .shapes import Window, make_window
-from .tensor_desc import TensorDesc, _int_tuple
+from .tensor_desc import TensorDesc
 
 
 def _set(desc, **fields) -> None:
@@ -257,13 +258,6 @@ def _spatial_scale(value) -> float:
     return scale
 
 
-def _positive_sizes(value, field: str, length: int) -> tuple:
-    sizes = _int_tuple(value, field, length)
-    if any(s < 1 for s in sizes):
-        raise ValidationError(field, f"every size must be positive, got {sizes}")
-    return sizes
-
-
 @dataclass(frozen=True)
 class RoiPoolingDesc:
     """DML_ROI_POOLING_OPERATOR_DESC: the max over each of ``pooled_size`` bins of each region
@@ -296,7 +290,7 @@ class RoiPoolingDesc:
             )
         if roi.rank != 4 or roi.sizes[:2] != (1, 1) or roi.sizes[3] != 5:
             raise ValidationError("roi.sizes", f"expected {{1, 1, R, 5}} (one [batch, x1, y1, x2, y2] per ROI), got {roi.sizes}")
-        pooled_size = _positive_sizes(self.pooled_size, "pooled_size", 2)
+        pooled_size = positive_sizes(self.pooled_size, "pooled_size", 2)
         out_sizes = (roi.sizes[2], input.sizes[1]) + pooled_size
         _set(
             self,
@@ -339,7 +333,7 @@ class _AdaptivePooling:
             output_size = tuple(output_size)
             if len(output_size) == dims:
                 output_size = tuple(size if s is None else s for s, size in zip(output_size, input.sizes[2:]))
-        output_size = _positive_sizes(output_size, "output_size", dims)
+        output_size = positive_sizes(output_size, "output_size", dims)
         _set(
             self,
             output_size=output_size,

@@ -4,32 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .arguments import int_tuple
 from .descs import (AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, AveragePooling1Desc, LpPooling1Desc,
                     MaxPooling2Desc, RoiPoolingDesc)
 from .descs import AveragePoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingDesc
-from .device import Tensor, default_device
 from .dtypes import FLOAT_TYPES, DataType
 from .errors import ValidationError
-from .tensor_desc import TensorDesc, _int_tuple
-
-
-def on_device(inputs, device):
-    """(tensors, device, as_numpy): NumPy inputs uploaded packed to ``device`` (default: the
-    default device); Tensor inputs kept, on their own device unless one is given."""
-    as_numpy = not isinstance(inputs[0], Tensor)
-    if device is None:
-        device = default_device() if as_numpy else inputs[0].device
-    tensors = [x if isinstance(x, Tensor) else device.upload(np.asarray(x)) for x in inputs]
-    return tensors, device, as_numpy
-
-
-def answer(outputs, as_numpy: bool):
-    """Outputs in kind: read back to NumPy when the inputs were NumPy arrays."""
-    if not as_numpy:
-        return outputs
-    if isinstance(outputs, Tensor):
-        return outputs.numpy()
-    return tuple(t.numpy() for t in outputs)
+from .interop import answer, on_device, unsigned_indices
+from .tensor import Tensor
+from .tensor_desc import TensorDesc
 
 
 def _run(desc_factory, inputs, device):
@@ -138,7 +121,7 @@ def average_pool_grad(dy, input_sizes, window_size, strides=None, start_padding=
                       dilations=None, include_padding=False, device=None):
     """Average pooling gradient: dx of the forward input's ``input_sizes``, each window's
     ``dy / divisor`` added to every input element it covers.  Deterministic."""
-    input_sizes = _int_tuple(input_sizes, "input_sizes")
+    input_sizes = int_tuple(input_sizes, "input_sizes")
 
     def describe(input_gradient):
         output_gradient = TensorDesc(input_gradient.data_type, input_sizes)
@@ -151,24 +134,6 @@ def average_pool_grad(dy, input_sizes, window_size, strides=None, start_padding=
     return _run(describe, (dy,), device)
 
 
-_UNSIGNED_INDICES = {DataType.INT32: DataType.UINT32, DataType.INT64: DataType.UINT64}
-
-
-def _unsigned_indices(indices):
-    """Signed indices (PyTorch's and ONNX's int64) as their unsigned bits, no copy: a
-    negative index becomes one far outside any output."""
-    if isinstance(indices, Tensor):
-        unsigned = _UNSIGNED_INDICES.get(indices.data_type)
-        if unsigned is None:
-            return indices
-        d = indices.desc
-        return indices.device.wrap(indices.buffer, TensorDesc(unsigned, d.sizes, d.strides, d.total_size_in_bytes),
-                                   indices.offset)
-    indices = np.asarray(indices)
-    unsigned = _UNSIGNED_INDICES.get(DataType.of(indices.dtype, "indices")) if indices.dtype.kind == "i" else None
-    return indices if unsigned is None else indices.view(unsigned.numpy)
-
-
 def max_unpool(x, indices, output_sizes, device=None):
     """Max unpooling: zeros except ``out.flat[indices.flat[j]] = x.flat[j]`` (largest ``j``
     wins on repeats; indices outside the output are ignored).
@@ -176,7 +141,7 @@ def max_unpool(x, indices, output_sizes, device=None):
     ``output_sizes`` is the output's full sizes ``{N, C, spatial...}`` or just its spatial
     sizes (N and C are then ``x``'s).  Indices of type INT32/INT64 (PyTorch's, ONNX's) are
     read as UINT32/UINT64, so negative ones lie outside the output."""
-    output_sizes = _int_tuple(output_sizes, "output_sizes")
+    output_sizes = int_tuple(output_sizes, "output_sizes")
 
     def describe(input, indices):
         sizes = output_sizes
@@ -188,4 +153,4 @@ def max_unpool(x, indices, output_sizes, device=None):
             )
         return MaxUnpoolingDesc(input, indices, TensorDesc(input.data_type, sizes))
 
-    return _run(describe, (x, _unsigned_indices(indices)), device)
+    return _run(describe, (x, unsigned_indices(indices)), device)

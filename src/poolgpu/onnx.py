@@ -27,12 +27,14 @@ import math
 from dataclasses import KW_ONLY, dataclass
 from typing import Optional
 
-from .descs import AveragePooling1Desc, LpPooling1Desc, MaxPooling2Desc, MaxUnpoolingDesc, _positive_sizes
-from .device import Tensor
+from .arguments import int_tuple, positive_sizes
+from .descs import AveragePooling1Desc, LpPooling1Desc, MaxPooling2Desc, MaxUnpoolingDesc
 from .dtypes import DataType
 from .errors import ValidationError
-from .functional import _unsigned_indices, answer, on_device, roi_pool
-from .tensor_desc import TensorDesc, _int_tuple
+from .functional import roi_pool
+from .interop import answer, on_device, unsigned_indices
+from .tensor import Tensor
+from .tensor_desc import TensorDesc
 
 _AUTO_PADS = ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER")
 
@@ -164,14 +166,14 @@ def max_unpool(x, indices, kernel_shape, pads=None, strides=None, output_shape=N
     every dimension) that result is padded with zeros at the ends, as ONNX's reference does:
     the indices stay positions in the inferred shape.  Where indices repeat the largest j
     wins; indices outside are ignored (ONNX leaves both open)."""
-    (x, indices), device, as_numpy = on_device((x, _unsigned_indices(indices)), device)
+    (x, indices), device, as_numpy = on_device((x, unsigned_indices(indices)), device)
     window, _ = _geometry(x.sizes[2:], kernel_shape, pads=pads, strides=strides)
     inferred = x.sizes[:2] + tuple(
         (size - 1) * s - begin - end + k
         for size, s, begin, end, k in zip(x.sizes[2:], window["strides"], window["start_padding"],
                                           window["end_padding"], window["window_size"])
     )
-    shape = inferred if output_shape is None else _int_tuple(output_shape, "output_shape")
+    shape = inferred if output_shape is None else int_tuple(output_shape, "output_shape")
     if len(shape) != len(inferred) or any(o < i for o, i in zip(shape, inferred)):
         raise ValidationError("output_shape", f"expected {len(inferred)} sizes, each at least the inferred shape "
                                               f"{inferred}, got {shape}")
@@ -188,5 +190,5 @@ def max_roi_pool(x, rois, pooled_shape, spatial_scale=1.0, device=None):
 
     ONNX leaves the bin arithmetic to implementations; this is DirectML's ROI_POOLING (which
     implements MaxRoiPool), as :func:`poolgpu.roi_pool` documents."""
-    pooled_shape = _positive_sizes(pooled_shape, "pooled_shape", 2)
+    pooled_shape = positive_sizes(pooled_shape, "pooled_shape", 2)
     return roi_pool(x, rois, pooled_size=pooled_shape, spatial_scale=spatial_scale, device=device)

@@ -11,8 +11,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from .arguments import int_tuple
 from .errors import ValidationError
-from .tensor_desc import _int_tuple
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def make_window(
     dilations=None,
     dims: Optional[int] = None,
 ) -> Window:
-    window_size = _int_tuple(window_size, "window_size")
+    window_size = int_tuple(window_size, "window_size")
     if dims is None:
         dims = len(window_size)
     if not 1 <= len(window_size) <= 3 or len(window_size) != dims:
@@ -102,7 +102,7 @@ def make_window(
         )
 
     def per_dim(value, field, default, minimum):
-        values = (default,) * dims if value is None else _int_tuple(value, field, dims)
+        values = (default,) * dims if value is None else int_tuple(value, field, dims)
         if any(v < minimum for v in values):
             what = "positive" if minimum == 1 else "non-negative"
             raise ValidationError(field, f"every value must be {what}, got {values}")
@@ -120,7 +120,7 @@ def make_window(
 
 def pooling_output_sizes(input_sizes, window_size, strides=None, start_padding=None, end_padding=None, dilations=None) -> tuple:
     """Output sizes ``{N, C, spatial...}`` of a fixed-window pooling of ``input_sizes``."""
-    input_sizes = _int_tuple(input_sizes, "input_sizes")
+    input_sizes = int_tuple(input_sizes, "input_sizes")
     if not 3 <= len(input_sizes) <= 5:
         raise ValidationError("input_sizes", f"expected 3, 4 or 5 dimensions, got {len(input_sizes)}: {input_sizes}")
     window = make_window(window_size, strides, start_padding, end_padding, dilations, dims=len(input_sizes) - 2)

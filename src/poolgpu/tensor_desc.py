@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Sequence
 
 import numpy as np
 
+from .arguments import int_tuple
 from .dtypes import DataType
 from .errors import ValidationError
 
@@ -15,18 +16,6 @@ MAX_ELEMENTS = 2**32 - 1
 # Above this many elements the exact aliasing check (enumerating every offset) is too slow;
 # larger outputs must pass the sorted-strides rule.
 _EXACT_ALIAS_CHECK_LIMIT = 1 << 24
-
-
-def _int_tuple(value, field: str, length: Optional[int] = None) -> tuple:
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-        raise ValidationError(field, f"expected a sequence of integers, got {value!r}")
-    items = tuple(value)
-    for item in items:
-        if isinstance(item, bool) or not isinstance(item, (int, np.integer)):
-            raise ValidationError(field, f"expected integers, got {item!r} in {value!r}")
-    if length is not None and len(items) != length:
-        raise ValidationError(field, f"expected {length} values, got {len(items)}: {items}")
-    return tuple(int(i) for i in items)
 
 
 def packed_strides(sizes: Sequence[int]) -> tuple:
@@ -54,7 +43,7 @@ class TensorDesc:
 
     def __init__(self, data_type, sizes, strides=None, total_size_in_bytes=None):
         data_type = DataType.of(data_type)
-        sizes = _int_tuple(sizes, "sizes")
+        sizes = int_tuple(sizes, "sizes")
         if not 3 <= len(sizes) <= 5:
             raise ValidationError("sizes", f"expected 3, 4 or 5 dimensions {{N, C, [D,] [H,] W}}, got {len(sizes)}: {sizes}")
         if any(s < 1 for s in sizes):
@@ -64,14 +53,14 @@ class TensorDesc:
         if strides is None:
             strides = packed_strides(sizes)
         else:
-            strides = _int_tuple(strides, "strides", len(sizes))
+            strides = int_tuple(strides, "strides", len(sizes))
             if any(s < 0 for s in strides):
                 raise ValidationError("strides", f"strides must be non-negative, got {strides}")
         needed = calc_buffer_tensor_size(data_type, sizes, strides)
         if total_size_in_bytes is None:
             total_size_in_bytes = needed
         else:
-            total_size_in_bytes = _int_tuple((total_size_in_bytes,), "total_size_in_bytes")[0]
+            total_size_in_bytes = int_tuple((total_size_in_bytes,), "total_size_in_bytes")[0]
             if total_size_in_bytes < needed:
                 raise ValidationError(
                     "total_size_in_bytes",
