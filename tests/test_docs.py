@@ -18,8 +18,8 @@ FILES = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 FENCE = re.compile(r"^```(\S*)([^\n]*)\n(.*?)^```", re.S | re.M)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
-# APIs of the contract that this branch does not have yet; their blocks are expected to
-# fail here.  The marks go when the branches bringing them are merged.
+# Documented APIs that this branch does not have yet: their blocks are expected to fail
+# here, until merged.
 UNMERGED = {  # until merged
     "poolgpu.torch": "poolgpu.torch",
     "pg.Tuning": "pg.Tuning",
@@ -30,6 +30,8 @@ UNMERGED = {  # until merged
     "t.shape": "Tensor.shape, .dtype and np.asarray(t)",
     "output_shape=x.shape": "ONNX MaxUnpool's output_shape as ONNX Runtime reads it",
 }
+# Pages of docs/ that other branches write.  # until merged
+OTHER_DOCS = {"design.md", "validation.md", "torch.md", "gradients.md", "bench-tables.md", "performance-method.md"}
 
 
 def _blocks():
@@ -59,7 +61,7 @@ def _marks(code: str):
 
 
 BLOCKS = _blocks()
-_namespaces = {}  # (adapter, file) -> the namespace its blocks share, kept (and its Devices alive) for the session
+_namespaces = {}  # (adapter, file) -> the namespace its blocks share, kept (and its Devices alive) for the whole run
 
 
 def test_the_documentation_has_examples():
@@ -90,7 +92,3 @@ def test_relative_links_point_at_files(path):
     if missing and all(Path(m.split("#")[0]).name in OTHER_DOCS for m in missing):
         pytest.xfail(f"written on other branches: {missing}")  # until merged
     assert not missing, f"{path.name} links to missing files: {missing}"
-
-
-# Pages of docs/ that other branches write.  # until merged
-OTHER_DOCS = {"design.md", "validation.md", "torch.md", "gradients.md", "bench-tables.md", "performance-method.md"}
