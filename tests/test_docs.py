@@ -56,7 +56,8 @@ def _marks(code: str):
     marks = []
     reasons = sorted({why for needle, why in UNMERGED.items() if needle in code})
     if reasons:
-        marks.append(pytest.mark.xfail(reason="not on this branch yet: " + ", ".join(reasons), strict=False))  # until merged
+        reason = "not on this branch yet: " + ", ".join(reasons)
+        marks.append(pytest.mark.xfail(reason=reason, strict=False))  # until merged
     return marks
 
 

@@ -198,7 +198,8 @@ def self_test_in_child(backend: str, name: str, timeout: float = SELF_TEST_TIMEO
             pass
     tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
     how = f"signal {-done.returncode}" if done.returncode < 0 else f"exit status {done.returncode}"
-    return {"passed": False, "seconds": time.perf_counter() - start, "detail": f"the test process ended with {how}: {tail}"}
+    return {"passed": False, "seconds": time.perf_counter() - start,
+            "detail": f"the test process ended with {how}: {tail}"}
 
 
 def collect(run_self_test: bool = True) -> dict:
