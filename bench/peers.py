@@ -8,6 +8,11 @@ ort-cpu        ONNX Runtime, CPU execution provider     the bench's process
 ort-webgpu     onnxruntime-webgpu, WebGPU provider      worker, its own venv (a second
                                                         wheel of the same module)
 tinygrad       tinygrad, WEBGPU backend (Dawn)          worker, the bench's venv
+torch-cuda     PyTorch eager on a CUDA device           worker, the bench's venv (in the
+                                                        bench's process PyTorch slowed
+                                                        poolgpu's kernels on a GPU 2-5x)
+torch-cuda-    the same through torch.compile           worker, the bench's venv
+compile
 =============  =======================================  ===============================
 
 A peer that is missing or cannot start is reported with the reason; one that cannot run a
@@ -30,8 +35,9 @@ from . import ROOT
 from .peer_base import Unsupported
 from .peer_worker import receive_frame, send_frame
 
-NAMES = ("torch", "ort-cpu", "ort-webgpu", "tinygrad")
-LABELS = {"torch": "PyTorch CPU", "ort-cpu": "ORT CPU", "ort-webgpu": "ORT WebGPU", "tinygrad": "tinygrad WEBGPU"}
+NAMES = ("torch", "ort-cpu", "ort-webgpu", "tinygrad", "torch-cuda", "torch-cuda-compile")
+LABELS = {"torch": "PyTorch CPU", "ort-cpu": "ORT CPU", "ort-webgpu": "ORT WebGPU", "tinygrad": "tinygrad WEBGPU",
+          "torch-cuda": "PyTorch CUDA", "torch-cuda-compile": "torch.compile CUDA"}
 ORT_WEBGPU_VENV = ROOT / ".venv-ort-webgpu"
 WORKER_TIMEOUT_S = 300.0
 
@@ -250,6 +256,31 @@ class TinygradPeer(Peer):
         return self._remote(problem, layout)
 
 
+class TorchCudaPeer(Peer):
+    """bench/peer_torch_cuda.py in a worker; unavailable, with the reason, without a CUDA device."""
+
+    def __init__(self, log_dir: Path, compiled: bool):
+        super().__init__("torch-cuda-compile" if compiled else "torch-cuda")
+        if importlib.util.find_spec("torch") is None:
+            self.status = "not installed (torch)"
+            return
+        env = dict(os.environ, POOLGPU_BENCH_TORCH_COMPILE="1" if compiled else "0")
+        self.worker = Worker("peer_torch_cuda", sys.executable, env, log_dir / f"peer-{self.name}.log")
+        try:
+            hello = self.worker.start()
+        except (OSError, WorkerError) as exc:
+            self.status = f"cannot start: {exc}"
+            return
+        if hello["status"] == "ok":
+            self.version = hello["version"]
+        else:
+            self.status = "unavailable: " + hello["reason"].removeprefix("RuntimeError: ")
+            self.worker.stop()
+
+    def prepare(self, problem, layout):
+        return self._remote(problem, layout)
+
+
 def dawn_problem(adapters: list) -> str:
     """Why Dawn-based peers cannot run here, or "" (Dawn needs Mesa >= 25 for lavapipe)."""
     vulkan = [a for a in adapters if a["backend"] == "vulkan"]
@@ -286,5 +317,7 @@ def discover(names, adapters: list, log_dir: Path, ort_webgpu: str = None) -> li
         "ort-cpu": OrtCpuPeer,
         "ort-webgpu": lambda: OrtWebGpuPeer(ort_webgpu_python(ort_webgpu), log_dir, dawn),
         "tinygrad": lambda: TinygradPeer(log_dir, dawn),
+        "torch-cuda": lambda: TorchCudaPeer(log_dir, compiled=False),
+        "torch-cuda-compile": lambda: TorchCudaPeer(log_dir, compiled=True),
     }
     return [made[name]() for name in names]
