@@ -16,7 +16,9 @@ compile
 =============  =======================================  ===============================
 
 A peer that is missing or cannot start is reported with the reason; one that cannot run a
-case reports it unsupported.  Dawn (ORT WebGPU, tinygrad) needs Mesa >= 25 for lavapipe.
+case reports it unsupported.  Dawn (ORT WebGPU, tinygrad) needs Mesa >= 25 for lavapipe: where
+the system's is older, their workers use the one scripts/mesa25.sh unpacks into .cache/mesa25
+(``private_mesa``), and poolgpu stays on the system's.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ NAMES = ("torch", "ort-cpu", "ort-webgpu", "tinygrad", "torch-cuda", "torch-cuda
 LABELS = {"torch": "PyTorch CPU", "ort-cpu": "ORT CPU", "ort-webgpu": "ORT WebGPU", "tinygrad": "tinygrad WEBGPU",
           "torch-cuda": "PyTorch CUDA", "torch-cuda-compile": "torch.compile CUDA"}
 ORT_WEBGPU_VENV = ROOT / ".venv-ort-webgpu"
+MESA_DIR = ROOT / ".cache" / "mesa25"  # scripts/mesa25.sh
 WORKER_TIMEOUT_S = 300.0
 
 
@@ -135,9 +138,11 @@ class Peer:
     def __init__(self, name: str):
         self.name, self.label = name, LABELS[name]
         self.status, self.version, self.worker = None, None, None
+        self.driver = None  # the driver its worker was pointed at, where not the system's
 
     def describe(self) -> dict:
-        return {"label": self.label, "status": self.status or "available", "version": self.version}
+        described = {"label": self.label, "status": self.status or "available", "version": self.version}
+        return dict(described, driver=self.driver) if self.driver else described
 
     def close(self) -> None:
         if self.worker is not None:
@@ -189,7 +194,7 @@ class OrtCpuPeer(Peer):
 
 
 class OrtWebGpuPeer(Peer):
-    def __init__(self, python: str, log_dir: Path, dawn_problem: str):
+    def __init__(self, python: str, log_dir: Path, dawn_problem: str, dawn_env: dict):
         super().__init__("ort-webgpu")
         if importlib.util.find_spec("onnx") is None:
             self.status = "not installed (onnx, to build the models)"
@@ -201,7 +206,8 @@ class OrtWebGpuPeer(Peer):
         if dawn_problem:
             self.status = dawn_problem
             return
-        self.worker = Worker("peer_ort", python, dict(os.environ), log_dir / "peer-ort-webgpu.log")
+        self.driver = _private_driver(dawn_env)
+        self.worker = Worker("peer_ort", python, dict(os.environ, **dawn_env), log_dir / "peer-ort-webgpu.log")
         try:
             hello = self.worker.start()
         except (OSError, WorkerError) as exc:
@@ -233,7 +239,7 @@ def _dawn_library():
 
 
 class TinygradPeer(Peer):
-    def __init__(self, log_dir: Path, dawn_problem: str):
+    def __init__(self, log_dir: Path, dawn_problem: str, dawn_env: dict):
         super().__init__("tinygrad")
         library = _dawn_library()
         if importlib.util.find_spec("tinygrad") is None:
@@ -243,7 +249,8 @@ class TinygradPeer(Peer):
         elif dawn_problem:
             self.status = dawn_problem
         else:
-            env = dict(os.environ, DEV="WEBGPU", WEBGPU_PATH=str(library))
+            env = dict(os.environ, DEV="WEBGPU", WEBGPU_PATH=str(library), **dawn_env)
+            self.driver = _private_driver(dawn_env)
             self.worker = Worker("peer_tinygrad", sys.executable, env, log_dir / "peer-tinygrad.log")
             try:
                 hello = self.worker.start()
@@ -281,16 +288,36 @@ class TorchCudaPeer(Peer):
         return self._remote(problem, layout)
 
 
-def dawn_problem(adapters: list) -> str:
-    """Why Dawn-based peers cannot run here, or "" (Dawn needs Mesa >= 25 for lavapipe)."""
+def private_mesa(directory: Path = None) -> dict:
+    """The environment that points a worker at the Mesa scripts/mesa25.sh unpacked (its
+    lavapipe ICD first, its libraries first), or {} where there is none."""
+    directory = directory or MESA_DIR
+    icd = directory / "lvp_icd.json"
+    if not icd.is_file():
+        return {}
+    libraries = sorted({str(p.parent) for p in (directory / "root").rglob("libvulkan_lvp.so")})
+    path = ":".join(libraries + [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p])
+    version = (directory / "version").read_text().strip() if (directory / "version").is_file() else ""
+    # VK_DRIVER_FILES is the loader's newer name for VK_ICD_FILENAMES
+    return {"VK_ICD_FILENAMES": str(icd), "VK_DRIVER_FILES": str(icd), "LD_LIBRARY_PATH": path,
+            "POOLGPU_BENCH_MESA": version}
+
+
+def _private_driver(env: dict):
+    return f"Mesa {env['POOLGPU_BENCH_MESA']} (lavapipe) from .cache/mesa25" if env else None
+
+
+def dawn_problem(adapters: list, private: dict = None) -> str:
+    """Why Dawn-based peers cannot run here, or "" (Dawn needs Mesa >= 25 for lavapipe;
+    ``private``: the environment of private_mesa(), which gives them one)."""
     vulkan = [a for a in adapters if a["backend"] == "vulkan"]
-    if not vulkan and sys.platform.startswith("linux"):
+    if not vulkan and sys.platform.startswith("linux") and not private:
         return "unavailable: no Vulkan adapter for Dawn"
     for adapter in vulkan:
         match = re.search(r"Mesa (\d+)\.(\d+)", adapter.get("description", ""))
-        if match and int(match.group(1)) < 25:
+        if match and int(match.group(1)) < 25 and not private:
             return (f"unavailable: Dawn needs Mesa >= 25 (found {match.group(0)}); "
-                    "bash scripts/bench.sh installs it from bookworm-backports on Debian 12")
+                    "on Debian 12 bash scripts/bench.sh unpacks it for these peers (scripts/mesa25.sh)")
     return ""
 
 
@@ -311,12 +338,15 @@ def ort_webgpu_python(given: str = None) -> str:
 
 
 def discover(names, adapters: list, log_dir: Path, ort_webgpu: str = None) -> list:
-    dawn = dawn_problem(adapters)
+    system_mesa = [re.search(r"Mesa (\d+)", a.get("description", "")) for a in adapters if a["backend"] == "vulkan"]
+    old = any(m and int(m.group(1)) < 25 for m in system_mesa) or not system_mesa
+    dawn_env = private_mesa() if old else {}  # the system's Mesa where it is new enough
+    dawn = dawn_problem(adapters, dawn_env)
     made = {
         "torch": TorchPeer,
         "ort-cpu": OrtCpuPeer,
-        "ort-webgpu": lambda: OrtWebGpuPeer(ort_webgpu_python(ort_webgpu), log_dir, dawn),
-        "tinygrad": lambda: TinygradPeer(log_dir, dawn),
+        "ort-webgpu": lambda: OrtWebGpuPeer(ort_webgpu_python(ort_webgpu), log_dir, dawn, dawn_env),
+        "tinygrad": lambda: TinygradPeer(log_dir, dawn, dawn_env),
         "torch-cuda": lambda: TorchCudaPeer(log_dir, compiled=False),
         "torch-cuda-compile": lambda: TorchCudaPeer(log_dir, compiled=True),
     }
