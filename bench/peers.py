@@ -139,6 +139,7 @@ class Peer:
         self.name, self.label = name, LABELS[name]
         self.status, self.version, self.worker = None, None, None
         self.driver = None  # the driver its worker was pointed at, where not the system's
+        self.every_row = False  # runs on every row, not only --peer-rows'
 
     def describe(self) -> dict:
         described = {"label": self.label, "status": self.status or "available", "version": self.version}
@@ -268,6 +269,7 @@ class TorchCudaPeer(Peer):
 
     def __init__(self, log_dir: Path, compiled: bool):
         super().__init__("torch-cuda-compile" if compiled else "torch-cuda")
+        self.every_row = not compiled  # (compiling takes seconds a row)
         if importlib.util.find_spec("torch") is None:
             self.status = "not installed (torch)"
             return

@@ -31,13 +31,17 @@ def test_without_a_cuda_device_the_torch_cuda_peers_are_unavailable_and_say_why(
 def test_a_bench_run_reports_the_unavailable_peer_in_every_row_and_the_legend(device, tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     argv = ["--quick", "--tiny", "--backend", device.backend, "--adapter", device.name, "--out", str(tmp_path),
-            "--cases", "C", "--ops", "max,avg_bwd", "--peer", "torch-cuda", "--no-ratios"]
+            "--cases", "C", "--ops", "max,avg_bwd", "--dtype", "float32", "--layout", "nchw,nhwc",
+            "--peer", "torch-cuda,torch-cuda-compile",
+            "--no-ratios"]
     assert run.main(argv) == 0
     results = json.loads((tmp_path / "bench.json").read_text())
     assert results["peers"]["torch-cuda"]["status"].startswith("unavailable")
-    assert len(results["rows"]) == 2
+    assert len(results["rows"]) == 4
     for row in results["rows"]:
+        # eager PyTorch CUDA on every row (poolgpu's types and layouts), torch.compile on float32 NCHW
         assert row["status"] == "ok" and row["peers"]["torch-cuda"]["status"] == "unavailable"
+        assert ("torch-cuda-compile" in row["peers"]) == (row["layout"] == "nchw")
     assert "PyTorch CUDA: unavailable" in (tmp_path / "bench.md").read_text()
 
 
