@@ -338,14 +338,3 @@ def test_lp_and_roi_backward_raise(device, call):
     with pytest.raises(RuntimeError, match="no backward"):
         y.sum().backward()
 
-
-def test_the_examples_of_docs_torch_md_run():
-    import pathlib
-    import re
-
-    text = (pathlib.Path(__file__).parents[1] / "docs" / "torch.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    assert blocks
-    namespace = {}
-    for block in blocks:
-        exec(block, namespace)
