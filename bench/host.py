@@ -48,7 +48,7 @@ def measure(device, quick: bool = False) -> dict:
     batch = _per_call_us(batch_of_100, 1, rounds, device.synchronize)
     for key in ("median_us", "min_us"):
         batch[key] /= 100
-    return {
+    results = {
         "op_call": dict(_per_call_us(lambda: op(xt, out=y), 100, rounds, device.synchronize),
                         what="a cached op(x, out=y) on 1x1x8x8 float32: host time per call (one submission each)"),
         "numpy_round_trip": dict(_per_call_us(numpy_round_trip, 10, rounds),
@@ -56,3 +56,31 @@ def measure(device, quick: bool = False) -> dict:
         "batch_per_op": dict(batch, calls=100,
                              what="100 cached ops in one dev.batch(): host time per op, submission included"),
     }
+    results.update(_torch_round_trip(device, x, numpy_round_trip, rounds))
+    return results
+
+
+def _torch_round_trip(device, x, numpy_round_trip, rounds: int) -> dict:
+    """poolgpu.torch's host time around the same work as ``numpy_round_trip`` (measured in
+    alternating rounds with it, so that both see the same machine), where torch is installed."""
+    try:
+        import torch
+
+        import poolgpu.torch as pgt
+    except ImportError:
+        return {}
+    xt = torch.from_numpy(x)
+
+    def torch_round_trip():
+        pgt.max_pool2d(xt, 2, device=device)
+
+    torch_round_trip()
+    core, through_torch = [], []
+    for _ in range(rounds):
+        core.append(_per_call_us(numpy_round_trip, 10, 1)["median_us"])
+        through_torch.append(_per_call_us(torch_round_trip, 10, 1)["median_us"])
+    row = {"median_us": statistics.median(through_torch), "min_us": min(through_torch), "calls": 10, "rounds": rounds,
+           "core_median_us": statistics.median(core),
+           "what": "pgt.max_pool2d(torch 1x1x8x8, 2) -> torch: numpy_round_trip's work through poolgpu.torch"}
+    row["vs_core"] = row["median_us"] / row["core_median_us"]
+    return {"torch_round_trip": row}

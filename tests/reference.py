@@ -556,3 +556,39 @@ def adaptive_average_pool(x, output_size):
     x = _as_input(x)
     windows = _adaptive_windows(x, output_size)
     return _sum_over(x, windows) / windows.counts().astype(np.float64)
+
+
+def torchvision_roi_pool(x, rois, pooled_size, spatial_scale=1.0):
+    """``torchvision.ops.roi_pool`` as its CPU kernel (roi_pool_kernel.cpp) computes it, for
+    float32: per ROI ``[batch, x1, y1, x2, y2]`` the corners ``round(c * spatial_scale)``
+    (float32 product, halves away from zero), region ``max(end - start + 1, 1)``, bin size
+    ``float32(region) / float32(pooled)``, bin ``[floor(i * bin), ceil((i + 1) * bin))`` (float32
+    products) plus the start, clamped to the input; the max over the bin starting from
+    -FLT_MAX with ``>`` (so NaN is skipped), 0 for an empty bin.  Loops, as the kernel."""
+    x = np.asarray(x, np.float32)
+    rois = np.asarray(rois, np.float32)
+    _, channels, height, width = x.shape
+    pooled_h, pooled_w = pooled_size
+    scale = np.float32(spatial_scale)
+    out = np.zeros((len(rois), channels, pooled_h, pooled_w), np.float32)
+    lowest = -np.finfo(np.float32).max
+    for r, roi in enumerate(rois):
+        batch = int(roi[0])
+        start_w, start_h, end_w, end_h = (int(_round_half_away(np.float32(c * scale))) for c in roi[1:])
+        bin_h = np.float32(max(end_h - start_h + 1, 1)) / np.float32(pooled_h)
+        bin_w = np.float32(max(end_w - start_w + 1, 1)) / np.float32(pooled_w)
+        for ph in range(pooled_h):
+            for pw in range(pooled_w):
+                h0 = min(max(int(np.floor(np.float32(ph) * bin_h)) + start_h, 0), height)
+                h1 = min(max(int(np.ceil(np.float32(ph + 1) * bin_h)) + start_h, 0), height)
+                w0 = min(max(int(np.floor(np.float32(pw) * bin_w)) + start_w, 0), width)
+                w1 = min(max(int(np.ceil(np.float32(pw + 1) * bin_w)) + start_w, 0), width)
+                if h1 <= h0 or w1 <= w0:
+                    continue
+                for c in range(channels):
+                    best = lowest
+                    for v in x[batch, c, h0:h1, w0:w1].ravel():
+                        if v > best:
+                            best = v
+                    out[r, c, ph, pw] = best
+    return out

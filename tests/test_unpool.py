@@ -295,11 +295,13 @@ def test_functional_max_unpool_validates_output_sizes(device):
 
 @pytest.mark.parametrize("shape, kernel, strides, pads, output_shape", [
     # input shapes that MaxPool's output unpools back to exactly (ONNX's reference refuses
-    # indices beyond the inferred shape)
+    # indices beyond the inferred shape); with output_shape, only where it is the inferred
+    # shape: elsewhere poolgpu reads the indices in output_shape, not ONNX's reference's way
+    # (test_max_unpool_output_shape_holds_the_indices)
     ((2, 3, 8, 6), (2, 2), (2, 2), None, None),
     ((1, 2, 9), (3,), (2,), (1, 1), None),
-    ((1, 2, 9), (3,), (2,), (1, 1), (2, 3, 12)),          # padded at the ends in every dimension
-    ((1, 2, 4, 5, 7), (2, 3, 2), (2, 2, 2), (0, 1, 0, 0, 1, 1), (1, 2, 5, 7, 8)),
+    ((1, 2, 9), (3,), (2,), (1, 1), (1, 2, 9)),
+    ((1, 2, 4, 5, 7), (2, 3, 2), (2, 2, 2), (0, 1, 0, 0, 1, 1), None),
 ])
 def test_onnx_max_unpool_matches_onnx_reference(device, shape, kernel, strides, pads, output_shape):
     onnx = pytest.importorskip("onnx")
@@ -331,10 +333,31 @@ def test_onnx_max_unpool_matches_onnx_reference(device, shape, kernel, strides, 
     assert onnx is not None
 
 
-def test_onnx_max_unpool_rejects_an_output_shape_below_the_inferred_one(device):
+@pytest.mark.parametrize("shape, kernel, strides, pads, output_shape", [
+    ((1, 2, 9), (3,), (2,), (1, 1), (1, 2, 12)),          # larger than the inferred shape
+    ((1, 2, 4, 5, 7), (2, 3, 2), (2, 2, 2), (0, 1, 0, 0, 1, 1), (1, 2, 5, 7, 8)),
+    ((1, 1, 5, 5), (2, 2), (2, 2), None, (1, 1, 5, 5)),   # odd sizes: MaxPool's input shape
+])
+def test_max_unpool_output_shape_holds_the_indices(device, shape, kernel, strides, pads, output_shape):
+    """With output_shape the indices are flat positions in a tensor of that shape (ONNX
+    Runtime's and PyTorch's reading)."""
+    from poolgpu import onnx as pgo
+
+    x = np.random.default_rng(15).standard_normal(shape).astype(np.float32)
+    y, idx = pgo.max_pool(device.upload(x), kernel, pads=pads, strides=strides, return_indices=True)
+    got = pgo.max_unpool(y, idx, kernel, pads=pads, strides=strides, output_shape=output_shape).numpy()
+    want = np.zeros(output_shape, np.float32)
+    flat = idx.numpy().ravel()
+    keep = flat < want.size
+    want.ravel()[flat[keep]] = y.numpy().ravel()[keep]
+    assert same_bits(got, want)
+
+
+def test_onnx_max_unpool_rejects_an_output_shape_of_other_n_c_or_rank(device):
     from poolgpu import onnx as pgo
 
     x, idx = np.ones((1, 1, 2, 2), np.float32), np.zeros((1, 1, 2, 2), np.int64)
-    with pytest.raises(pg.ValidationError) as e:
-        pgo.max_unpool(x, idx, (2, 2), strides=(2, 2), output_shape=(1, 1, 3, 4), device=device)
-    assert e.value.field == "output_shape"
+    for shape in ((1, 2, 4, 4), (2, 1, 4, 4), (1, 1, 16)):
+        with pytest.raises(pg.ValidationError) as e:
+            pgo.max_unpool(x, idx, (2, 2), strides=(2, 2), output_shape=shape, device=device)
+        assert e.value.field == "output_shape"

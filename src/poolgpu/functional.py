@@ -1,30 +1,75 @@
-"""The functional API: NumPy arrays in, NumPy arrays out; Tensors in, Tensors out."""
+"""The functional API: NumPy arrays in, NumPy arrays out; Tensors in, Tensors out.
+
+Anything else NumPy reads without going through Python objects (``__array__`` or
+``__dlpack__``: a CPU ``torch.Tensor``, a JAX array) is read as a NumPy array.  A type
+DirectML lacks (float64, bfloat16, bool, complex, object) is refused with a
+ValidationError that says what to convert to: poolgpu never narrows a type silently.
+"""
 
 from __future__ import annotations
 
+from typing import Any, Optional, Sequence, Union
+
 import numpy as np
 
-from .arguments import int_tuple
 from .descs import (AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, AveragePooling1Desc, LpPooling1Desc,
                     MaxPooling2Desc, RoiPoolingDesc)
 from .descs import AveragePoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingDesc
+from .arguments import int_tuple
+from .device import Device
 from .dtypes import FLOAT_TYPES, DataType
 from .errors import ValidationError
-from .interop import answer, on_device, unsigned_indices
+from .interop import answer, as_array, on_device, unsigned_indices
 from .tensor import Tensor
 from .tensor_desc import TensorDesc
 
+# An ndarray, a Tensor, or anything NumPy reads through __array__ or __dlpack__.
+ArrayLike = Any
+Result = Union[np.ndarray, Tensor]
 
-def _run(desc_factory, inputs, device):
+def _run(desc_factory, inputs, device, names=("x",)):
     """Build the description from the inputs' TensorDescs, run it, and answer in kind."""
-    tensors, device, as_numpy = on_device(inputs, device)
+    tensors, device, as_numpy = on_device(inputs, device, names)
     desc = desc_factory(*(t.desc for t in tensors))
     return answer(device.compile(desc)(*tensors), as_numpy)
 
 
-def max_pool(x, window_size, strides=None, start_padding=None, end_padding=None, dilations=None,
-             return_indices=False, indices_type="uint32", device=None):
-    """Max pooling; with ``return_indices`` also the flat logical index of each maximum."""
+def max_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Sequence[int]] = None,
+             start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
+             dilations: Optional[Sequence[int]] = None, return_indices: bool = False,
+             indices_type: Union[str, DataType, np.dtype] = "uint32",
+             device: Optional[Device] = None) -> Union[Result, tuple]:
+    """Max pooling (DirectML's MAX_POOLING2), any of the ten data types.
+
+    Parameters
+    ----------
+    x : ndarray, Tensor or array-like
+        The input {N, C, [D,] [H,] W}, one to three spatial dimensions.
+    window_size : sequence of int
+        The window's size per spatial dimension.
+    strides, dilations : sequence of int, optional
+        Per spatial dimension; default all 1.
+    start_padding, end_padding : sequence of int, optional
+        Padding before and after each spatial dimension; default all 0.  Padding is never
+        selected.
+    return_indices : bool, default False
+        Also return the flat index of each maximum in the input's logical row-major order
+        (N and C included); ties go to the lowest index, a NaN wins over every number.
+    indices_type : str, DataType or dtype, default "uint32"
+        The indices' type: UINT32 or UINT64.
+    device : Device, optional
+        Where to run; default the Tensor's device, or ``pg.default_device()`` for arrays.
+
+    Returns
+    -------
+    ndarray or Tensor, or a tuple (values, indices)
+        Of the input's kind and type; sizes from :func:`pooling_output_sizes`.
+
+    Raises
+    ------
+    ValidationError
+        For an unsupported type or an invalid window (naming the argument).
+    """
     indices = DataType.of(indices_type, "indices_type") if return_indices else None
 
     def describe(input):
@@ -36,9 +81,38 @@ def max_pool(x, window_size, strides=None, start_padding=None, end_padding=None,
     return _run(describe, (x,), device)
 
 
-def average_pool(x, window_size, strides=None, start_padding=None, end_padding=None, dilations=None,
-                 include_padding=False, device=None):
-    """Average pooling (FLOAT32, FLOAT16): the divisor counts padding when ``include_padding``."""
+def average_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Sequence[int]] = None,
+                 start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
+                 dilations: Optional[Sequence[int]] = None, include_padding: bool = False,
+                 device: Optional[Device] = None) -> Result:
+    """Average pooling (DirectML's AVERAGE_POOLING1), FLOAT32 and FLOAT16 (accumulated in float32).
+
+    Parameters
+    ----------
+    x : ndarray, Tensor or array-like
+        The input {N, C, [D,] [H,] W}.
+    window_size : sequence of int
+        The window's size per spatial dimension.
+    strides, dilations : sequence of int, optional
+        Default all 1.
+    start_padding, end_padding : sequence of int, optional
+        Default all 0.
+    include_padding : bool, default False
+        Divide by the window's element count (padding included) instead of the number of
+        input elements the window covers.
+    device : Device, optional
+        Where to run (see :func:`max_pool`).
+
+    Returns
+    -------
+    ndarray or Tensor
+        The means, of the input's kind and type.
+
+    Raises
+    ------
+    ValidationError
+        For an unsupported type or an invalid window.
+    """
 
     def describe(input):
         return AveragePooling1Desc(
@@ -49,9 +123,37 @@ def average_pool(x, window_size, strides=None, start_padding=None, end_padding=N
     return _run(describe, (x,), device)
 
 
-def lp_pool(x, window_size, strides=None, start_padding=None, end_padding=None, dilations=None, p=2,
-            device=None):
-    """Lp pooling (FLOAT32, FLOAT16): ``(sum |x|^p)^(1/p)`` over each window's input elements."""
+def lp_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Sequence[int]] = None,
+            start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
+            dilations: Optional[Sequence[int]] = None, p: float = 2, device: Optional[Device] = None) -> Result:
+    """Lp pooling (DirectML's LP_POOLING1): ``(sum |x|^p)^(1/p)`` over each window's input
+    elements, FLOAT32 and FLOAT16; scaled by the window's largest ``|x|`` so that it neither
+    overflows nor underflows where the result is representable.
+
+    Parameters
+    ----------
+    x : ndarray, Tensor or array-like
+        The input {N, C, [D,] [H,] W}.
+    window_size : sequence of int
+        The window's size per spatial dimension.
+    strides, dilations : sequence of int, optional
+        Default all 1.
+    start_padding, end_padding : sequence of int, optional
+        Default all 0; padding adds nothing to the sum.
+    p : float, default 2
+        Any finite number >= 1.
+    device : Device, optional
+        Where to run (see :func:`max_pool`).
+
+    Returns
+    -------
+    ndarray or Tensor
+
+    Raises
+    ------
+    ValidationError
+        For an unsupported type, ``p < 1`` or an invalid window.
+    """
 
     def describe(input):
         return LpPooling1Desc(
@@ -65,48 +167,146 @@ def lp_pool(x, window_size, strides=None, start_padding=None, end_padding=None, 
 def _roi_array(rois, x) -> np.ndarray:
     """A NumPy ``rois`` ((R, 5) or {1, 1, R, 5}) as the {1, 1, R, 5} array of the input's
     float type that RoiPoolingDesc takes."""
-    rois = np.asarray(rois)
+    rois = as_array(rois, "rois")
     if rois.ndim == 2 and rois.shape[1] == 5:
         rois = rois.reshape((1, 1) + rois.shape)
     if rois.ndim != 4 or rois.shape[:2] != (1, 1) or rois.shape[3] != 5:
         raise ValidationError("rois", f"expected an (R, 5) array of [batch, x1, y1, x2, y2], got shape {rois.shape}")
     if rois.shape[2] == 0:
         raise ValidationError("rois", "expected at least one ROI (a tensor cannot have a zero size)")
-    x_dtype = x.data_type.numpy if isinstance(x, Tensor) else np.asarray(x).dtype
+    x_dtype = x.data_type.numpy if isinstance(x, Tensor) else as_array(x).dtype
     if any(x_dtype == t.numpy for t in FLOAT_TYPES):
         rois = rois.astype(x_dtype)  # the ROI tensor has the input's type (DirectML's rule)
     return rois
 
 
-def roi_pool(x, rois, pooled_size, spatial_scale=1.0, device=None):
-    """DirectML ROI pooling: for each ROI ``[batch, x1, y1, x2, y2]`` of ``rois`` (an (R, 5)
-    array, converted to the input's type, or a {1, 1, R, 5} Tensor), the max over each of
-    ``pooled_size`` = (height, width) bins -> {R, C, pooled_h, pooled_w}."""
+def roi_pool(x: ArrayLike, rois: ArrayLike, pooled_size: Sequence[int], spatial_scale: float = 1.0,
+             device: Optional[Device] = None) -> Result:
+    """ROI pooling (DirectML's ROI_POOLING): the max over each bin of each region of interest.
+
+    Parameters
+    ----------
+    x : ndarray, Tensor or array-like
+        The input {N, C, H, W}, FLOAT32 or FLOAT16.
+    rois : ndarray, Tensor or array-like
+        An (R, 5) array of ``[batch, x1, y1, x2, y2]`` (converted to the input's type), or a
+        {1, 1, R, 5} Tensor of the input's type.  Corners are inclusive, in the input's
+        coordinates divided by ``spatial_scale``.
+    pooled_size : sequence of two int
+        (height, width) of the bins per ROI.
+    spatial_scale : float, default 1.0
+        Multiplies the corners (in float32) before they are rounded (halves away from zero).
+    device : Device, optional
+        Where to run (see :func:`max_pool`).
+
+    Returns
+    -------
+    ndarray or Tensor
+        {R, C, pooled_h, pooled_w}; an empty bin (or an ROI with an invalid batch or a
+        non-finite value) gives 0.
+
+    Raises
+    ------
+    ValidationError
+        For a bad ``rois`` shape, an unsupported type, a non-positive ``pooled_size`` or
+        ``spatial_scale``.
+    """
     if not isinstance(rois, Tensor):
         rois = _roi_array(rois, x)
 
     def describe(input, roi):
         return RoiPoolingDesc(input, roi, spatial_scale=spatial_scale, pooled_size=pooled_size)
 
-    return _run(describe, (x, rois), device)
+    return _run(describe, (x, rois), device, names=("x", "rois"))
 
 
-def adaptive_max_pool(x, output_size, return_indices=False, indices_type="uint32", device=None):
-    """PyTorch's adaptive max pooling to the spatial ``output_size``; with ``return_indices``
-    also the flat logical index of each maximum."""
+def adaptive_max_pool(x: ArrayLike, output_size: Union[int, Sequence[Optional[int]]], return_indices: bool = False,
+                      indices_type: Union[str, DataType, np.dtype] = "uint32",
+                      device: Optional[Device] = None) -> Union[Result, tuple]:
+    """PyTorch's adaptive max pooling: along each spatial dimension output ``i`` pools input
+    ``[floor(i * in / out), ceil((i + 1) * in / out))``; any of the ten data types.
+
+    Parameters
+    ----------
+    x : ndarray, Tensor or array-like
+        The input {N, C, [D,] [H,] W}.
+    output_size : int or sequence of int or None
+        The output's spatial sizes (one int: every dimension; ``None`` entries keep the
+        input's size).
+    return_indices : bool, default False
+        Also return the flat logical index of each maximum (as :func:`max_pool`).
+    indices_type : str, DataType or dtype, default "uint32"
+        UINT32 or UINT64.
+    device : Device, optional
+        Where to run (see :func:`max_pool`).
+
+    Returns
+    -------
+    ndarray or Tensor, or a tuple (values, indices)
+
+    Raises
+    ------
+    ValidationError
+        For an unsupported type or a non-positive output size.
+    """
     indices = DataType.of(indices_type, "indices_type") if return_indices else None
     return _run(lambda input: AdaptiveMaxPoolingDesc(input, output_indices=indices, output_size=output_size), (x,), device)
 
 
-def adaptive_average_pool(x, output_size, device=None):
-    """PyTorch's adaptive average pooling to the spatial ``output_size``."""
+def adaptive_average_pool(x: ArrayLike, output_size: Union[int, Sequence[Optional[int]]],
+                          device: Optional[Device] = None) -> Result:
+    """PyTorch's adaptive average pooling (bins as :func:`adaptive_max_pool`), FLOAT32 and
+    FLOAT16, accumulated in float32.
+
+    Parameters
+    ----------
+    x : ndarray, Tensor or array-like
+        The input {N, C, [D,] [H,] W}.
+    output_size : int or sequence of int or None
+        The output's spatial sizes (``None`` entries keep the input's size).
+    device : Device, optional
+        Where to run (see :func:`max_pool`).
+
+    Returns
+    -------
+    ndarray or Tensor
+
+    Raises
+    ------
+    ValidationError
+        For an unsupported type or a non-positive output size.
+    """
     return _run(lambda input: AdaptiveAveragePoolingDesc(input, output_size=output_size), (x,), device)
 
 
-def max_pool_grad(x, dy, window_size, strides=None, start_padding=None, end_padding=None, dilations=None,
-                  device=None):
-    """Max pooling gradient: dx (``x``'s sizes), zero except each window's ``dy`` added at the
-    window's argmax (the forward max rule).  Deterministic."""
+def max_pool_grad(x: ArrayLike, dy: ArrayLike, window_size: Sequence[int], strides: Optional[Sequence[int]] = None,
+                  start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
+                  dilations: Optional[Sequence[int]] = None, device: Optional[Device] = None) -> Result:
+    """Max pooling gradient (DirectML's MAX_POOLING_GRAD): ``dx`` of ``x``'s sizes, zero
+    except each window's ``dy`` added at the window's argmax (the forward rule).
+    Deterministic: bit-identical run after run.
+
+    Parameters
+    ----------
+    x : ndarray, Tensor or array-like
+        The forward input (FLOAT32 or FLOAT16).
+    dy : ndarray, Tensor or array-like
+        The gradient of the forward output, of its sizes and ``x``'s type.
+    window_size, strides, start_padding, end_padding, dilations
+        The forward pass's window (see :func:`max_pool`).
+    device : Device, optional
+        Where to run (see :func:`max_pool`).
+
+    Returns
+    -------
+    ndarray or Tensor
+        ``dx``.
+
+    Raises
+    ------
+    ValidationError
+        For mismatched sizes or types, or an invalid window.
+    """
 
     def describe(input, input_gradient):
         return MaxPoolingGradDesc(
@@ -114,13 +314,38 @@ def max_pool_grad(x, dy, window_size, strides=None, start_padding=None, end_padd
             start_padding=start_padding, end_padding=end_padding, dilations=dilations,
         )
 
-    return _run(describe, (x, dy), device)
+    return _run(describe, (x, dy), device, names=("x", "dy"))
 
 
-def average_pool_grad(dy, input_sizes, window_size, strides=None, start_padding=None, end_padding=None,
-                      dilations=None, include_padding=False, device=None):
-    """Average pooling gradient: dx of the forward input's ``input_sizes``, each window's
-    ``dy / divisor`` added to every input element it covers.  Deterministic."""
+def average_pool_grad(dy: ArrayLike, input_sizes: Sequence[int], window_size: Sequence[int],
+                      strides: Optional[Sequence[int]] = None, start_padding: Optional[Sequence[int]] = None,
+                      end_padding: Optional[Sequence[int]] = None, dilations: Optional[Sequence[int]] = None,
+                      include_padding: bool = False, device: Optional[Device] = None) -> Result:
+    """Average pooling gradient (DirectML's AVERAGE_POOLING_GRAD): ``dx`` of the forward
+    input's ``input_sizes``, each window's ``dy / divisor`` added to every input element it
+    covers.  Deterministic.
+
+    Parameters
+    ----------
+    dy : ndarray, Tensor or array-like
+        The gradient of the forward output (FLOAT32 or FLOAT16).
+    input_sizes : sequence of int
+        The forward input's full sizes {N, C, spatial...}.
+    window_size, strides, start_padding, end_padding, dilations, include_padding
+        The forward pass's window and divisor rule (see :func:`average_pool`).
+    device : Device, optional
+        Where to run (see :func:`max_pool`).
+
+    Returns
+    -------
+    ndarray or Tensor
+        ``dx``.
+
+    Raises
+    ------
+    ValidationError
+        For sizes that do not match the forward pass, or an invalid window.
+    """
     input_sizes = int_tuple(input_sizes, "input_sizes")
 
     def describe(input_gradient):
@@ -131,16 +356,40 @@ def average_pool_grad(dy, input_sizes, window_size, strides=None, start_padding=
             include_padding=include_padding,
         )
 
-    return _run(describe, (dy,), device)
+    return _run(describe, (dy,), device, names=("dy",))
 
 
-def max_unpool(x, indices, output_sizes, device=None):
-    """Max unpooling: zeros except ``out.flat[indices.flat[j]] = x.flat[j]`` (largest ``j``
-    wins on repeats; indices outside the output are ignored).
+def max_unpool(x: ArrayLike, indices: ArrayLike, output_sizes: Sequence[int],
+               device: Optional[Device] = None) -> Result:
+    """Max unpooling (DirectML's MAX_UNPOOLING): zeros except ``out.flat[indices.flat[j]] =
+    x.flat[j]``; where indices repeat the largest ``j`` wins; indices outside the output are
+    ignored.
 
-    ``output_sizes`` is the output's full sizes ``{N, C, spatial...}`` or just its spatial
-    sizes (N and C are then ``x``'s).  Indices of type INT32/INT64 (PyTorch's, ONNX's) are
-    read as UINT32/UINT64, so negative ones lie outside the output."""
+    Parameters
+    ----------
+    x : ndarray, Tensor or array-like
+        The pooled values, any of the ten data types.
+    indices : ndarray, Tensor or array-like
+        Flat positions in the output's logical row-major order (N and C included), of
+        ``x``'s sizes: UINT32/UINT64, or INT32/INT64 (PyTorch's, ONNX's) read as their
+        unsigned bits, so that negative ones lie outside the output.  PyTorch's per-plane
+        indices need ``poolgpu.torch.max_unpool2d`` (or adding each plane's offset).
+    output_sizes : sequence of int
+        The output's full sizes {N, C, spatial...}, or only its spatial sizes (N and C are
+        then ``x``'s).
+    device : Device, optional
+        Where to run (see :func:`max_pool`).
+
+    Returns
+    -------
+    ndarray or Tensor
+
+    Raises
+    ------
+    ValidationError
+        For mismatched sizes, an index type other than the four integer ones above, or
+        output sizes of the wrong length.
+    """
     output_sizes = int_tuple(output_sizes, "output_sizes")
 
     def describe(input, indices):
@@ -153,4 +402,4 @@ def max_unpool(x, indices, output_sizes, device=None):
             )
         return MaxUnpoolingDesc(input, indices, TensorDesc(input.data_type, sizes))
 
-    return _run(describe, (x, unsigned_indices(indices)), device)
+    return _run(describe, (x, unsigned_indices(indices)), device, names=("x", "indices"))

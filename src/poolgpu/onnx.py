@@ -14,8 +14,13 @@ Tensors for Tensors.  What ONNX adds to DirectML's descriptions is translated he
 - ``storage_order = 1``: column-major indices, computed by pooling a spatially transposed
   view of the same memory (no copy);
 - indices as int64;
-- MaxUnpool's ``output_shape``: the unpooled result in the inferred shape, padded with
-  zeros at the ends (ONNX's reference), computed in place as a corner view of the output.
+- MaxUnpool's ``output_shape``: the output's shape, in which the indices are flat
+  positions, as ONNX Runtime and PyTorch read them (MaxPool's indices of an odd-sized input
+  unpool back to where they came from).  ONNX's reference evaluator, and its node test
+  ``test_maxunpool_export_with_output_shape``, instead unpool into the inferred shape and
+  pad the result at the ends, which moves values of odd-sized inputs and drops some
+  (onnx/onnx#2398, microsoft/onnxruntime#2193): the one ONNX node test poolgpu answers
+  differently, on purpose.
 
 Every function also takes ``device=`` (default: the inputs' device, or the default device
 for NumPy inputs).
@@ -160,28 +165,33 @@ def global_lp_pool(x, p=2, device=None):
 
 
 def max_unpool(x, indices, kernel_shape, pads=None, strides=None, output_shape=None, device=None):
-    """ONNX MaxUnpool: ``x`` scattered to its (int64) ``indices`` in zeros of the inferred
-    shape, MaxPool's input shape ``(in - 1) * stride - pads_begin - pads_end + kernel`` per
-    spatial dimension; with ``output_shape`` (the full shape, at least the inferred one in
-    every dimension) that result is padded with zeros at the ends, as ONNX's reference does:
-    the indices stay positions in the inferred shape.  Where indices repeat the largest j
-    wins; indices outside are ignored (ONNX leaves both open)."""
-    (x, indices), device, as_numpy = on_device((x, unsigned_indices(indices)), device)
+    """ONNX MaxUnpool: ``x`` scattered to its (int64) ``indices`` in zeros.
+
+    Without ``output_shape`` the output has the inferred shape, MaxPool's input shape
+    ``(in - 1) * stride - pads_begin - pads_end + kernel`` per spatial dimension.  With
+    ``output_shape`` (the full shape, N and C as ``x``'s) the output has that shape and the
+    indices are flat positions in it, as ONNX Runtime and PyTorch read them: unpooling
+    MaxPool's results with ``output_shape=x.shape`` puts every maximum back where it came
+    from, whatever ``x``'s sizes.  Where indices repeat the largest j wins; indices outside
+    the output are ignored (ONNX leaves both open)."""
+    (x, indices), device, as_numpy = on_device((x, unsigned_indices(indices)), device, names=("X", "I"))
     window, _ = _geometry(x.sizes[2:], kernel_shape, pads=pads, strides=strides)
-    inferred = x.sizes[:2] + tuple(
-        (size - 1) * s - begin - end + k
-        for size, s, begin, end, k in zip(x.sizes[2:], window["strides"], window["start_padding"],
-                                          window["end_padding"], window["window_size"])
-    )
-    shape = inferred if output_shape is None else int_tuple(output_shape, "output_shape")
-    if len(shape) != len(inferred) or any(o < i for o, i in zip(shape, inferred)):
-        raise ValidationError("output_shape", f"expected {len(inferred)} sizes, each at least the inferred shape "
-                                              f"{inferred}, got {shape}")
-    y = device.empty(TensorDesc(x.data_type, shape))  # zero-filled: the padding stays zero
-    # The inferred-shape result is the leading corner of y: a view with y's strides.
-    corner = device.wrap(y.buffer, TensorDesc(x.data_type, inferred, y.desc.strides), y.offset)
-    device.compile(MaxUnpoolingDesc(x.desc, indices.desc, corner.desc))(x, indices, out=corner)
-    return answer(y, as_numpy)
+    if output_shape is None:
+        shape = x.sizes[:2] + tuple(
+            (size - 1) * s - begin - end + k
+            for size, s, begin, end, k in zip(x.sizes[2:], window["strides"], window["start_padding"],
+                                              window["end_padding"], window["window_size"])
+        )
+    else:
+        shape = int_tuple(output_shape, "output_shape")
+        if len(shape) != len(x.sizes) or shape[:2] != x.sizes[:2]:
+            raise ValidationError("output_shape", f"expected {len(x.sizes)} sizes starting with X's N and C "
+                                                  f"{x.sizes[:2]}, got {shape}")
+    if any(size < 1 for size in shape):
+        raise ValidationError("output_shape" if output_shape is not None else "kernel_shape",
+                              f"the output shape {shape} has a size below 1")
+    desc = MaxUnpoolingDesc(x.desc, indices.desc, TensorDesc(x.data_type, shape))
+    return answer(device.compile(desc)(x, indices), as_numpy)
 
 
 def max_roi_pool(x, rois, pooled_shape, spatial_scale=1.0, device=None):

@@ -27,6 +27,26 @@ class Tensor:
     def data_type(self) -> DataType:
         return self.desc.data_type
 
+    # NumPy habits: ``t.shape``, ``t.dtype`` and ``np.asarray(t)`` (a read-back), as for arrays.
+
+    @property
+    def shape(self) -> tuple:
+        """The sizes, as ``ndarray.shape`` names them."""
+        return self.desc.sizes
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype of the elements."""
+        return self.desc.data_type.numpy
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        """``np.asarray(t)``: the values read back (always a new array, so ``copy=False``
+        cannot be honoured and raises, as NumPy 2 asks)."""
+        if copy is False:
+            raise ValueError("a poolgpu Tensor lives on the GPU: reading it back always copies (use copy=None)")
+        array = self.numpy()
+        return array if dtype is None else array.astype(dtype, copy=False)
+
     def numpy(self) -> np.ndarray:
         """The logical values, as a new packed array of ``sizes``."""
         desc = self.desc
