@@ -284,22 +284,45 @@ def _sum_over(x, windows, fn=None):
     return total
 
 
+def _average_divisor(windows, in_spatial, window, strides, start, end, dil, include_padding,
+                     counted_end_padding, divisor_override):
+    """Divisor of every window (shape ``out_spatial``, float64).
+
+    ``divisor_override`` (a positive int) wins; else with ``include_padding`` the taps that
+    fall inside ``[-start_pad, in + counted_end)`` per dimension, multiplied
+    (``counted_end_padding`` None = all of ``end_padding``: then every tap counts, the
+    window's size); else the number of input elements the window covers."""
+    if divisor_override is not None:
+        return np.full(windows.out_spatial, float(divisor_override))
+    if not include_padding:
+        return windows.counts().astype(np.float64)
+    counted = end if counted_end_padding is None else [int(v) for v in counted_end_padding]
+    per_dim = []
+    for i, out in enumerate(windows.out_spatial):
+        taps = (np.arange(out) * strides[i] - start[i])[:, None] + np.arange(window[i])[None, :] * dil[i]
+        per_dim.append(((taps >= -start[i]) & (taps < in_spatial[i] + counted[i])).sum(axis=1))
+    divisor = np.ones(windows.out_spatial)
+    for v in _outer(per_dim):
+        divisor = divisor * v
+    return divisor
+
+
 def average_pool(x, window_size, strides=None, start_padding=None, end_padding=None,
-                 dilations=None, include_padding=False):
+                 dilations=None, include_padding=False, counted_end_padding=None, divisor_override=None):
     """Average pooling in float64.
 
-    Divisor: ``prod(window_size)`` when ``include_padding`` else the number of input
-    elements the (dilated) window covers.
+    Divisor: ``divisor_override`` where given; else ``prod(window_size)`` when
+    ``include_padding`` (counting only ``counted_end_padding`` of the end padding where
+    given), else the number of input elements the (dilated) window covers.
     """
     x = _as_input(x)
-    windows, window = _fixed_windows(x, window_size, strides, start_padding, end_padding, dilations)
+    k = x.ndim - 2
+    window, strides, start, end, dil = _params(k, window_size, strides, start_padding, end_padding, dilations)
+    windows = _Windows.fixed(x.shape[2:], window, strides, start, end, dil)
     windows.require_coverage()
     total = _sum_over(x, windows)
-    if include_padding:
-        divisor = float(np.prod(window))
-    else:
-        divisor = windows.counts().astype(np.float64)
-    return total / divisor
+    return total / _average_divisor(windows, x.shape[2:], window, strides, start, end, dil, include_padding,
+                                    counted_end_padding, divisor_override)
 
 
 def _lp_over(x, windows, p):
@@ -363,7 +386,8 @@ def max_pool_grad(x, dy, window_size, strides=None, start_padding=None, end_padd
 
 
 def average_pool_grad(dy, input_sizes, window_size, strides=None, start_padding=None,
-                      end_padding=None, dilations=None, include_padding=False):
+                      end_padding=None, dilations=None, include_padding=False, counted_end_padding=None,
+                      divisor_override=None):
     """Average pooling gradient in float64: each window's ``dy / divisor`` is added to every
     input element the window covers (divisor as in :func:`average_pool`).
 
@@ -380,10 +404,8 @@ def average_pool_grad(dy, input_sizes, window_size, strides=None, start_padding=
         raise ValueError(f"dy has shape {dy.shape}, the forward output has {expected}")
     windows = _Windows.fixed(input_sizes[2:], window, strides, start, end, dil)
     windows.require_coverage()
-    if include_padding:
-        share = dy.astype(np.float64) / float(np.prod(window))
-    else:
-        share = dy.astype(np.float64) / windows.counts().astype(np.float64)
+    share = dy.astype(np.float64) / _average_divisor(windows, input_sizes[2:], window, strides, start, end, dil,
+                                                     include_padding, counted_end_padding, divisor_override)
     n, c = input_sizes[:2]
     plane = int(np.prod(input_sizes[2:], dtype=np.int64))
     base = _plane_base(n, c, plane, k)

@@ -179,11 +179,44 @@ class MaxPooling2Desc(MaxPooling1Desc):
     dilations: Optional[tuple] = None
 
 
+def _check_divisor_fields(desc, window: Window) -> None:
+    """Validate and fill in the average descriptions' divisor extensions:
+    ``counted_end_padding`` (None: all of ``end_padding``) and ``divisor_override``."""
+    counted = desc.counted_end_padding
+    if counted is None:
+        counted = window.end_padding
+    else:
+        counted = _int_tuple(counted, "counted_end_padding", window.dims)
+        if any(c < 0 or c > e for c, e in zip(counted, window.end_padding)):
+            raise ValidationError(
+                "counted_end_padding",
+                f"every value must lie between 0 and the end padding {window.end_padding}, got {counted}",
+            )
+    override = desc.divisor_override
+    if override is not None:
+        if isinstance(override, (bool, np.bool_)) or not isinstance(override, (int, np.integer)) \
+                or not 1 <= override < 2**32:
+            raise ValidationError("divisor_override", f"expected a positive integer below 2**32 or None, got {override!r}")
+        override = int(override)
+    _set(desc, counted_end_padding=counted, divisor_override=override)
+
+
 @dataclass(frozen=True)
 class AveragePoolingDesc(_FixedWindowPooling):
     """DML_AVERAGE_POOLING_OPERATOR_DESC: the mean over each window.  The divisor is the
     window's element count when ``include_padding``, else the number of input elements the
-    window covers."""
+    window covers.
+
+    Two keyword-only extensions (not DirectML's) give PyTorch's and ONNX's divisors:
+
+    ``counted_end_padding``
+        Per spatial dimension, how much of ``end_padding`` ``include_padding`` counts in
+        the divisor (None, the default: all of it).  ONNX's and PyTorch's ``ceil_mode``
+        extend the end padding without counting the extension.
+    ``divisor_override``
+        A positive integer every window's sum is divided by, as PyTorch's
+        ``divisor_override``; ``include_padding`` is then irrelevant.
+    """
 
     input: TensorDesc
     output: Optional[TensorDesc] = None
@@ -193,12 +226,15 @@ class AveragePoolingDesc(_FixedWindowPooling):
     start_padding: Optional[tuple] = None
     end_padding: Optional[tuple] = None
     include_padding: bool = False
+    counted_end_padding: Optional[tuple] = None
+    divisor_override: Optional[int] = None
 
     kernel = "average_pool"
 
     def __post_init__(self):
         self._validate_forward(FLOAT_TYPES)
         _set(self, include_padding=_check_bool(self.include_padding, "include_padding"))
+        _check_divisor_fields(self, self.window)
 
 
 @dataclass(frozen=True)
@@ -460,7 +496,8 @@ class AveragePoolingGradDesc:
     """DML_AVERAGE_POOLING_GRAD_OPERATOR_DESC: each window's ``input_gradient`` (dy) divided
     by the window's divisor is added to every input element the window covers.
     ``output_gradient`` (dx) must be given: its sizes are the forward input's, which the
-    forward output's sizes do not determine."""
+    forward output's sizes do not determine.  ``counted_end_padding`` and
+    ``divisor_override`` give the divisor as for :class:`AveragePoolingDesc`."""
 
     input_gradient: TensorDesc
     output_gradient: Optional[TensorDesc] = None
@@ -471,6 +508,8 @@ class AveragePoolingGradDesc:
     end_padding: Optional[tuple] = None
     dilations: Optional[tuple] = None
     include_padding: bool = False
+    counted_end_padding: Optional[tuple] = None
+    divisor_override: Optional[int] = None
 
     kernel = "average_pool_grad"
 
@@ -491,6 +530,7 @@ class AveragePoolingGradDesc:
             input_gradient=_input_gradient(self.input_gradient, out_sizes, dx.data_type),
             window=window,
         )
+        _check_divisor_fields(self, window)
 
     @property
     def dimension_count(self) -> int:

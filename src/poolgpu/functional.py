@@ -54,13 +54,16 @@ def max_pool(x, window_size, strides=None, start_padding=None, end_padding=None,
 
 
 def average_pool(x, window_size, strides=None, start_padding=None, end_padding=None, dilations=None,
-                 include_padding=False, device=None):
-    """Average pooling (FLOAT32, FLOAT16): the divisor counts padding when ``include_padding``."""
+                 include_padding=False, device=None, *, counted_end_padding=None, divisor_override=None):
+    """Average pooling (FLOAT32, FLOAT16): the divisor counts padding when ``include_padding``
+    (of the end padding, only ``counted_end_padding`` where given); ``divisor_override``
+    divides every window by one number (see AveragePoolingDesc)."""
 
     def describe(input):
         return AveragePooling1Desc(
             input, window_size=window_size, strides=strides, start_padding=start_padding,
             end_padding=end_padding, dilations=dilations, include_padding=include_padding,
+            counted_end_padding=counted_end_padding, divisor_override=divisor_override,
         )
 
     return _run(describe, (x,), device)
@@ -135,9 +138,11 @@ def max_pool_grad(x, dy, window_size, strides=None, start_padding=None, end_padd
 
 
 def average_pool_grad(dy, input_sizes, window_size, strides=None, start_padding=None, end_padding=None,
-                      dilations=None, include_padding=False, device=None):
+                      dilations=None, include_padding=False, device=None, *, counted_end_padding=None,
+                      divisor_override=None):
     """Average pooling gradient: dx of the forward input's ``input_sizes``, each window's
-    ``dy / divisor`` added to every input element it covers.  Deterministic."""
+    ``dy / divisor`` added to every input element it covers (the divisor as for
+    :func:`average_pool`).  Deterministic."""
     input_sizes = _int_tuple(input_sizes, "input_sizes")
 
     def describe(input_gradient):
@@ -145,7 +150,8 @@ def average_pool_grad(dy, input_sizes, window_size, strides=None, start_padding=
         return AveragePoolingGradDesc(
             input_gradient, output_gradient, window_size=window_size, strides=strides,
             start_padding=start_padding, end_padding=end_padding, dilations=dilations,
-            include_padding=include_padding,
+            include_padding=include_padding, counted_end_padding=counted_end_padding,
+            divisor_override=divisor_override,
         )
 
     return _run(describe, (dy,), device)
