@@ -585,3 +585,146 @@ class MaxUnpoolingDesc:
 
     def output_tensors(self):
         return (("output", self.output),)
+
+
+# ---------------------------------------------------------------------------------------
+# Gradients of adaptive pooling and of max unpooling (poolgpu extensions)
+
+
+def _gradient_like(value, field: str, like: TensorDesc, what: str) -> TensorDesc:
+    """A gradient tensor whose rank, N and C must be ``like``'s (its spatial sizes are free)."""
+    tensor = _check_tensor(value, field)
+    if tensor.data_type != like.data_type:
+        raise ValidationError(f"{field}.data_type", f"expected {like.data_type.name} ({what}'s type), got "
+                                                    f"{tensor.data_type.name}")
+    if tensor.rank != like.rank or tensor.sizes[:2] != like.sizes[:2]:
+        raise ValidationError(
+            f"{field}.sizes", f"expected rank {like.rank} with N, C = {like.sizes[:2]} ({what}'s), got {tensor.sizes}"
+        )
+    return tensor
+
+
+@dataclass(frozen=True)
+class AdaptiveMaxPoolingGradDesc:
+    """The gradient of adaptive max pooling (a poolgpu extension; the bins of
+    :class:`AdaptiveMaxPoolingDesc`): ``output_gradient`` (dx, the forward input's sizes) is
+    zero except that each bin's ``input_gradient`` (dy) is added at the bin's argmax under
+    the forward max rule (ties to the lowest flat index, NaN above every number, its first
+    NaN).  Deterministic.
+
+    Parameters
+    ----------
+    input : TensorDesc
+        The forward input x (FLOAT32 or FLOAT16).
+    input_gradient : TensorDesc
+        dy, the gradient of the forward output: x's type, rank, N and C; its spatial sizes
+        are the forward ``output_size``.
+    output_gradient : TensorDesc, optional
+        dx, x's sizes and type; None for a packed one.
+    """
+
+    input: TensorDesc
+    input_gradient: TensorDesc
+    output_gradient: Optional[TensorDesc] = None
+
+    kernel = "adaptive_max_pool_grad"
+
+    def __post_init__(self):
+        input = _check_tensor(self.input, "input")
+        _check_type(input, "input", FLOAT_TYPES)
+        dy = _gradient_like(self.input_gradient, "input_gradient", input, "the input")
+        forward = AdaptiveMaxPoolingDesc(input, output_indices=DataType.UINT32, output_size=dy.sizes[2:])
+        _set(
+            self,
+            output_gradient=_output_like(self.output_gradient, "output_gradient", input.sizes, input.data_type),
+            forward=forward,
+        )
+
+    def input_tensors(self):
+        return (("input", self.input), ("input_gradient", self.input_gradient))
+
+    def output_tensors(self):
+        return (("output_gradient", self.output_gradient),)
+
+
+@dataclass(frozen=True)
+class AdaptiveAveragePoolingGradDesc:
+    """The gradient of adaptive average pooling (a poolgpu extension; the bins of
+    :class:`AdaptiveAveragePoolingDesc`): each bin's ``input_gradient`` (dy) divided by its
+    element count is added to every element of ``output_gradient`` (dx) the bin covers,
+    in float32.  Deterministic.
+
+    Parameters
+    ----------
+    input_gradient : TensorDesc
+        dy (FLOAT32 or FLOAT16), the gradient of the forward output.
+    output_gradient : TensorDesc
+        dx, the forward input's sizes: must be given (dy's sizes do not determine them);
+        dy's type, rank, N and C.
+    """
+
+    input_gradient: TensorDesc
+    output_gradient: Optional[TensorDesc] = None
+
+    kernel = "adaptive_average_pool_grad"
+
+    def __post_init__(self):
+        if self.output_gradient is None:
+            raise ValidationError(
+                "output_gradient",
+                "must be given: its sizes are the forward input's, which cannot be derived from input_gradient",
+            )
+        dx = _check_tensor(self.output_gradient, "output_gradient")
+        _check_type(dx, "output_gradient", FLOAT_TYPES)
+        dx.check_no_aliasing("output_gradient.strides")
+        _gradient_like(self.input_gradient, "input_gradient", dx, "output_gradient")
+
+    def input_tensors(self):
+        return (("input_gradient", self.input_gradient),)
+
+    def output_tensors(self):
+        return (("output_gradient", self.output_gradient),)
+
+
+@dataclass(frozen=True)
+class MaxUnpoolingGradDesc:
+    """The gradient of max unpooling (a poolgpu extension; see :class:`MaxUnpoolingDesc`):
+    ``output_gradient.flat[j] = input_gradient.flat[indices.flat[j]]`` where input element j
+    reached the unpooled output, else 0: where its index lies outside ``input_gradient`` or
+    a larger j has the same index.  Indices are flat logical positions over the whole
+    unpooled output, N and C included.  Deterministic.
+
+    Parameters
+    ----------
+    input_gradient : TensorDesc
+        dy, the gradient of the unpooled output (any of the ten types).
+    indices : TensorDesc
+        The unpooling's indices (UINT32 or UINT64), the sizes of its input: dy's rank, N
+        and C.
+    output_gradient : TensorDesc, optional
+        dx, the indices' sizes and dy's type; None for a packed one.
+    """
+
+    input_gradient: TensorDesc
+    indices: TensorDesc
+    output_gradient: Optional[TensorDesc] = None
+
+    kernel = "max_unpool_grad"
+
+    def __post_init__(self):
+        dy = _check_tensor(self.input_gradient, "input_gradient")
+        _check_type(dy, "input_gradient", ALL_TYPES)
+        indices = _check_tensor(self.indices, "indices")
+        _check_type(indices, "indices", INDEX_TYPES)
+        if indices.rank != dy.rank or indices.sizes[:2] != dy.sizes[:2]:
+            raise ValidationError(
+                "indices.sizes", f"expected rank {dy.rank} with N, C = {dy.sizes[:2]} (input_gradient's), "
+                                 f"got {indices.sizes}",
+            )
+        _set(self, output_gradient=_output_like(self.output_gradient, "output_gradient", indices.sizes, dy.data_type))
+
+    def input_tensors(self):
+        return (("input_gradient", self.input_gradient), ("indices", self.indices))
+
+    def output_tensors(self):
+        return (("output_gradient", self.output_gradient),)

@@ -7,6 +7,7 @@ import numpy as np
 from .descs import (AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, AveragePooling1Desc, LpPooling1Desc,
                     MaxPooling2Desc, RoiPoolingDesc)
 from .descs import AveragePoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingDesc
+from .descs import AdaptiveAveragePoolingGradDesc, AdaptiveMaxPoolingGradDesc, MaxUnpoolingGradDesc
 from .device import Tensor, default_device
 from .dtypes import FLOAT_TYPES, DataType
 from .errors import ValidationError
@@ -195,3 +196,76 @@ def max_unpool(x, indices, output_sizes, device=None):
         return MaxUnpoolingDesc(input, indices, TensorDesc(input.data_type, sizes))
 
     return _run(describe, (x, _unsigned_indices(indices)), device)
+
+
+def adaptive_max_pool_grad(x, dy, device=None):
+    """Gradient of adaptive max pooling (PyTorch's bins; deterministic).
+
+    Parameters
+    ----------
+    x : array or Tensor
+        The forward input ``{N, C, spatial...}`` (float32 or float16).
+    dy : array or Tensor
+        The gradient of the forward output: x's type, N and C; its spatial sizes are the
+        forward ``output_size``.
+    device : Device, optional
+        Where to run (default: the inputs' device, or the default device).
+
+    Returns
+    -------
+    dx : array or Tensor
+        x's sizes: zero except that each bin's ``dy`` is added at the bin's argmax (ties to
+        the lowest flat index, NaN larger than every number).
+    """
+    return _run(lambda input, input_gradient: AdaptiveMaxPoolingGradDesc(input, input_gradient), (x, dy), device)
+
+
+def adaptive_average_pool_grad(dy, input_sizes, device=None):
+    """Gradient of adaptive average pooling (PyTorch's bins; deterministic).
+
+    Parameters
+    ----------
+    dy : array or Tensor
+        The gradient of the forward output (float32 or float16).
+    input_sizes : sequence of int
+        The forward input's sizes ``{N, C, spatial...}``.
+    device : Device, optional
+        Where to run (default: the inputs' device, or the default device).
+
+    Returns
+    -------
+    dx : array or Tensor
+        Of ``input_sizes``: each bin's ``dy / (its element count)`` added to every element
+        the bin covers, summed in float32.
+    """
+    input_sizes = _int_tuple(input_sizes, "input_sizes")
+
+    def describe(input_gradient):
+        return AdaptiveAveragePoolingGradDesc(input_gradient, TensorDesc(input_gradient.data_type, input_sizes))
+
+    return _run(describe, (dy,), device)
+
+
+def max_unpool_grad(dy, indices, device=None):
+    """Gradient of max unpooling (deterministic).
+
+    Parameters
+    ----------
+    dy : array or Tensor
+        The gradient of the unpooled output (any of the ten types).
+    indices : array or Tensor
+        The unpooling's indices, flat positions over the whole unpooled output (N and C
+        included), as :func:`max_unpool` takes them: uint32 or uint64, or int32/int64 read
+        as their unsigned bits (a negative index lies outside).
+    device : Device, optional
+        Where to run (default: the inputs' device, or the default device).
+
+    Returns
+    -------
+    dx : array or Tensor
+        The indices' sizes, dy's type: ``dx[j] = dy.flat[indices.flat[j]]``, or 0 where the
+        index lies outside dy or a larger ``j`` has the same index (it did not reach the
+        output).
+    """
+    return _run(lambda input_gradient, idx: MaxUnpoolingGradDesc(input_gradient, idx), (dy, _unsigned_indices(indices)),
+                device)
