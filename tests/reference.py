@@ -43,6 +43,9 @@ __all__ = [
     "roi_pool",
     "adaptive_max_pool",
     "adaptive_average_pool",
+    "adaptive_max_pool_grad",
+    "adaptive_average_pool_grad",
+    "max_unpool_grad",
 ]
 
 
@@ -578,3 +581,63 @@ def adaptive_average_pool(x, output_size):
     x = _as_input(x)
     windows = _adaptive_windows(x, output_size)
     return _sum_over(x, windows) / windows.counts().astype(np.float64)
+
+
+# --------------------------------------------------------------------------------------
+# gradients of adaptive pooling and of max unpooling
+# --------------------------------------------------------------------------------------
+
+
+def adaptive_max_pool_grad(x, dy):
+    """Adaptive max pooling gradient in float64: zero except that each bin's ``dy`` is added
+    at the bin's argmax (forward max rule); ``dy``'s spatial sizes are the output size."""
+    x = _as_input(x)
+    dy = np.asarray(dy)
+    if dy.shape[:2] != x.shape[:2] or dy.ndim != x.ndim:
+        raise ValueError(f"dy has shape {dy.shape}, x {x.shape}")
+    _, idx = adaptive_max_pool(x, dy.shape[2:])
+    dx = np.zeros(x.size, dtype=np.float64)
+    np.add.at(dx, idx.ravel(), dy.astype(np.float64).ravel())
+    return dx.reshape(x.shape)
+
+
+def adaptive_average_pool_grad(dy, input_sizes):
+    """Adaptive average pooling gradient in float64: each bin's ``dy / count`` (count: the
+    bin's element count) is added to every input element of the bin."""
+    dy = np.asarray(dy)
+    input_sizes = tuple(int(v) for v in input_sizes)
+    if len(input_sizes) != dy.ndim or tuple(dy.shape[:2]) != input_sizes[:2]:
+        raise ValueError(f"dy has shape {dy.shape}, input_sizes are {input_sizes}")
+    k = len(input_sizes) - 2
+    windows = _adaptive_windows(np.broadcast_to(np.uint8(0), input_sizes), dy.shape[2:])
+    share = dy.astype(np.float64) / windows.counts().astype(np.float64)
+    n, c = input_sizes[:2]
+    base = _plane_base(n, c, int(np.prod(input_sizes[2:], dtype=np.int64)), k)
+    dx = np.zeros(int(np.prod(input_sizes, dtype=np.int64)), dtype=np.float64)
+    for _, valid, spatial_flat in windows.each_tap():
+        idx = base + spatial_flat
+        sel = np.broadcast_to(valid, idx.shape)
+        np.add.at(dx, idx[sel], share[sel])
+    return dx.reshape(input_sizes)
+
+
+def max_unpool_grad(dy, indices):
+    """Max unpooling gradient: ``dx`` of the indices' shape and ``dy``'s dtype, with
+    ``dx.flat[j] = dy.flat[indices.flat[j]]`` where j won its index (the largest j naming
+    it) and the index lies inside ``dy``; 0 elsewhere.  Values are copied exactly."""
+    dy = np.asarray(dy)
+    indices = np.asarray(indices)
+    size = dy.size
+    flat_idx = indices.ravel()
+    if np.issubdtype(flat_idx.dtype, np.signedinteger):
+        inside = (flat_idx >= 0) & (flat_idx < size)
+    else:
+        inside = flat_idx < np.uint64(size)
+    targets = np.where(inside, flat_idx, 0).astype(np.int64)
+    j = np.arange(flat_idx.size, dtype=np.int64)
+    winner = np.full(size, -1, dtype=np.int64)
+    np.maximum.at(winner, targets[inside], j[inside])
+    won = inside & (winner[targets] == j)
+    dx = np.zeros(flat_idx.size, dtype=dy.dtype)
+    dx[won] = dy.ravel()[targets[won]]
+    return dx.reshape(indices.shape)
