@@ -129,6 +129,8 @@ def describe(case):
         count = math.prod(dy_sizes)
         indices = rng.integers(0, count + count // 8 + 1, size=sizes).astype(index_type)  # some outside
         dy = random_values(dt, dy_sizes, rng)
+        if case["in_layout"] == "broadcast":
+            dy = np.broadcast_to(dy[:1, :1], dy.shape).copy()
         desc = pg.MaxUnpoolingGradDesc(_tensor(dt, dy_sizes, case["in_layout"]), pg.TensorDesc(index_type, sizes),
                                        out(sizes))
         return desc, {"input_gradient": dy, "indices": indices}
