@@ -179,11 +179,44 @@ class MaxPooling2Desc(MaxPooling1Desc):
     dilations: Optional[tuple] = None
 
 
+def _check_divisor_fields(desc, window: Window) -> None:
+    """Validate and fill in the average descriptions' divisor extensions:
+    ``counted_end_padding`` (None: all of ``end_padding``) and ``divisor_override``."""
+    counted = desc.counted_end_padding
+    if counted is None:
+        counted = window.end_padding
+    else:
+        counted = _int_tuple(counted, "counted_end_padding", window.dims)
+        if any(c < 0 or c > e for c, e in zip(counted, window.end_padding)):
+            raise ValidationError(
+                "counted_end_padding",
+                f"every value must lie between 0 and the end padding {window.end_padding}, got {counted}",
+            )
+    override = desc.divisor_override
+    if override is not None:
+        if isinstance(override, (bool, np.bool_)) or not isinstance(override, (int, np.integer)) \
+                or not 1 <= override < 2**32:
+            raise ValidationError("divisor_override", f"expected a positive integer below 2**32 or None, got {override!r}")
+        override = int(override)
+    _set(desc, counted_end_padding=counted, divisor_override=override)
+
+
 @dataclass(frozen=True)
 class AveragePoolingDesc(_FixedWindowPooling):
     """DML_AVERAGE_POOLING_OPERATOR_DESC: the mean over each window.  The divisor is the
     window's element count when ``include_padding``, else the number of input elements the
-    window covers."""
+    window covers.
+
+    Two keyword-only extensions (not DirectML's) give PyTorch's and ONNX's divisors:
+
+    ``counted_end_padding``
+        Per spatial dimension, how much of ``end_padding`` ``include_padding`` counts in
+        the divisor (None, the default: all of it).  ONNX's and PyTorch's ``ceil_mode``
+        extend the end padding without counting the extension.
+    ``divisor_override``
+        A positive integer every window's sum is divided by, as PyTorch's
+        ``divisor_override``; ``include_padding`` is then irrelevant.
+    """
 
     input: TensorDesc
     output: Optional[TensorDesc] = None
@@ -193,12 +226,15 @@ class AveragePoolingDesc(_FixedWindowPooling):
     start_padding: Optional[tuple] = None
     end_padding: Optional[tuple] = None
     include_padding: bool = False
+    counted_end_padding: Optional[tuple] = None
+    divisor_override: Optional[int] = None
 
     kernel = "average_pool"
 
     def __post_init__(self):
         self._validate_forward(FLOAT_TYPES)
         _set(self, include_padding=_check_bool(self.include_padding, "include_padding"))
+        _check_divisor_fields(self, self.window)
 
 
 @dataclass(frozen=True)
@@ -460,7 +496,8 @@ class AveragePoolingGradDesc:
     """DML_AVERAGE_POOLING_GRAD_OPERATOR_DESC: each window's ``input_gradient`` (dy) divided
     by the window's divisor is added to every input element the window covers.
     ``output_gradient`` (dx) must be given: its sizes are the forward input's, which the
-    forward output's sizes do not determine."""
+    forward output's sizes do not determine.  ``counted_end_padding`` and
+    ``divisor_override`` give the divisor as for :class:`AveragePoolingDesc`."""
 
     input_gradient: TensorDesc
     output_gradient: Optional[TensorDesc] = None
@@ -471,6 +508,8 @@ class AveragePoolingGradDesc:
     end_padding: Optional[tuple] = None
     dilations: Optional[tuple] = None
     include_padding: bool = False
+    counted_end_padding: Optional[tuple] = None
+    divisor_override: Optional[int] = None
 
     kernel = "average_pool_grad"
 
@@ -491,6 +530,7 @@ class AveragePoolingGradDesc:
             input_gradient=_input_gradient(self.input_gradient, out_sizes, dx.data_type),
             window=window,
         )
+        _check_divisor_fields(self, window)
 
     @property
     def dimension_count(self) -> int:
@@ -545,3 +585,146 @@ class MaxUnpoolingDesc:
 
     def output_tensors(self):
         return (("output", self.output),)
+
+
+# ---------------------------------------------------------------------------------------
+# Gradients of adaptive pooling and of max unpooling (poolgpu extensions)
+
+
+def _gradient_like(value, field: str, like: TensorDesc, what: str) -> TensorDesc:
+    """A gradient tensor whose rank, N and C must be ``like``'s (its spatial sizes are free)."""
+    tensor = _check_tensor(value, field)
+    if tensor.data_type != like.data_type:
+        raise ValidationError(f"{field}.data_type", f"expected {like.data_type.name} ({what}'s type), got "
+                                                    f"{tensor.data_type.name}")
+    if tensor.rank != like.rank or tensor.sizes[:2] != like.sizes[:2]:
+        raise ValidationError(
+            f"{field}.sizes", f"expected rank {like.rank} with N, C = {like.sizes[:2]} ({what}'s), got {tensor.sizes}"
+        )
+    return tensor
+
+
+@dataclass(frozen=True)
+class AdaptiveMaxPoolingGradDesc:
+    """The gradient of adaptive max pooling (a poolgpu extension; the bins of
+    :class:`AdaptiveMaxPoolingDesc`): ``output_gradient`` (dx, the forward input's sizes) is
+    zero except that each bin's ``input_gradient`` (dy) is added at the bin's argmax under
+    the forward max rule (ties to the lowest flat index, NaN above every number, its first
+    NaN).  Deterministic.
+
+    Parameters
+    ----------
+    input : TensorDesc
+        The forward input x (FLOAT32 or FLOAT16).
+    input_gradient : TensorDesc
+        dy, the gradient of the forward output: x's type, rank, N and C; its spatial sizes
+        are the forward ``output_size``.
+    output_gradient : TensorDesc, optional
+        dx, x's sizes and type; None for a packed one.
+    """
+
+    input: TensorDesc
+    input_gradient: TensorDesc
+    output_gradient: Optional[TensorDesc] = None
+
+    kernel = "adaptive_max_pool_grad"
+
+    def __post_init__(self):
+        input = _check_tensor(self.input, "input")
+        _check_type(input, "input", FLOAT_TYPES)
+        dy = _gradient_like(self.input_gradient, "input_gradient", input, "the input")
+        forward = AdaptiveMaxPoolingDesc(input, output_indices=DataType.UINT32, output_size=dy.sizes[2:])
+        _set(
+            self,
+            output_gradient=_output_like(self.output_gradient, "output_gradient", input.sizes, input.data_type),
+            forward=forward,
+        )
+
+    def input_tensors(self):
+        return (("input", self.input), ("input_gradient", self.input_gradient))
+
+    def output_tensors(self):
+        return (("output_gradient", self.output_gradient),)
+
+
+@dataclass(frozen=True)
+class AdaptiveAveragePoolingGradDesc:
+    """The gradient of adaptive average pooling (a poolgpu extension; the bins of
+    :class:`AdaptiveAveragePoolingDesc`): each bin's ``input_gradient`` (dy) divided by its
+    element count is added to every element of ``output_gradient`` (dx) the bin covers,
+    in float32.  Deterministic.
+
+    Parameters
+    ----------
+    input_gradient : TensorDesc
+        dy (FLOAT32 or FLOAT16), the gradient of the forward output.
+    output_gradient : TensorDesc
+        dx, the forward input's sizes: must be given (dy's sizes do not determine them);
+        dy's type, rank, N and C.
+    """
+
+    input_gradient: TensorDesc
+    output_gradient: Optional[TensorDesc] = None
+
+    kernel = "adaptive_average_pool_grad"
+
+    def __post_init__(self):
+        if self.output_gradient is None:
+            raise ValidationError(
+                "output_gradient",
+                "must be given: its sizes are the forward input's, which cannot be derived from input_gradient",
+            )
+        dx = _check_tensor(self.output_gradient, "output_gradient")
+        _check_type(dx, "output_gradient", FLOAT_TYPES)
+        dx.check_no_aliasing("output_gradient.strides")
+        _gradient_like(self.input_gradient, "input_gradient", dx, "output_gradient")
+
+    def input_tensors(self):
+        return (("input_gradient", self.input_gradient),)
+
+    def output_tensors(self):
+        return (("output_gradient", self.output_gradient),)
+
+
+@dataclass(frozen=True)
+class MaxUnpoolingGradDesc:
+    """The gradient of max unpooling (a poolgpu extension; see :class:`MaxUnpoolingDesc`):
+    ``output_gradient.flat[j] = input_gradient.flat[indices.flat[j]]`` where input element j
+    reached the unpooled output, else 0: where its index lies outside ``input_gradient`` or
+    a larger j has the same index.  Indices are flat logical positions over the whole
+    unpooled output, N and C included.  Deterministic.
+
+    Parameters
+    ----------
+    input_gradient : TensorDesc
+        dy, the gradient of the unpooled output (any of the ten types).
+    indices : TensorDesc
+        The unpooling's indices (UINT32 or UINT64), the sizes of its input: dy's rank, N
+        and C.
+    output_gradient : TensorDesc, optional
+        dx, the indices' sizes and dy's type; None for a packed one.
+    """
+
+    input_gradient: TensorDesc
+    indices: TensorDesc
+    output_gradient: Optional[TensorDesc] = None
+
+    kernel = "max_unpool_grad"
+
+    def __post_init__(self):
+        dy = _check_tensor(self.input_gradient, "input_gradient")
+        _check_type(dy, "input_gradient", ALL_TYPES)
+        indices = _check_tensor(self.indices, "indices")
+        _check_type(indices, "indices", INDEX_TYPES)
+        if indices.rank != dy.rank or indices.sizes[:2] != dy.sizes[:2]:
+            raise ValidationError(
+                "indices.sizes", f"expected rank {dy.rank} with N, C = {dy.sizes[:2]} (input_gradient's), "
+                                 f"got {indices.sizes}",
+            )
+        _set(self, output_gradient=_output_like(self.output_gradient, "output_gradient", indices.sizes, dy.data_type))
+
+    def input_tensors(self):
+        return (("input_gradient", self.input_gradient), ("indices", self.indices))
+
+    def output_tensors(self):
+        return (("output_gradient", self.output_gradient),)

@@ -15,6 +15,7 @@ import numpy as np
 from .descs import (AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, AveragePooling1Desc, LpPooling1Desc,
                     MaxPooling2Desc, RoiPoolingDesc)
 from .descs import AveragePoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingDesc
+from .descs import AdaptiveAveragePoolingGradDesc, AdaptiveMaxPoolingGradDesc, MaxUnpoolingGradDesc
 from .device import Device, Tensor, default_device
 from .dtypes import FLOAT_TYPES, DataType
 from .errors import ValidationError
@@ -167,7 +168,8 @@ def max_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Sequenc
 def average_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Sequence[int]] = None,
                  start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
                  dilations: Optional[Sequence[int]] = None, include_padding: bool = False,
-                 device: Optional[Device] = None) -> Result:
+                 device: Optional[Device] = None, *, counted_end_padding: Optional[Sequence[int]] = None,
+                 divisor_override: Optional[int] = None) -> Result:
     """Average pooling (DirectML's AVERAGE_POOLING1), FLOAT32 and FLOAT16 (accumulated in float32).
 
     Parameters
@@ -185,6 +187,12 @@ def average_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Seq
         input elements the window covers.
     device : Device, optional
         Where to run (see :func:`max_pool`).
+    counted_end_padding : sequence of int, optional
+        Of the end padding, how much ``include_padding`` counts in the divisor (default: all
+        of it). ONNX's and PyTorch's ``ceil_mode`` extend the end padding without counting
+        the extension.
+    divisor_override : int, optional
+        Divide every window's sum by this instead (PyTorch's ``divisor_override``).
 
     Returns
     -------
@@ -201,6 +209,7 @@ def average_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Seq
         return AveragePooling1Desc(
             input, window_size=window_size, strides=strides, start_padding=start_padding,
             end_padding=end_padding, dilations=dilations, include_padding=include_padding,
+            counted_end_padding=counted_end_padding, divisor_override=divisor_override,
         )
 
     return _run(describe, (x,), device)
@@ -403,7 +412,9 @@ def max_pool_grad(x: ArrayLike, dy: ArrayLike, window_size: Sequence[int], strid
 def average_pool_grad(dy: ArrayLike, input_sizes: Sequence[int], window_size: Sequence[int],
                       strides: Optional[Sequence[int]] = None, start_padding: Optional[Sequence[int]] = None,
                       end_padding: Optional[Sequence[int]] = None, dilations: Optional[Sequence[int]] = None,
-                      include_padding: bool = False, device: Optional[Device] = None) -> Result:
+                      include_padding: bool = False, device: Optional[Device] = None, *,
+                      counted_end_padding: Optional[Sequence[int]] = None,
+                      divisor_override: Optional[int] = None) -> Result:
     """Average pooling gradient (DirectML's AVERAGE_POOLING_GRAD): ``dx`` of the forward
     input's ``input_sizes``, each window's ``dy / divisor`` added to every input element it
     covers.  Deterministic.
@@ -418,6 +429,8 @@ def average_pool_grad(dy: ArrayLike, input_sizes: Sequence[int], window_size: Se
         The forward pass's window and divisor rule (see :func:`average_pool`).
     device : Device, optional
         Where to run (see :func:`max_pool`).
+    counted_end_padding, divisor_override : optional
+        The forward pass's divisor extensions (see :func:`average_pool`).
 
     Returns
     -------
@@ -436,7 +449,8 @@ def average_pool_grad(dy: ArrayLike, input_sizes: Sequence[int], window_size: Se
         return AveragePoolingGradDesc(
             input_gradient, output_gradient, window_size=window_size, strides=strides,
             start_padding=start_padding, end_padding=end_padding, dilations=dilations,
-            include_padding=include_padding,
+            include_padding=include_padding, counted_end_padding=counted_end_padding,
+            divisor_override=divisor_override,
         )
 
     return _run(describe, (dy,), device, names=("dy",))
@@ -486,3 +500,77 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, output_sizes: Sequence[int],
         return MaxUnpoolingDesc(input, indices, TensorDesc(input.data_type, sizes))
 
     return _run(describe, (x, _unsigned_indices(indices)), device, names=("x", "indices"))
+
+
+def adaptive_max_pool_grad(x: ArrayLike, dy: ArrayLike, device: Optional[Device] = None) -> Result:
+    """Gradient of adaptive max pooling (PyTorch's bins; deterministic).
+
+    Parameters
+    ----------
+    x : array or Tensor
+        The forward input ``{N, C, spatial...}`` (float32 or float16).
+    dy : array or Tensor
+        The gradient of the forward output: x's type, N and C; its spatial sizes are the
+        forward ``output_size``.
+    device : Device, optional
+        Where to run (default: the inputs' device, or the default device).
+
+    Returns
+    -------
+    dx : array or Tensor
+        x's sizes: zero except that each bin's ``dy`` is added at the bin's argmax (ties to
+        the lowest flat index, NaN larger than every number).
+    """
+    return _run(lambda input, input_gradient: AdaptiveMaxPoolingGradDesc(input, input_gradient), (x, dy), device,
+                names=("x", "dy"))
+
+
+def adaptive_average_pool_grad(dy: ArrayLike, input_sizes: Sequence[int], device: Optional[Device] = None) -> Result:
+    """Gradient of adaptive average pooling (PyTorch's bins; deterministic).
+
+    Parameters
+    ----------
+    dy : array or Tensor
+        The gradient of the forward output (float32 or float16).
+    input_sizes : sequence of int
+        The forward input's sizes ``{N, C, spatial...}``.
+    device : Device, optional
+        Where to run (default: the inputs' device, or the default device).
+
+    Returns
+    -------
+    dx : array or Tensor
+        Of ``input_sizes``: each bin's ``dy / (its element count)`` added to every element
+        the bin covers, summed in float32.
+    """
+    input_sizes = _int_tuple(input_sizes, "input_sizes")
+
+    def describe(input_gradient):
+        return AdaptiveAveragePoolingGradDesc(input_gradient, TensorDesc(input_gradient.data_type, input_sizes))
+
+    return _run(describe, (dy,), device, names=("dy",))
+
+
+def max_unpool_grad(dy: ArrayLike, indices: ArrayLike, device: Optional[Device] = None) -> Result:
+    """Gradient of max unpooling (deterministic).
+
+    Parameters
+    ----------
+    dy : array or Tensor
+        The gradient of the unpooled output (any of the ten types).
+    indices : array or Tensor
+        The unpooling's indices, flat positions over the whole unpooled output (N and C
+        included), as :func:`max_unpool` takes them: uint32 or uint64, or int32/int64 read
+        as their unsigned bits (a negative index lies outside).
+    device : Device, optional
+        Where to run (default: the inputs' device, or the default device).
+
+    Returns
+    -------
+    dx : array or Tensor
+        The indices' sizes, dy's type: ``dx[j] = dy.flat[indices.flat[j]]``, or 0 where the
+        index lies outside dy or a larger ``j`` has the same index (it did not reach the
+        output).
+    """
+    return _run(lambda input_gradient, idx: MaxUnpoolingGradDesc(input_gradient, idx), (dy, _unsigned_indices(indices)),
+                device, names=("dy", "indices"))

@@ -528,14 +528,23 @@ def _max_pool_program(desc, gpu: bool) -> Program:
     return _window_walk_program(MAX_POOL, desc, ("input", "output", indices), gpu)
 
 
-def _average_pool_program(desc, gpu: bool) -> Program:
+def _average_divisor_constants(desc) -> dict:
+    """The override constants of an average's divisor (avg_pool.wgsl, and for the gradients
+    common/average_divisor.wgsl): INCLUDE_PADDING; with ``counted_end_padding`` short of the
+    end padding (ceil_mode's extension), CLIP_DIVISOR and the counted end padding in ED, EH,
+    EW; or DIVISOR_OVERRIDE."""
+    if desc.divisor_override is not None:  # include_padding is irrelevant: the cheaper count
+        return {"INCLUDE_PADDING": True, "DIVISOR_OVERRIDE": desc.divisor_override}
     constants = {"INCLUDE_PADDING": desc.include_padding}
-    # ONNX's ceil_mode: padding past the declared end padding is not counted in the divisor
-    counted_end = getattr(desc, "counted_end_padding", None)
-    if counted_end is not None and tuple(counted_end) != desc.window.end_padding:
+    if desc.include_padding and desc.counted_end_padding != desc.window.end_padding:
         constants["CLIP_DIVISOR"] = True
-        constants.update(zip(("ED", "EH", "EW"), as_3d(counted_end, 0)))
-    return _window_walk_program(AVERAGE_POOL, desc, ("input", "output", None), gpu, **constants)
+        constants.update(zip(("ED", "EH", "EW"), as_3d(desc.counted_end_padding, 0)))
+    return constants
+
+
+def _average_pool_program(desc, gpu: bool) -> Program:
+    return _window_walk_program(AVERAGE_POOL, desc, ("input", "output", None), gpu,
+                                **_average_divisor_constants(desc))
 
 
 LP_PLAIN_SUM_TAPS = 9  # lp_pool.wgsl: windows up to this many taps sum without compensation
@@ -556,7 +565,8 @@ def _lp_pool_program(desc, gpu: bool) -> Program:
 BINNED_WG_X = 64
 
 ADAPTIVE_BINS = Kernel(
-    "adaptive_bins.wgsl", (Slot("bins", True),), value_slot="bins", library=("wide_int.wgsl", "flat_index.wgsl"),
+    "adaptive_bins.wgsl", (Slot("bins", True),), value_slot="bins",
+    library=("wide_int.wgsl", "adaptive_range.wgsl", "flat_index.wgsl"),
 )
 ROI_BINS = Kernel(
     "roi_bins.wgsl", (Slot("roi", False), Slot("bins", True)), value_slot="roi",
@@ -976,7 +986,7 @@ def _max_pool_grad_program(desc, gpu: bool) -> Program:
 def _average_pool_grad_program(desc, gpu: bool) -> Program:
     desc = _lone_windows_disjoint(desc)
     tensors = {"dy": "input_gradient", "dx": "output_gradient"}
-    constants = {"INCLUDE_PADDING": desc.include_padding}
+    constants = _average_divisor_constants(desc)
     block_constants = {**constants, **_block_constants(desc.window)}
     general = Program((_gradient_block_pass(AVERAGE_POOL_GRAD, desc, tensors, block_constants),))
     if _gathers_rows(desc):
@@ -1107,6 +1117,108 @@ def _source_range(in_plane: int, first: int, planes: int, first_range: bool, las
             "zeros": int(first_range), "reset": int(last_range)}
 
 
+# =======================================================================================
+# The adaptive pooling gradients and the max unpooling gradient: straightforward gathers
+# (each dx element visits what lands on it, in a fixed order: deterministic, no float
+# atomics), one invocation per dx element (four along W for unpooling).
+
+_ADAPTIVE_GATHER_LIBRARY = ("wide_int.wgsl", "adaptive_range.wgsl", "adaptive_gather.wgsl", "flat_index.wgsl")
+ADAPTIVE_MAX_POOL_GRAD = Kernel(
+    "adaptive_max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True)), value_slot="dy",
+    library=_ADAPTIVE_GATHER_LIBRARY,
+)
+ADAPTIVE_AVERAGE_POOL_GRAD = Kernel(
+    "adaptive_average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)), value_slot="dy",
+    library=_ADAPTIVE_GATHER_LIBRARY + ("as_written.wgsl",),
+)
+MAX_UNPOOL_GRAD = _unpool_source_kernel(
+    "max_unpool_grad.wgsl",
+    (Slot("winner", True, snippet="atomic_b32.wgsl"), Slot("dy", False), Slot("dx", True)), "dy", chunks=False,
+    library=("divide.wgsl",),
+)
+
+
+def _adaptive_gather_pass(kernel: Kernel, desc, tensors: dict, described: dict) -> Pass:
+    """One invocation per element of ``desc.output_gradient`` (dx), in chunks of its (n, c)
+    planes.  ``tensors`` maps slot names to roles, ``described`` roles to TensorDescs."""
+    dy, dx = desc.input_gradient, desc.output_gradient
+    in_sizes, out_sizes = as_5d(dx.sizes, dx.strides)[0], as_5d(dy.sizes, dy.strides)[0]
+    total = math.prod(in_sizes)
+    params = {
+        "total": total, "origin": 0, "channels": in_sizes[1],
+        "in_d": in_sizes[2], "in_h": in_sizes[3], "in_w": in_sizes[4],
+        "out_d": out_sizes[2], "out_h": out_sizes[3], "out_w": out_sizes[4],
+    }
+    for slot, role in tensors.items():
+        params.update(tensor_stride_params(slot, described[role]))
+    split = Split(math.prod(in_sizes[2:]), partial(_flat_regrid, BINNED_WG_X))
+    return Pass(kernel, tuple(tensors.values()), sorted_constants({"WG_X": BINNED_WG_X}), params,
+                flat_grid(total, BINNED_WG_X), split)
+
+
+def _adaptive_max_pool_grad_program(desc, gpu: bool) -> Program:
+    """Adaptive max pooling's argmax of every bin into scratch (the forward binned pass,
+    writing only indices), then the gather adding each bin's dy at its argmax."""
+    forward = desc.forward
+    bins_pass, table = _adaptive_bins_pass(forward)
+    argmax = _binned_pass(BINNED_MAX, forward, roi=False)
+    renamed = {"output": None, "output_indices": "argmax"}
+    argmax = replace(argmax, tensors=tuple(renamed.get(role, role) for role in argmax.tensors))
+    described = {"input_gradient": desc.input_gradient, "argmax": forward.output_indices,
+                 "output_gradient": desc.output_gradient}
+    gather = _adaptive_gather_pass(ADAPTIVE_MAX_POOL_GRAD, desc,
+                                   {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}, described)
+    return Program((bins_pass, argmax, gather), scratch=(("bins", table), ("argmax", forward.output_indices)))
+
+
+def _adaptive_average_pool_grad_program(desc, gpu: bool) -> Program:
+    described = {"input_gradient": desc.input_gradient, "output_gradient": desc.output_gradient}
+    return Program((_adaptive_gather_pass(ADAPTIVE_AVERAGE_POOL_GRAD, desc,
+                                          {"dy": "input_gradient", "dx": "output_gradient"}, described),))
+
+
+def _unpool_grad_range(out_plane: int, first: int, planes: int, *_) -> dict:
+    """max_unpool_grad.wgsl: gather dy planes [first, first + planes); the chunk holding
+    plane 0 also zeroes dx where the index lies outside dy."""
+    return {**_target_range(out_plane, first, planes), "zeros": int(first == 0)}
+
+
+def _max_unpool_grad_program(desc, gpu: bool) -> Program:
+    """The winners of max unpooling (max_unpool_winners.wgsl), then the gather over dx
+    (max_unpool_grad.wgsl)."""
+    indices, dy, dx = desc.indices, desc.input_gradient, desc.output_gradient
+    n, c, in_d, in_h, in_w = as_5d(indices.sizes, indices.strides)[0]
+    _, _, out_d, out_h, out_w = as_5d(dy.sizes, dy.strides)[0]
+    in_columns = -(-in_w // 4)  # common/unpool_source.wgsl: four elements per invocation
+    grid_constants, grid_params, grid = lines_grid(in_columns, in_h, n * c * in_d)
+    constants = sorted_constants({**grid_constants, "WIDE_INDICES": indices.data_type == DataType.UINT64})
+    out_plane = out_d * out_h * out_w
+    params = {"channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w, **tensor_stride_params("idx", indices),
+              **grid_params}
+    regrid = partial(_lines_regrid, in_columns, in_h)
+    winners = Pass(MAX_UNPOOL_WINNERS, ("indices", "winner"), constants,
+                   {**params, **_target_range(out_plane, 0, n * c)}, grid,
+                   Split(in_d, regrid, scatter="winner", filter=partial(_target_range, out_plane)))
+    gather_params = {
+        **params, "out_d": out_d, "out_h": out_h, "out_w": out_w, "dy_count": dy.element_count,
+        **divisor_params("out_d", out_d), **divisor_params("out_h", out_h), **divisor_params("out_w", out_w),
+        **divisor_params("channels", c), **tensor_stride_params("dy", dy), **tensor_stride_params("dx", dx),
+        **_unpool_grad_range(out_plane, 0, n * c),
+    }
+    # For dy larger than a binding, chunks run over dy's planes (the winners' scratch);
+    # the gather visits every dx element per chunk, reading the chunk's dy planes and
+    # winners (the split's scatter and gather roles both follow the chunk).
+    gather = Pass(MAX_UNPOOL_GRAD, ("indices", "winner", "input_gradient", "output_gradient"), constants,
+                  gather_params, grid,
+                  Split(in_d, regrid, scatter="input_gradient", gather="winner",
+                        filter=partial(_unpool_grad_range, out_plane)))
+    # the winner scratch starts zero-filled and the gather leaves it zeroed again
+    return Program((winners, gather), scratch=(("winner", TensorDesc(DataType.UINT32, dy.sizes)),))
+
+# (end of the adaptive and unpooling gradients)
+# =======================================================================================
+
+
 # 16-byte loads and stores: src and dst bound as array<vec4<u32>> (common/{read,write}_v4.wgsl).
 COPY = Kernel("copy.wgsl", (Slot("src", False, snippet="read_v4.wgsl"), Slot("dst", True, snippet="write_v4.wgsl")),
               value_slot="src")
@@ -1137,6 +1249,9 @@ REGISTRY = {
     "max_pool_grad": _max_pool_grad_program,
     "average_pool_grad": _average_pool_grad_program,
     "max_unpool": _max_unpool_program,
+    "adaptive_max_pool_grad": _adaptive_max_pool_grad_program,
+    "adaptive_average_pool_grad": _adaptive_average_pool_grad_program,
+    "max_unpool_grad": _max_unpool_grad_program,
     "copy": _copy_program,
 }
 

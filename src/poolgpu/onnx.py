@@ -29,9 +29,6 @@ for NumPy inputs).
 from __future__ import annotations
 
 import math
-from dataclasses import KW_ONLY, dataclass
-from typing import Optional
-
 from .descs import AveragePooling1Desc, LpPooling1Desc, MaxPooling2Desc, MaxUnpoolingDesc, _positive_sizes
 from .device import Tensor
 from .dtypes import DataType
@@ -40,15 +37,6 @@ from .functional import _unsigned_indices, answer, on_device, roi_pool
 from .tensor_desc import TensorDesc, _int_tuple
 
 _AUTO_PADS = ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER")
-
-
-@dataclass(frozen=True)
-class _CeilAveragePoolingDesc(AveragePooling1Desc):
-    """AveragePooling1 whose include-padding divisor counts only taps inside the declared
-    padding (``counted_end_padding``), not the extra end padding ceil_mode adds."""
-
-    _: KW_ONLY
-    counted_end_padding: Optional[tuple] = None
 
 
 def _geometry(spatial, kernel_shape, auto_pad="NOTSET", ceil_mode=0, dilations=None, pads=None, strides=None):
@@ -129,8 +117,9 @@ def average_pool(x, kernel_shape, auto_pad="NOTSET", ceil_mode=0, count_include_
     """ONNX AveragePool."""
     (x,), device, as_numpy = on_device((x,), device)
     window, declared_end = _geometry(x.sizes[2:], kernel_shape, auto_pad, ceil_mode, dilations, pads, strides)
-    desc = _CeilAveragePoolingDesc(x.desc, include_padding=bool(count_include_pad), counted_end_padding=declared_end,
-                                   **window)
+    # the include-padding divisor counts the declared end padding, not ceil_mode's extension
+    desc = AveragePooling1Desc(x.desc, include_padding=bool(count_include_pad), counted_end_padding=declared_end,
+                               **window)
     return answer(device.compile(desc)(x), as_numpy)
 
 
