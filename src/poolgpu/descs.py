@@ -13,16 +13,22 @@ re-checking.  Besides its public fields every description answers:
 
 from __future__ import annotations
 
-import math
 from dataclasses import KW_ONLY, dataclass
 from typing import Optional
 
 import numpy as np
 
+from .arguments import COORDINATE_MAX, U32_MAX, flag, integers, is_integer, number, shown
 from .dtypes import ALL_TYPES, FLOAT_TYPES, INDEX_TYPES, DataType
 from .errors import ValidationError
 from .shapes import Window, make_window
-from .tensor_desc import TensorDesc, _int_tuple
+from .tensor_desc import TensorDesc
+
+__all__ = [
+    "MaxPoolingDesc", "MaxPooling1Desc", "MaxPooling2Desc", "AveragePoolingDesc", "AveragePooling1Desc",
+    "LpPoolingDesc", "LpPooling1Desc", "RoiPoolingDesc", "AdaptiveMaxPoolingDesc", "AdaptiveAveragePoolingDesc",
+    "MaxPoolingGradDesc", "AveragePoolingGradDesc", "MaxUnpoolingDesc", "described",
+]
 
 
 def _set(desc, **fields) -> None:
@@ -36,6 +42,24 @@ def _check_tensor(value, field: str) -> TensorDesc:
     return value
 
 
+def described(data_type, sizes, field: str) -> TensorDesc:
+    """A packed TensorDesc of ``sizes`` that poolgpu infers (an output, a function's
+    ``output_sizes``), its errors about the sizes named ``field`` (e.g. ``output.sizes``):
+    the field or argument the sizes come from.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``field`` where the sizes make no tensor (e.g. over 2^32 - 1 elements).
+    """
+    try:
+        return TensorDesc(data_type, sizes)
+    except ValidationError as exc:
+        if exc.field != "sizes":
+            raise
+        raise ValidationError(field, str(exc).split(": ", 1)[1]) from None
+
+
 def _check_type(tensor: TensorDesc, field: str, allowed) -> None:
     if tensor.data_type not in allowed:
         names = ", ".join(t.name for t in DataType if t in allowed)
@@ -47,7 +71,7 @@ def _check_type(tensor: TensorDesc, field: str, allowed) -> None:
 def _output_like(value, field: str, sizes: tuple, data_type: DataType) -> TensorDesc:
     """The given output (checked against the expected sizes and type) or a packed inferred one."""
     if value is None:
-        return TensorDesc(data_type, sizes)
+        return described(data_type, sizes, f"{field}.sizes")
     tensor = _check_tensor(value, field)
     if tensor.data_type != data_type:
         raise ValidationError(
@@ -64,7 +88,7 @@ def _indices_like(value, sizes: tuple) -> Optional[TensorDesc]:
     if value is None:
         return None
     if not isinstance(value, TensorDesc):
-        value = TensorDesc(DataType.of(value, "output_indices"), sizes)
+        value = described(DataType.of(value, "output_indices"), sizes, "output_indices.sizes")
     _check_type(value, "output_indices", INDEX_TYPES)
     return _output_like(value, "output_indices", sizes, value.data_type)
 
@@ -111,20 +135,6 @@ class _FixedWindowPooling:
 
     def output_tensors(self):
         return (("output", self.output),)
-
-
-def _check_bool(value, field: str) -> bool:
-    if isinstance(value, (bool, np.bool_)) or (isinstance(value, (int, np.integer)) and value in (0, 1)):
-        return bool(value)
-    raise ValidationError(field, f"expected a boolean, got {value!r}")
-
-
-def _check_p(value) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValidationError("p", f"expected a number >= 1, got {value!r}")
-    if not (math.isfinite(value) and value >= 1):
-        raise ValidationError("p", f"expected a finite number >= 1, got {value!r}")
-    return float(value)
 
 
 @dataclass(frozen=True)
@@ -198,7 +208,7 @@ class AveragePoolingDesc(_FixedWindowPooling):
 
     def __post_init__(self):
         self._validate_forward(FLOAT_TYPES)
-        _set(self, include_padding=_check_bool(self.include_padding, "include_padding"))
+        _set(self, include_padding=flag(self.include_padding, "include_padding"))
 
 
 @dataclass(frozen=True)
@@ -227,7 +237,7 @@ class LpPoolingDesc(_FixedWindowPooling):
 
     def __post_init__(self):
         self._validate_forward(FLOAT_TYPES)
-        _set(self, p=_check_p(self.p))
+        _set(self, p=number(self.p, "p", minimum=1))
 
 
 @dataclass(frozen=True)
@@ -244,24 +254,15 @@ class LpPooling1Desc(LpPoolingDesc):
 
 def _spatial_scale(value) -> float:
     """A positive number that stays positive and finite as the float32 ROI corners are scaled by."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValidationError("spatial_scale", f"expected a positive finite number, got {value!r}")
-    scale = float(value)
-    with np.errstate(over="ignore"):
+    scale = number(value, "spatial_scale", positive=True)
+    with np.errstate(over="ignore", under="ignore"):
         as_f32 = np.float32(scale)
-    if not (math.isfinite(scale) and scale > 0 and np.isfinite(as_f32) and as_f32 > 0):
+    if not (np.isfinite(as_f32) and as_f32 > 0):
         raise ValidationError(
             "spatial_scale",
-            f"expected a positive number, finite and non-zero in float32 (corners are scaled in float32), got {value!r}",
+            f"expected a positive number, finite and non-zero in float32 (corners are scaled in float32), got {shown(value)}",
         )
     return scale
-
-
-def _positive_sizes(value, field: str, length: int) -> tuple:
-    sizes = _int_tuple(value, field, length)
-    if any(s < 1 for s in sizes):
-        raise ValidationError(field, f"every size must be positive, got {sizes}")
-    return sizes
 
 
 @dataclass(frozen=True)
@@ -296,7 +297,14 @@ class RoiPoolingDesc:
             )
         if roi.rank != 4 or roi.sizes[:2] != (1, 1) or roi.sizes[3] != 5:
             raise ValidationError("roi.sizes", f"expected {{1, 1, R, 5}} (one [batch, x1, y1, x2, y2] per ROI), got {roi.sizes}")
-        pooled_size = _positive_sizes(self.pooled_size, "pooled_size", 2)
+        pooled_size = integers(self.pooled_size, "pooled_size", 2, minimum=1)
+        # The kernels tabulate each ROI's bins: 1 + 2 * (1 + pooled_h + pooled_w) u32 entries.
+        table = roi.sizes[2] * (3 + 2 * sum(pooled_size))
+        if table > U32_MAX:
+            raise ValidationError(
+                "pooled_size", f"{pooled_size} for {roi.sizes[2]} ROIs needs a bin table of {table} entries; "
+                f"at most 2^32 - 1 (ROIs * (3 + 2 * (pooled_h + pooled_w)))",
+            )
         out_sizes = (roi.sizes[2], input.sizes[1]) + pooled_size
         _set(
             self,
@@ -333,13 +341,21 @@ class _AdaptivePooling:
             if output.rank != input.rank:
                 raise ValidationError("output.sizes", f"expected {input.rank} dimensions like the input, got {output.sizes}")
             output_size = output.sizes[2:]
-        elif isinstance(output_size, (int, np.integer)) and not isinstance(output_size, bool):
+        elif is_integer(output_size):
             output_size = (output_size,) * dims
         elif hasattr(output_size, "__iter__") and not isinstance(output_size, (str, bytes)):
             output_size = tuple(output_size)
             if len(output_size) == dims:
                 output_size = tuple(size if s is None else s for s, size in zip(output_size, input.sizes[2:]))
-        output_size = _positive_sizes(output_size, "output_size", dims)
+        output_size = integers(output_size, "output_size", dims, minimum=1)
+        # The kernels tabulate every bin's (start, end) along D, H and W (unit ones too) in
+        # one row of u32-indexed entries.
+        bins = sum(output_size) + 3 - dims
+        if bins > COORDINATE_MAX:
+            raise ValidationError(
+                "output_size", f"{output_size} makes {bins} bins along all spatial dimensions together "
+                f"(unit ones included); at most 2^31 - 1",
+            )
         _set(
             self,
             output_size=output_size,
@@ -487,7 +503,7 @@ class AveragePoolingGradDesc:
         out_sizes = dx.sizes[:2] + window.output_spatial_sizes(dx.sizes[2:])
         _set(
             self,
-            dilations=window.dilations, include_padding=_check_bool(self.include_padding, "include_padding"),
+            dilations=window.dilations, include_padding=flag(self.include_padding, "include_padding"),
             input_gradient=_input_gradient(self.input_gradient, out_sizes, dx.data_type),
             window=window,
         )

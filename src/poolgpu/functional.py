@@ -6,20 +6,23 @@ import numpy as np
 
 from .descs import (AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, AveragePooling1Desc, LpPooling1Desc,
                     MaxPooling2Desc, RoiPoolingDesc)
-from .descs import AveragePoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingDesc
+from .arguments import array, integers
+from .descs import AveragePoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingDesc, described
 from .device import Tensor, default_device
 from .dtypes import FLOAT_TYPES, DataType
 from .errors import ValidationError
-from .tensor_desc import TensorDesc, _int_tuple
+from .tensor_desc import TensorDesc
 
 
-def on_device(inputs, device):
-    """(tensors, device, as_numpy): NumPy inputs uploaded packed to ``device`` (default: the
-    default device); Tensor inputs kept, on their own device unless one is given."""
+def on_device(inputs, device, names=("x",)):
+    """(tensors, device, as_numpy): NumPy inputs (``names``: the arguments they came in,
+    for errors) uploaded packed to ``device`` (default: the default device); Tensor inputs
+    kept, on their own device unless one is given."""
     as_numpy = not isinstance(inputs[0], Tensor)
+    arrays = [x if isinstance(x, Tensor) else array(x, name) for x, name in zip(inputs, names + ("x",) * len(inputs))]
     if device is None:
         device = default_device() if as_numpy else inputs[0].device
-    tensors = [x if isinstance(x, Tensor) else device.upload(np.asarray(x)) for x in inputs]
+    tensors = [x if isinstance(x, Tensor) else device.upload(x) for x in arrays]
     return tensors, device, as_numpy
 
 
@@ -32,9 +35,9 @@ def answer(outputs, as_numpy: bool):
     return tuple(t.numpy() for t in outputs)
 
 
-def _run(desc_factory, inputs, device):
+def _run(desc_factory, inputs, device, names=("x",)):
     """Build the description from the inputs' TensorDescs, run it, and answer in kind."""
-    tensors, device, as_numpy = on_device(inputs, device)
+    tensors, device, as_numpy = on_device(inputs, device, names)
     desc = desc_factory(*(t.desc for t in tensors))
     return answer(device.compile(desc)(*tensors), as_numpy)
 
@@ -82,16 +85,19 @@ def lp_pool(x, window_size, strides=None, start_padding=None, end_padding=None, 
 def _roi_array(rois, x) -> np.ndarray:
     """A NumPy ``rois`` ((R, 5) or {1, 1, R, 5}) as the {1, 1, R, 5} array of the input's
     float type that RoiPoolingDesc takes."""
-    rois = np.asarray(rois)
+    rois = array(rois, "rois", ranks=None, typed=False)
+    if rois.dtype.kind == "b":
+        raise ValidationError("rois", "expected numbers [batch, x1, y1, x2, y2], got booleans")
     if rois.ndim == 2 and rois.shape[1] == 5:
         rois = rois.reshape((1, 1) + rois.shape)
     if rois.ndim != 4 or rois.shape[:2] != (1, 1) or rois.shape[3] != 5:
         raise ValidationError("rois", f"expected an (R, 5) array of [batch, x1, y1, x2, y2], got shape {rois.shape}")
-    if rois.shape[2] == 0:
-        raise ValidationError("rois", "expected at least one ROI (a tensor cannot have a zero size)")
-    x_dtype = x.data_type.numpy if isinstance(x, Tensor) else np.asarray(x).dtype
+    x_dtype = x.data_type.numpy if isinstance(x, Tensor) else x.dtype
     if any(x_dtype == t.numpy for t in FLOAT_TYPES):
-        rois = rois.astype(x_dtype)  # the ROI tensor has the input's type (DirectML's rule)
+        # The ROI tensor has the input's type (DirectML's rule).  A corner beyond its range
+        # becomes infinite (or NaN stays NaN): such a ROI pools nothing and gives zeros.
+        with np.errstate(over="ignore", invalid="ignore"):
+            rois = rois.astype(x_dtype)
     return rois
 
 
@@ -99,13 +105,15 @@ def roi_pool(x, rois, pooled_size, spatial_scale=1.0, device=None):
     """DirectML ROI pooling: for each ROI ``[batch, x1, y1, x2, y2]`` of ``rois`` (an (R, 5)
     array, converted to the input's type, or a {1, 1, R, 5} Tensor), the max over each of
     ``pooled_size`` = (height, width) bins -> {R, C, pooled_h, pooled_w}."""
+    if not isinstance(x, Tensor):
+        x = array(x, "x")
     if not isinstance(rois, Tensor):
         rois = _roi_array(rois, x)
 
     def describe(input, roi):
         return RoiPoolingDesc(input, roi, spatial_scale=spatial_scale, pooled_size=pooled_size)
 
-    return _run(describe, (x, rois), device)
+    return _run(describe, (x, rois), device, ("x", "rois"))
 
 
 def adaptive_max_pool(x, output_size, return_indices=False, indices_type="uint32", device=None):
@@ -131,24 +139,24 @@ def max_pool_grad(x, dy, window_size, strides=None, start_padding=None, end_padd
             start_padding=start_padding, end_padding=end_padding, dilations=dilations,
         )
 
-    return _run(describe, (x, dy), device)
+    return _run(describe, (x, dy), device, ("x", "dy"))
 
 
 def average_pool_grad(dy, input_sizes, window_size, strides=None, start_padding=None, end_padding=None,
                       dilations=None, include_padding=False, device=None):
     """Average pooling gradient: dx of the forward input's ``input_sizes``, each window's
     ``dy / divisor`` added to every input element it covers.  Deterministic."""
-    input_sizes = _int_tuple(input_sizes, "input_sizes")
+    input_sizes = integers(input_sizes, "input_sizes", minimum=1, maximum=None)
 
     def describe(input_gradient):
-        output_gradient = TensorDesc(input_gradient.data_type, input_sizes)
+        output_gradient = described(input_gradient.data_type, input_sizes, "input_sizes")
         return AveragePoolingGradDesc(
             input_gradient, output_gradient, window_size=window_size, strides=strides,
             start_padding=start_padding, end_padding=end_padding, dilations=dilations,
             include_padding=include_padding,
         )
 
-    return _run(describe, (dy,), device)
+    return _run(describe, (dy,), device, ("dy",))
 
 
 _UNSIGNED_INDICES = {DataType.INT32: DataType.UINT32, DataType.INT64: DataType.UINT64}
@@ -164,7 +172,7 @@ def _unsigned_indices(indices):
         d = indices.desc
         return indices.device.wrap(indices.buffer, TensorDesc(unsigned, d.sizes, d.strides, d.total_size_in_bytes),
                                    indices.offset)
-    indices = np.asarray(indices)
+    indices = array(indices, "indices")
     unsigned = _UNSIGNED_INDICES.get(DataType.of(indices.dtype, "indices")) if indices.dtype.kind == "i" else None
     return indices if unsigned is None else indices.view(unsigned.numpy)
 
@@ -176,7 +184,7 @@ def max_unpool(x, indices, output_sizes, device=None):
     ``output_sizes`` is the output's full sizes ``{N, C, spatial...}`` or just its spatial
     sizes (N and C are then ``x``'s).  Indices of type INT32/INT64 (PyTorch's, ONNX's) are
     read as UINT32/UINT64, so negative ones lie outside the output."""
-    output_sizes = _int_tuple(output_sizes, "output_sizes")
+    output_sizes = integers(output_sizes, "output_sizes", minimum=1, maximum=None)
 
     def describe(input, indices):
         sizes = output_sizes
@@ -186,6 +194,6 @@ def max_unpool(x, indices, output_sizes, device=None):
             raise ValidationError(
                 "output_sizes", f"expected {input.rank} sizes (or {input.rank - 2} spatial ones), got {sizes}"
             )
-        return MaxUnpoolingDesc(input, indices, TensorDesc(input.data_type, sizes))
+        return MaxUnpoolingDesc(input, indices, described(input.data_type, sizes, "output_sizes"))
 
-    return _run(describe, (x, _unsigned_indices(indices)), device)
+    return _run(describe, (x, _unsigned_indices(indices)), device, ("x", "indices"))
