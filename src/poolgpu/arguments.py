@@ -21,7 +21,7 @@ from .errors import ValidationError
 
 __all__ = [
     "U32_MAX", "COORDINATE_MAX", "shown", "is_integer", "is_number",
-    "integer", "integers", "per_dimension", "flag", "choice", "number", "array",
+    "sequence", "integer", "integers", "per_dimension", "flag", "choice", "number", "array",
 ]
 
 #: The largest value of DirectML's UINT fields (sizes, strides, window sizes, paddings) and
@@ -86,7 +86,7 @@ def integers(value: Any, name: str, length: Optional[int] = None, *, minimum: Op
              maximum: Optional[int] = U32_MAX) -> tuple:
     """``value``, a sequence of integers (``length`` of them where given), as a tuple of
     ints within ``[minimum, maximum]``."""
-    items = _sequence(value, name, "integers")
+    items = sequence(value, name, "integers")
     for item in items:
         if not is_integer(item):
             raise ValidationError(name, f"expected a sequence of integers, got {shown(item)} in {shown(value)}")
@@ -97,7 +97,8 @@ def integers(value: Any, name: str, length: Optional[int] = None, *, minimum: Op
     return values
 
 
-def _sequence(value: Any, name: str, what: str) -> tuple:
+def sequence(value: Any, name: str, what: str = "values") -> tuple:
+    """``value``, any sequence but a string (or bytes, dict, set), as a tuple."""
     if isinstance(value, (str, bytes, dict, set, frozenset)) or not isinstance(value, Iterable):
         raise ValidationError(name, f"expected a sequence of {what}, got {shown(value)}")
     try:
@@ -139,16 +140,20 @@ def choice(value: Any, name: str, options: Iterable[str]) -> str:
     return value
 
 
-def number(value: Any, name: str, *, minimum: Optional[float] = None, positive: bool = False) -> float:
-    """A finite real number (``value >= minimum``; ``> 0`` where ``positive``) as a float."""
+def number(value: Any, name: str, *, minimum: Optional[float] = None, maximum: Optional[float] = None,
+           positive: bool = False) -> float:
+    """A finite real number (``minimum <= value <= maximum``; ``> 0`` where ``positive``)
+    as a float."""
     want = "a finite number" + (f" >= {minimum}" if minimum is not None else "") + (" > 0" if positive else "")
+    want += f" and <= {maximum}" if maximum is not None else ""
     if not is_number(value):
         raise ValidationError(name, f"expected {want}, got {shown(value)}")
     try:
         v = float(value)
     except OverflowError:  # an int beyond float's range
         raise ValidationError(name, f"expected {want}, got {shown(value)}") from None
-    if not math.isfinite(v) or (minimum is not None and v < minimum) or (positive and v <= 0):
+    if not math.isfinite(v) or (minimum is not None and v < minimum) or (positive and v <= 0) \
+            or (maximum is not None and v > maximum):
         raise ValidationError(name, f"expected {want}, got {shown(value)}")
     return v
 

@@ -18,7 +18,7 @@ from typing import Optional
 
 import numpy as np
 
-from .arguments import COORDINATE_MAX, U32_MAX, flag, integers, is_integer, number, shown
+from .arguments import COORDINATE_MAX, U32_MAX, flag, integers, is_integer, number, sequence, shown
 from .dtypes import ALL_TYPES, FLOAT_TYPES, INDEX_TYPES, DataType
 from .errors import ValidationError
 from .shapes import Window, make_window
@@ -219,10 +219,18 @@ class AveragePooling1Desc(AveragePoolingDesc):
     dilations: Optional[tuple] = None
 
 
+# The largest p Lp pooling computes: lp_pool.wgsl sums |x|^p scaled so that the largest
+# |x| lies in [0.5, 1), its term at least 2^-p; terms below 2^-126 flush to zero.  Up to
+# p = 64 the n flushed ones change the sum by less than n * 2^-62 of it (under float32's
+# rounding for any window of at most 2^32 elements); at p = 126 a term of 0.499 * 2^e
+# already vanishes.  (p = 64 gives the max |x| to within 2^(4/64) - 1 = 4.4 %.)
+LP_MAX_P = 64
+
+
 @dataclass(frozen=True)
 class LpPoolingDesc(_FixedWindowPooling):
     """DML_LP_POOLING_OPERATOR_DESC: ``(sum |x|^p)^(1/p)`` over the input elements of each
-    window.  ``p`` is any finite number >= 1 (DirectML takes integers)."""
+    window.  ``p`` is any number from 1 to 64 (DirectML takes integers)."""
 
     input: TensorDesc
     output: Optional[TensorDesc] = None
@@ -237,7 +245,7 @@ class LpPoolingDesc(_FixedWindowPooling):
 
     def __post_init__(self):
         self._validate_forward(FLOAT_TYPES)
-        _set(self, p=number(self.p, "p", minimum=1))
+        _set(self, p=number(self.p, "p", minimum=1, maximum=LP_MAX_P))
 
 
 @dataclass(frozen=True)
@@ -343,8 +351,8 @@ class _AdaptivePooling:
             output_size = output.sizes[2:]
         elif is_integer(output_size):
             output_size = (output_size,) * dims
-        elif hasattr(output_size, "__iter__") and not isinstance(output_size, (str, bytes)):
-            output_size = tuple(output_size)
+        else:
+            output_size = sequence(output_size, "output_size", "integers (None keeps the input's size)")
             if len(output_size) == dims:
                 output_size = tuple(size if s is None else s for s, size in zip(output_size, input.sizes[2:]))
         output_size = integers(output_size, "output_size", dims, minimum=1)

@@ -6,7 +6,7 @@ import numpy as np
 
 from .descs import (AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, AveragePooling1Desc, LpPooling1Desc,
                     MaxPooling2Desc, RoiPoolingDesc)
-from .arguments import array, integers
+from .arguments import array, flag, integers
 from .descs import AveragePoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingDesc, described
 from .device import Tensor, default_device
 from .dtypes import FLOAT_TYPES, DataType
@@ -45,7 +45,7 @@ def _run(desc_factory, inputs, device, names=("x",)):
 def max_pool(x, window_size, strides=None, start_padding=None, end_padding=None, dilations=None,
              return_indices=False, indices_type="uint32", device=None):
     """Max pooling; with ``return_indices`` also the flat logical index of each maximum."""
-    indices = DataType.of(indices_type, "indices_type") if return_indices else None
+    indices = DataType.of(indices_type, "indices_type") if flag(return_indices, "return_indices") else None
 
     def describe(input):
         return MaxPooling2Desc(
@@ -119,7 +119,7 @@ def roi_pool(x, rois, pooled_size, spatial_scale=1.0, device=None):
 def adaptive_max_pool(x, output_size, return_indices=False, indices_type="uint32", device=None):
     """PyTorch's adaptive max pooling to the spatial ``output_size``; with ``return_indices``
     also the flat logical index of each maximum."""
-    indices = DataType.of(indices_type, "indices_type") if return_indices else None
+    indices = DataType.of(indices_type, "indices_type") if flag(return_indices, "return_indices") else None
     return _run(lambda input: AdaptiveMaxPoolingDesc(input, output_indices=indices, output_size=output_size), (x,), device)
 
 
