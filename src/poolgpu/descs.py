@@ -139,7 +139,28 @@ class _FixedWindowPooling:
 
 @dataclass(frozen=True)
 class MaxPoolingDesc(_FixedWindowPooling):
-    """DML_MAX_POOLING_OPERATOR_DESC."""
+    """DML_MAX_POOLING_OPERATOR_DESC.
+
+    Parameters
+    ----------
+    input : TensorDesc
+        {N, C, [D,] [H,] W}.
+    output : TensorDesc, optional
+        Default None: a packed tensor of the input's type and the formula's sizes.
+    window_size : sequence of int
+        One positive size per spatial dimension (``dimension_count`` of them).
+    strides : sequence of int, optional
+        Positive; default None: all 1.
+    start_padding, end_padding : sequence of int, optional
+        Non-negative; default None: all 0.
+
+    Raises
+    ------
+    ValidationError
+        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
+        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
+        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    """
 
     input: TensorDesc
     output: Optional[TensorDesc] = None
@@ -160,7 +181,30 @@ class MaxPooling1Desc(_FixedWindowPooling):
     """DML_MAX_POOLING1_OPERATOR_DESC: max pooling with optional flat indices of the maxima.
 
     ``output_indices`` may be a TensorDesc, or just an index data type (UINT32/UINT64) for
-    a packed tensor of the output's sizes."""
+    a packed tensor of the output's sizes.
+
+    Parameters
+    ----------
+    input : TensorDesc
+        {N, C, [D,] [H,] W}.
+    output : TensorDesc, optional
+        Default None: a packed tensor of the input's type and the formula's sizes.
+    window_size : sequence of int
+        One positive size per spatial dimension (``dimension_count`` of them).
+    strides : sequence of int, optional
+        Positive; default None: all 1.
+    start_padding, end_padding : sequence of int, optional
+        Non-negative; default None: all 0.
+    output_indices : TensorDesc or data type, optional
+        UINT32 or UINT64 flat indices of the maxima; default None: not computed.
+
+    Raises
+    ------
+    ValidationError
+        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
+        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
+        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    """
 
     input: TensorDesc
     output: Optional[TensorDesc] = None
@@ -183,7 +227,20 @@ class MaxPooling1Desc(_FixedWindowPooling):
 
 @dataclass(frozen=True)
 class MaxPooling2Desc(MaxPooling1Desc):
-    """DML_MAX_POOLING2_OPERATOR_DESC: MaxPooling1 with dilations."""
+    """DML_MAX_POOLING2_OPERATOR_DESC: MaxPooling1 with dilations.
+
+    Parameters
+    ----------
+    dilations : sequence of int, optional
+        Positive; default None: all 1.  The other fields are MaxPooling1Desc's.
+
+    Raises
+    ------
+    ValidationError
+        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
+        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
+        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    """
 
     _: KW_ONLY
     dilations: Optional[tuple] = None
@@ -193,7 +250,30 @@ class MaxPooling2Desc(MaxPooling1Desc):
 class AveragePoolingDesc(_FixedWindowPooling):
     """DML_AVERAGE_POOLING_OPERATOR_DESC: the mean over each window.  The divisor is the
     window's element count when ``include_padding``, else the number of input elements the
-    window covers."""
+    window covers.
+
+    Parameters
+    ----------
+    input : TensorDesc
+        {N, C, [D,] [H,] W}.
+    output : TensorDesc, optional
+        Default None: a packed tensor of the input's type and the formula's sizes.
+    window_size : sequence of int
+        One positive size per spatial dimension (``dimension_count`` of them).
+    strides : sequence of int, optional
+        Positive; default None: all 1.
+    start_padding, end_padding : sequence of int, optional
+        Non-negative; default None: all 0.
+    include_padding : bool, default False
+        Divide by the window's size, padding included.
+
+    Raises
+    ------
+    ValidationError
+        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
+        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
+        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    """
 
     input: TensorDesc
     output: Optional[TensorDesc] = None
@@ -213,7 +293,20 @@ class AveragePoolingDesc(_FixedWindowPooling):
 
 @dataclass(frozen=True)
 class AveragePooling1Desc(AveragePoolingDesc):
-    """DML_AVERAGE_POOLING1_OPERATOR_DESC: AveragePooling with dilations."""
+    """DML_AVERAGE_POOLING1_OPERATOR_DESC: AveragePooling with dilations.
+
+    Parameters
+    ----------
+    dilations : sequence of int, optional
+        Positive; default None: all 1.  The other fields are AveragePoolingDesc's.
+
+    Raises
+    ------
+    ValidationError
+        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
+        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
+        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    """
 
     _: KW_ONLY
     dilations: Optional[tuple] = None
@@ -230,7 +323,30 @@ LP_MAX_P = 64
 @dataclass(frozen=True)
 class LpPoolingDesc(_FixedWindowPooling):
     """DML_LP_POOLING_OPERATOR_DESC: ``(sum |x|^p)^(1/p)`` over the input elements of each
-    window.  ``p`` is any number from 1 to 64 (DirectML takes integers)."""
+    window.  ``p`` is any number from 1 to 64 (DirectML takes integers).
+
+    Parameters
+    ----------
+    input : TensorDesc
+        {N, C, [D,] [H,] W}.
+    output : TensorDesc, optional
+        Default None: a packed tensor of the input's type and the formula's sizes.
+    window_size : sequence of int
+        One positive size per spatial dimension (``dimension_count`` of them).
+    strides : sequence of int, optional
+        Positive; default None: all 1.
+    start_padding, end_padding : sequence of int, optional
+        Non-negative; default None: all 0.
+    p : float, default 2
+        From 1 to 64.
+
+    Raises
+    ------
+    ValidationError
+        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
+        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
+        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    """
 
     input: TensorDesc
     output: Optional[TensorDesc] = None
@@ -250,7 +366,20 @@ class LpPoolingDesc(_FixedWindowPooling):
 
 @dataclass(frozen=True)
 class LpPooling1Desc(LpPoolingDesc):
-    """DML_LP_POOLING1_OPERATOR_DESC: LpPooling with dilations."""
+    """DML_LP_POOLING1_OPERATOR_DESC: LpPooling with dilations.
+
+    Parameters
+    ----------
+    dilations : sequence of int, optional
+        Positive; default None: all 1.  The other fields are LpPoolingDesc's.
+
+    Raises
+    ------
+    ValidationError
+        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
+        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
+        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    """
 
     _: KW_ONLY
     dilations: Optional[tuple] = None
@@ -282,7 +411,25 @@ class RoiPoolingDesc:
     type, one ``[batch, x1, y1, x2, y2]`` per ROI (x along W, y along H, inclusive corners in
     the input's coordinates divided by ``spatial_scale``); ``output`` is {R, C, pooled_h,
     pooled_w}.  ``pooled_size`` is (height, width), the order of the output's spatial sizes
-    (DirectML's DML_SIZE_2D lists the width first)."""
+    (DirectML's DML_SIZE_2D lists the width first).
+
+    Parameters
+    ----------
+    input, roi : TensorDesc
+    output : TensorDesc, optional
+        Default None: inferred.
+    spatial_scale : float
+        Positive, finite and non-zero in float32.
+    pooled_size : sequence of int
+        Two positive sizes (height, width).
+
+    Raises
+    ------
+    ValidationError
+        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
+        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
+        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    """
 
     input: TensorDesc
     roi: TensorDesc
@@ -377,7 +524,25 @@ class _AdaptivePooling:
 @dataclass(frozen=True)
 class AdaptiveMaxPoolingDesc(_AdaptivePooling):
     """Adaptive max pooling (a poolgpu extension; see :class:`_AdaptivePooling`), with max
-    pooling's rules and optional flat indices (``output_indices`` as for MaxPooling1Desc)."""
+    pooling's rules and optional flat indices (``output_indices`` as for MaxPooling1Desc).
+
+    Parameters
+    ----------
+    input : TensorDesc
+    output : TensorDesc, optional
+        Default None: inferred from ``output_size``.
+    output_indices : TensorDesc or data type, optional
+        As for MaxPooling1Desc.
+    output_size : int or sequence of int or None, optional
+        See :class:`_AdaptivePooling`; default None: the given output's spatial sizes.
+
+    Raises
+    ------
+    ValidationError
+        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
+        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
+        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    """
 
     input: TensorDesc
     output: Optional[TensorDesc] = None
@@ -398,7 +563,23 @@ class AdaptiveMaxPoolingDesc(_AdaptivePooling):
 @dataclass(frozen=True)
 class AdaptiveAveragePoolingDesc(_AdaptivePooling):
     """Adaptive average pooling (a poolgpu extension; see :class:`_AdaptivePooling`):
-    the mean of each bin, accumulated in float32."""
+    the mean of each bin, accumulated in float32.
+
+    Parameters
+    ----------
+    input : TensorDesc
+    output : TensorDesc, optional
+        Default None: inferred from ``output_size``.
+    output_size : int or sequence of int or None, optional
+        See :class:`_AdaptivePooling`; default None: the given output's spatial sizes.
+
+    Raises
+    ------
+    ValidationError
+        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
+        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
+        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    """
 
     input: TensorDesc
     output: Optional[TensorDesc] = None
@@ -437,7 +618,26 @@ class MaxPoolingGradDesc:
     """DML_MAX_POOLING_GRAD_OPERATOR_DESC: ``output_gradient`` (dx, the forward input's sizes)
     is zero except that each window's ``input_gradient`` (dy) is added at the window's argmax
     under the forward max rule.  ``forward`` is the MaxPooling2 description (with UINT32
-    indices) of the forward pass whose argmax the gradient follows."""
+    indices) of the forward pass whose argmax the gradient follows.
+
+    Parameters
+    ----------
+    input : TensorDesc
+        The forward input x (FLOAT32 or FLOAT16).
+    input_gradient : TensorDesc
+        dy, the forward output's sizes.
+    output_gradient : TensorDesc, optional
+        dx; default None: a packed tensor of the input's sizes.
+    window_size, strides, start_padding, end_padding, dilations
+        The forward pass's, as for MaxPooling2Desc.
+
+    Raises
+    ------
+    ValidationError
+        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
+        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
+        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    """
 
     input: TensorDesc
     input_gradient: TensorDesc
@@ -484,7 +684,24 @@ class AveragePoolingGradDesc:
     """DML_AVERAGE_POOLING_GRAD_OPERATOR_DESC: each window's ``input_gradient`` (dy) divided
     by the window's divisor is added to every input element the window covers.
     ``output_gradient`` (dx) must be given: its sizes are the forward input's, which the
-    forward output's sizes do not determine."""
+    forward output's sizes do not determine.
+
+    Parameters
+    ----------
+    input_gradient : TensorDesc
+        dy, the forward output's sizes.
+    output_gradient : TensorDesc
+        dx, the forward input's sizes (required).
+    window_size, strides, start_padding, end_padding, dilations, include_padding
+        The forward pass's, as for AveragePooling1Desc.
+
+    Raises
+    ------
+    ValidationError
+        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
+        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
+        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    """
 
     input_gradient: TensorDesc
     output_gradient: Optional[TensorDesc] = None
@@ -534,7 +751,23 @@ class MaxUnpoolingDesc:
     repeat the largest ``j`` wins, and indices outside the output are ignored.
 
     ``output`` must be given: unpooling cannot infer the forward input's sizes.  Its rank,
-    N and C equal the input's; its spatial sizes are free."""
+    N and C equal the input's; its spatial sizes are free.
+
+    Parameters
+    ----------
+    input : TensorDesc
+    indices : TensorDesc
+        UINT32 or UINT64, the input's sizes.
+    output : TensorDesc
+        Required.
+
+    Raises
+    ------
+    ValidationError
+        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
+        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
+        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    """
 
     input: TensorDesc
     indices: TensorDesc
