@@ -8,10 +8,17 @@ ort-cpu        ONNX Runtime, CPU execution provider     the bench's process
 ort-webgpu     onnxruntime-webgpu, WebGPU provider      worker, its own venv (a second
                                                         wheel of the same module)
 tinygrad       tinygrad, WEBGPU backend (Dawn)          worker, the bench's venv
+torch-cuda     PyTorch eager on a CUDA device           worker, the bench's venv (in the
+                                                        bench's process PyTorch slowed
+                                                        poolgpu's kernels on a GPU 2-5x)
+torch-cuda-    the same through torch.compile           worker, the bench's venv
+compile
 =============  =======================================  ===============================
 
 A peer that is missing or cannot start is reported with the reason; one that cannot run a
-case reports it unsupported.  Dawn (ORT WebGPU, tinygrad) needs Mesa >= 25 for lavapipe.
+case reports it unsupported.  Dawn (ORT WebGPU, tinygrad) needs Mesa >= 25 for lavapipe: where
+the system's is older, their workers use the one scripts/mesa25.sh unpacks into .cache/mesa25
+(``private_mesa``), and poolgpu stays on the system's.
 """
 
 from __future__ import annotations
@@ -30,9 +37,11 @@ from . import ROOT
 from .peer_base import Unsupported
 from .peer_worker import receive_frame, send_frame
 
-NAMES = ("torch", "ort-cpu", "ort-webgpu", "tinygrad")
-LABELS = {"torch": "PyTorch CPU", "ort-cpu": "ORT CPU", "ort-webgpu": "ORT WebGPU", "tinygrad": "tinygrad WEBGPU"}
+NAMES = ("torch", "ort-cpu", "ort-webgpu", "tinygrad", "torch-cuda", "torch-cuda-compile")
+LABELS = {"torch": "PyTorch CPU", "ort-cpu": "ORT CPU", "ort-webgpu": "ORT WebGPU", "tinygrad": "tinygrad WEBGPU",
+          "torch-cuda": "PyTorch CUDA", "torch-cuda-compile": "torch.compile CUDA"}
 ORT_WEBGPU_VENV = ROOT / ".venv-ort-webgpu"
+MESA_DIR = ROOT / ".cache" / "mesa25"  # scripts/mesa25.sh
 WORKER_TIMEOUT_S = 300.0
 
 
@@ -129,9 +138,12 @@ class Peer:
     def __init__(self, name: str):
         self.name, self.label = name, LABELS[name]
         self.status, self.version, self.worker = None, None, None
+        self.driver = None  # the driver its worker was pointed at, where not the system's
+        self.every_row = False  # runs on every row, not only --peer-rows'
 
     def describe(self) -> dict:
-        return {"label": self.label, "status": self.status or "available", "version": self.version}
+        described = {"label": self.label, "status": self.status or "available", "version": self.version}
+        return dict(described, driver=self.driver) if self.driver else described
 
     def close(self) -> None:
         if self.worker is not None:
@@ -183,7 +195,7 @@ class OrtCpuPeer(Peer):
 
 
 class OrtWebGpuPeer(Peer):
-    def __init__(self, python: str, log_dir: Path, dawn_problem: str):
+    def __init__(self, python: str, log_dir: Path, dawn_problem: str, dawn_env: dict):
         super().__init__("ort-webgpu")
         if importlib.util.find_spec("onnx") is None:
             self.status = "not installed (onnx, to build the models)"
@@ -195,7 +207,8 @@ class OrtWebGpuPeer(Peer):
         if dawn_problem:
             self.status = dawn_problem
             return
-        self.worker = Worker("peer_ort", python, dict(os.environ), log_dir / "peer-ort-webgpu.log")
+        self.driver = _private_driver(dawn_env)
+        self.worker = Worker("peer_ort", python, dict(os.environ, **dawn_env), log_dir / "peer-ort-webgpu.log")
         try:
             hello = self.worker.start()
         except (OSError, WorkerError) as exc:
@@ -227,7 +240,7 @@ def _dawn_library():
 
 
 class TinygradPeer(Peer):
-    def __init__(self, log_dir: Path, dawn_problem: str):
+    def __init__(self, log_dir: Path, dawn_problem: str, dawn_env: dict):
         super().__init__("tinygrad")
         library = _dawn_library()
         if importlib.util.find_spec("tinygrad") is None:
@@ -237,7 +250,8 @@ class TinygradPeer(Peer):
         elif dawn_problem:
             self.status = dawn_problem
         else:
-            env = dict(os.environ, DEV="WEBGPU", WEBGPU_PATH=str(library))
+            env = dict(os.environ, DEV="WEBGPU", WEBGPU_PATH=str(library), **dawn_env)
+            self.driver = _private_driver(dawn_env)
             self.worker = Worker("peer_tinygrad", sys.executable, env, log_dir / "peer-tinygrad.log")
             try:
                 hello = self.worker.start()
@@ -250,16 +264,62 @@ class TinygradPeer(Peer):
         return self._remote(problem, layout)
 
 
-def dawn_problem(adapters: list) -> str:
-    """Why Dawn-based peers cannot run here, or "" (Dawn needs Mesa >= 25 for lavapipe)."""
+class TorchCudaPeer(Peer):
+    """bench/peer_torch_cuda.py in a worker; unavailable, with the reason, without a CUDA device."""
+
+    def __init__(self, log_dir: Path, compiled: bool):
+        super().__init__("torch-cuda-compile" if compiled else "torch-cuda")
+        self.every_row = not compiled  # (compiling takes seconds a row)
+        if importlib.util.find_spec("torch") is None:
+            self.status = "not installed (torch)"
+            return
+        env = dict(os.environ, POOLGPU_BENCH_TORCH_COMPILE="1" if compiled else "0")
+        self.worker = Worker("peer_torch_cuda", sys.executable, env, log_dir / f"peer-{self.name}.log")
+        try:
+            hello = self.worker.start()
+        except (OSError, WorkerError) as exc:
+            self.status = f"cannot start: {exc}"
+            return
+        if hello["status"] == "ok":
+            self.version = hello["version"]
+        else:
+            self.status = "unavailable: " + hello["reason"].removeprefix("RuntimeError: ")
+            self.worker.stop()
+
+    def prepare(self, problem, layout):
+        return self._remote(problem, layout)
+
+
+def private_mesa(directory: Path = None) -> dict:
+    """The environment that points a worker at the Mesa scripts/mesa25.sh unpacked (its
+    lavapipe ICD first, its libraries first), or {} where there is none."""
+    directory = directory or MESA_DIR
+    icd = directory / "lvp_icd.json"
+    if not icd.is_file():
+        return {}
+    libraries = sorted({str(p.parent) for p in (directory / "root").rglob("libvulkan_lvp.so")})
+    path = ":".join(libraries + [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p])
+    version = (directory / "version").read_text().strip() if (directory / "version").is_file() else ""
+    # VK_DRIVER_FILES is the loader's newer name for VK_ICD_FILENAMES
+    return {"VK_ICD_FILENAMES": str(icd), "VK_DRIVER_FILES": str(icd), "LD_LIBRARY_PATH": path,
+            "POOLGPU_BENCH_MESA": version}
+
+
+def _private_driver(env: dict):
+    return f"Mesa {env['POOLGPU_BENCH_MESA']} (lavapipe) from .cache/mesa25" if env else None
+
+
+def dawn_problem(adapters: list, private: dict = None) -> str:
+    """Why Dawn-based peers cannot run here, or "" (Dawn needs Mesa >= 25 for lavapipe;
+    ``private``: the environment of private_mesa(), which gives them one)."""
     vulkan = [a for a in adapters if a["backend"] == "vulkan"]
-    if not vulkan and sys.platform.startswith("linux"):
+    if not vulkan and sys.platform.startswith("linux") and not private:
         return "unavailable: no Vulkan adapter for Dawn"
     for adapter in vulkan:
         match = re.search(r"Mesa (\d+)\.(\d+)", adapter.get("description", ""))
-        if match and int(match.group(1)) < 25:
+        if match and int(match.group(1)) < 25 and not private:
             return (f"unavailable: Dawn needs Mesa >= 25 (found {match.group(0)}); "
-                    "bash scripts/bench.sh installs it from bookworm-backports on Debian 12")
+                    "on Debian 12 bash scripts/bench.sh unpacks it for these peers (scripts/mesa25.sh)")
     return ""
 
 
@@ -280,11 +340,16 @@ def ort_webgpu_python(given: str = None) -> str:
 
 
 def discover(names, adapters: list, log_dir: Path, ort_webgpu: str = None) -> list:
-    dawn = dawn_problem(adapters)
+    system_mesa = [re.search(r"Mesa (\d+)", a.get("description", "")) for a in adapters if a["backend"] == "vulkan"]
+    old = any(m and int(m.group(1)) < 25 for m in system_mesa) or not system_mesa
+    dawn_env = private_mesa() if old else {}  # the system's Mesa where it is new enough
+    dawn = dawn_problem(adapters, dawn_env)
     made = {
         "torch": TorchPeer,
         "ort-cpu": OrtCpuPeer,
-        "ort-webgpu": lambda: OrtWebGpuPeer(ort_webgpu_python(ort_webgpu), log_dir, dawn),
-        "tinygrad": lambda: TinygradPeer(log_dir, dawn),
+        "ort-webgpu": lambda: OrtWebGpuPeer(ort_webgpu_python(ort_webgpu), log_dir, dawn, dawn_env),
+        "tinygrad": lambda: TinygradPeer(log_dir, dawn, dawn_env),
+        "torch-cuda": lambda: TorchCudaPeer(log_dir, compiled=False),
+        "torch-cuda-compile": lambda: TorchCudaPeer(log_dir, compiled=True),
     }
     return [made[name]() for name in names]

@@ -1,11 +1,28 @@
 """The bench's outputs: a terminal table, the same as Markdown, and a PNG plot of each case's
-share of the copy roofline, poolgpu's and the peers'."""
+share of the copy roofline, poolgpu's and the peers'; and the published tables and plot made
+from the committed runs (bench/latest.json, the newest bench/gpu/*.json):
+
+    python -m bench.report --markdown bench/latest.json bench/gpu/2026-11-23-h100.json
+    python -m bench.report --publish      # docs/bench-tables.md and bench/latest.png from them
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+from . import ROOT
 from .peers import LABELS
 from .ratios import BASE, TARGETS
 from .timing import PER_PASS, SUMMARY
+
+LATEST = ROOT / "bench" / "latest.json"  # the latest run on a CPU adapter (lavapipe)
+GPU_RUNS = ROOT / "bench" / "gpu"  # runs on real GPUs, <date>-<gpu>.json
+TABLES = ROOT / "docs" / "bench-tables.md"
+PLOT = ROOT / "bench" / "latest.png"
 
 SHORT_TYPE = {"float32": "f32", "float16": "f16"}
 
@@ -18,26 +35,35 @@ def _ms(value: float) -> str:
     return f"{value:.3g}" if value < 100 else f"{value:.0f}"
 
 
-def _poolgpu_cells(row: dict) -> list:
+def summary(results: dict) -> str:
+    """The statistic a run's tables use: "min_ms" (timing.SUMMARY) unless the run says
+    otherwise (runs before it used medians)."""
+    return results.get("summary", SUMMARY)
+
+
+def _poolgpu_cells(row: dict, stat: str) -> list:
     if row["status"] != "ok":
         return [row["status"].upper() if row["status"] == "check failed" else row["status"], "", "", ""]
     return [
-        _ms(row["poolgpu"][SUMMARY]),
+        _ms(row["poolgpu"][stat]),
         f"{row['poolgpu']['gb_per_s']:.2f}",
-        _ms(row["copy"][SUMMARY]),
+        _ms(row["copy"][stat]),
         f"{row['pct_of_copy']:.0f}%",
     ]
 
 
-def _peer_cell(row: dict, name: str) -> str:
+def _ratio_text(ratio: float) -> str:
+    return f"{ratio:.0f}x" if ratio >= 10 else f"{ratio:.2g}x"
+
+
+def _peer_cell(row: dict, name: str, stat: str = SUMMARY) -> str:
     peer = row.get("peers", {}).get(name)
     if peer is None:
         return ""
     if peer["status"] in ("ok", "mismatch"):
-        cell = _ms(peer[SUMMARY])
+        cell = _ms(peer[stat])
         if peer.get("ratio") is not None:
-            ratio = peer["ratio"]
-            cell += f" ({ratio:.0f}x)" if ratio >= 10 else f" ({ratio:.2g}x)"
+            cell += f" ({_ratio_text(peer['ratio'])})"
         return cell + (" ✗" if peer["status"] == "mismatch" else "")
     return "n/a" if peer["status"] == "unsupported" else "-"
 
@@ -47,13 +73,14 @@ SKIPPED = ("not available", "not applicable")  # summarised under the table, not
 
 def table(results: dict, rows=None) -> tuple:
     """(header, body) of ``rows`` (default: all listed); a column per peer that has a cell."""
+    stat = summary(results)
     rows = [r for r in (results["rows"] if rows is None else rows) if r["status"] not in SKIPPED]
     peers = [name for name, peer in results["peers"].items()
-             if peer["status"] == "available" and any(_peer_cell(r, name) for r in rows)]
+             if peer["status"] == "available" and any(_peer_cell(r, name, stat) for r in rows)]
     head = ["case", "operator", "type", "layout", "poolgpu ms", "GB/s", "copy ms", "% of copy"]
     body = [
         [row["case"], row["op"], SHORT_TYPE.get(row["dtype"], row["dtype"]), row["layout"].upper()]
-        + _poolgpu_cells(row) + [_peer_cell(row, p) for p in peers]
+        + _poolgpu_cells(row, stat) + [_peer_cell(row, p, stat) for p in peers]
         for row in rows
     ]
     return head + [LABELS[p] for p in peers], body
@@ -68,14 +95,17 @@ TIMER_TEXT = {
 
 def legend(results: dict) -> list:
     timer = results["timer"]
-    lines = [
+    times = ("the fastest of the repetitions after warm-up (the machine only adds time)" if summary(results) == "min_ms"
+             else "medians over repetitions after warm-up")
+    lines = [f"Note: {results['note']}."] if results.get("note") else []
+    lines += [
         f"{results['adapter']['name']} ({results['adapter']['backend']}, {results['adapter']['description']}), "
-        f"{results['date']}; times are the fastest of the repetitions after warm-up (the machine only adds time), "
+        f"{results['date']}; times are {times}, "
         f"{TIMER_TEXT[timer['kind']]}"
         + (f" ({timer['note']})" if timer["note"] else "") + ".",
         "copy = a plain copy kernel moving the same bytes (input read once, outputs written once) in the same run; "
         "% of copy = its time / poolgpu's.",
-        "Peers: ms (poolgpu time / peer time); n/a = the peer has no such operator or layout; "
+        f"Peers: {'ms' if summary(results) == 'min_ms' else 'median ms'} (poolgpu time / peer time); n/a = the peer has no such operator or layout; "
         "✗ = its result differs from the reference.",
     ]
     missing = [r for r in results["rows"] if r["status"] == "not available"]
@@ -165,13 +195,62 @@ def markdown(results: dict) -> str:
     head, body = ratios_table(results)
     if body:
         lines += [""] + _markdown_table(head, body)
-    return "\n".join(lines + [""] + [line + "  " for line in ratios_legend(results)]) + "\n"
+    notes = ratios_legend(results)
+    return "\n".join(lines + ([""] + [line + "  " for line in notes] if notes else [])) + "\n"
 
 
-def plot(results: dict, path) -> str:
-    """Write the PNG: one panel per (data type, layout), a row per case and operator,
-    poolgpu's share of the copy roofline as bars and the peers' as markers.
-    Returns "" on success, else why not (matplotlib missing, nothing measured)."""
+def run_name(results: dict) -> str:
+    """A short name for a run's adapter: "lavapipe" (Vulkan) or "llvmpipe" (OpenGL) for Mesa's
+    CPU adapters, the GPU's model otherwise ("H100")."""
+    adapter = results["adapter"]
+    if adapter.get("type") == "cpu" or "llvmpipe" in adapter["name"]:
+        return "lavapipe" if adapter["backend"] == "vulkan" else adapter["name"].split()[0]
+    return gpu_model(adapter["name"])
+
+
+_VENDORS = {"nvidia", "amd", "ati", "intel", "apple", "qualcomm", "arm", "(tm)", "(r)"}
+
+
+def gpu_model(name: str) -> str:
+    """The model in an adapter's name: its words up to the first with a digit, vendor dropped
+    ("NVIDIA H100 80GB HBM3" -> "H100", "NVIDIA GeForce RTX 4090" -> "GeForce RTX 4090")."""
+    words = [w for w in re.split(r"[\s/]+", name) if w and w.lower() not in _VENDORS]
+    for i, word in enumerate(words):
+        if any(ch.isdigit() for ch in word):
+            return " ".join(words[: i + 1])
+    return " ".join(words[:2]) or "gpu"
+
+
+def gpu_run_name(results: dict) -> str:
+    """bench/gpu/'s file name of a run: <date>-<gpu model>.json ("2026-11-23-h100.json")."""
+    model = re.sub(r"[^a-z0-9]+", "-", gpu_model(results["adapter"]["name"]).lower()).strip("-") or "gpu"
+    return f"{results['date'][:10]}-{model}.json"
+
+
+def _case_order(runs) -> list:
+    from .cases import CASES
+
+    seen = list(dict.fromkeys(r["case"] for results in runs for r in results["rows"]))
+    return [c for c in CASES if c in seen] + [c for c in seen if c not in CASES]
+
+
+# poolgpu's variants in the plot: (dtype, layout) -> marker, colour, label
+_VARIANT_STYLE = {
+    ("float32", "nchw"): ("o", "tab:blue", "poolgpu f32 NCHW"),
+    ("float16", "nchw"): ("s", "tab:cyan", "poolgpu f16 NCHW"),
+    ("float32", "nhwc"): ("D", "navy", "poolgpu f32 NHWC"),
+    ("float16", "nhwc"): ("p", "slateblue", "poolgpu f16 NHWC"),
+}
+_PEER_MARKERS = "^v<>P*Xh"
+_PLOT_TOP = 250  # % of copy: points above are drawn at the top, their value written beside
+
+
+def plot(runs, path) -> str:
+    """Write the PNG: a row of panels per run (``runs``: one results dict or several, e.g. the
+    latest lavapipe run and a GPU's), a panel per case, the operators along x and the % of
+    the copy roofline on a linear y axis; poolgpu's variants and each peer (float32 NCHW) as
+    labelled markers.  Returns "" on success, else why not (matplotlib missing, nothing
+    measured)."""
     try:
         import matplotlib
 
@@ -179,43 +258,184 @@ def plot(results: dict, path) -> str:
         import matplotlib.pyplot as plt
     except ImportError:
         return "matplotlib is not installed"
-    measured = [r for r in results["rows"] if r["status"] == "ok"]
-    if not measured:
+    runs = [runs] if isinstance(runs, dict) else list(runs)
+    runs = [r for r in runs if any(row["status"] == "ok" for row in r["rows"])]
+    if not runs:
         return "no row was measured"
-    variants = list(dict.fromkeys((r["dtype"], r["layout"]) for r in measured))
-    keys = list(dict.fromkeys((r["case"], r["op"]) for r in measured))
-    by_key = {(r["case"], r["op"], r["dtype"], r["layout"]): r for r in measured}
-    peers = [name for name, peer in results["peers"].items() if peer["status"] == "available"]
-    markers = "os^Dv"
-    fig, axes = plt.subplots(1, len(variants), sharex=True, sharey=True, squeeze=False,
-                             figsize=(1.8 + 3.6 * len(variants), 1.6 + 0.2 * len(keys)))
-    for ax, (dtype, layout) in zip(axes[0], variants):
-        for i, (case, op) in enumerate(keys):
-            row = by_key.get((case, op, dtype, layout))
-            if row is None:
-                continue
-            ax.barh(i, row["pct_of_copy"], height=0.6, color="tab:blue", label="poolgpu" if i == 0 else None)
-            for k, name in enumerate(peers):
-                pct = (row.get("peers", {}).get(name) or {}).get("pct_of_copy")
-                if pct:
-                    ax.plot(pct, i, markers[k % len(markers)], color=plt.get_cmap("tab10").colors[k + 1],
-                            markersize=5, label=LABELS[name])
-        ax.axvline(100, color="black", linewidth=0.8, linestyle="--")
-        ax.set_xscale("log")
-        ax.set_title(f"{SHORT_TYPE.get(dtype, dtype)} {layout.upper()}", fontsize=9)
-        ax.grid(axis="x", which="both", alpha=0.3)
-        ax.tick_params(axis="x", labelsize=7)
-    axes[0][0].set_yticks(range(len(keys)), [f"{case} {op}" for case, op in keys], fontsize=7)
-    axes[0][0].invert_yaxis()
-    handles = {"poolgpu": None}
-    for ax in axes[0]:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            handles[label] = handles.get(label) or handle
-    adapter = results["adapter"]
-    fig.suptitle(f"poolgpu bench: % of the copy kernel's bandwidth (copy time / operator time), higher is faster\n"
-                 f"{adapter['name']} ({adapter['backend']}), {results['date'][:10]}", fontsize=9)
-    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    cases = [c for c in _case_order(runs) if any(r["case"] == c and r["status"] == "ok" for res in runs for r in res["rows"])]
+    ops = {c: list(dict.fromkeys(r["op"] for res in runs for r in res["rows"] if r["case"] == c and r["status"] == "ok"))
+           for c in cases}
+    peers = list(dict.fromkeys(name for res in runs for name, peer in res["peers"].items()
+                               if peer["status"] == "available"))
+    colours = plt.get_cmap("tab10").colors
+    peer_style = {name: (_PEER_MARKERS[k % len(_PEER_MARKERS)], colours[(k + 1) % 10]) for k, name in enumerate(peers)}
+    fig, axes = plt.subplots(len(runs), len(cases), squeeze=False, sharey="row",
+                             gridspec_kw={"width_ratios": [max(len(ops[c]), 2) for c in cases]},
+                             figsize=(2.2 + 0.42 * sum(max(len(ops[c]), 2) for c in cases), 0.9 + 3.0 * len(runs)))
+    handles = {}
+    for row_axes, results in zip(axes, runs):
+        values = []
+        for ax, case in zip(row_axes, cases):
+            x_of = {op: i for i, op in enumerate(ops[case])}
+            points = []  # (x, pct, marker, colour, label)
+            for r in results["rows"]:
+                if r["case"] != case or r["status"] != "ok":
+                    continue
+                variant = (r["dtype"], r["layout"])
+                marker, colour, label = _VARIANT_STYLE.get(variant, ("o", "grey", f"poolgpu {variant}"))
+                points.append((x_of[r["op"]], r["pct_of_copy"], marker, colour, label, 6))
+                if variant == ("float32", "nchw"):
+                    for name, peer in (r.get("peers") or {}).items():
+                        pct = peer.get("pct_of_copy")
+                        if pct and name in peer_style:
+                            points.append((x_of[r["op"]], pct, *peer_style[name], LABELS.get(name, name), 5))
+            for x, pct, marker, colour, label, size in points:
+                values.append(pct)
+                shown = min(pct, _PLOT_TOP)
+                handle, = ax.plot(x, shown, marker, color=colour, markersize=size, alpha=0.85, linestyle="none",
+                                  markeredgewidth=0.5, markeredgecolor="black")
+                handles.setdefault(label, handle)
+                if pct > _PLOT_TOP:
+                    ax.annotate(f"{pct:.0f}%", (x, shown), xytext=(3, -3), textcoords="offset points", fontsize=6)
+            ax.axhline(100, color="black", linewidth=0.8, linestyle="--")
+            ax.set_xticks(range(len(ops[case])), ops[case], rotation=60, ha="right", fontsize=7)
+            ax.set_xlim(-0.6, max(len(ops[case]), 2) - 0.4)
+            ax.grid(axis="y", alpha=0.3)
+            ax.tick_params(axis="y", labelsize=7)
+            ax.set_title(case, fontsize=9)
+        top = max(values, default=100)
+        row_axes[0].set_ylim(0, min(max(110, top * 1.08), _PLOT_TOP * 1.04))
+        adapter = results["adapter"]
+        row_axes[0].set_ylabel(f"% of copy roofline\n{run_name(results)} ({adapter['backend']}), {results['date'][:10]}",
+                               fontsize=8)
+    order = [label for _, _, label in _VARIANT_STYLE.values()] + [LABELS.get(p, p) for p in peers]
+    labels = [label for label in order if label in handles] + [label for label in handles if label not in order]
+    fig.suptitle("poolgpu bench: % of the copy roofline = copy time / operator time for the same bytes "
+                 "(higher is faster; dashed: the copy's speed); peers on float32 NCHW", fontsize=9)
+    fig.legend([handles[label] for label in labels], labels, loc="lower center", ncol=min(len(labels), 8),
+               fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.05 + 0.02 * (len(labels) > 8), 1, 0.97))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return ""
+
+
+# -- the published tables: the latest CPU-adapter run and the newest GPU run, side by side --
+
+def newest_gpu_run(directory: Path = None):
+    runs = sorted((directory or GPU_RUNS).glob("*.json"))
+    return runs[-1] if runs else None
+
+
+def published_sources() -> list:
+    """The runs docs/bench-tables.md and bench/latest.png are made from."""
+    return [path for path in (LATEST, newest_gpu_run()) if path is not None and path.exists()]
+
+
+def load(path) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def headline(runs: list) -> tuple:
+    """(header, body): per case and operator (float32 NCHW), each run's % of copy, then each
+    run's peers as poolgpu time / peer time."""
+    names = [run_name(results) for results in runs]
+    keys = list(dict.fromkeys((r["case"], r["op"]) for results in runs for r in results["rows"]
+                              if (r["dtype"], r["layout"]) == ("float32", "nchw") and r["status"] not in SKIPPED))
+    keys.sort(key=lambda k: _case_order(runs).index(k[0]))
+    by_key = [{(r["case"], r["op"]): r for r in results["rows"] if (r["dtype"], r["layout"]) == ("float32", "nchw")}
+              for results in runs]
+    peer_columns = [(i, name) for i, results in enumerate(runs) for name, peer in results["peers"].items()
+                    if peer["status"] == "available"
+                    and any((r.get("peers") or {}).get(name, {}).get("ratio") for r in by_key[i].values())]
+    head = ["case", "operator"] + [f"% of copy, {n}" for n in names]
+    head += [f"{LABELS.get(p, p)} ({names[i]})" for i, p in peer_columns]
+    body = []
+    for key in keys:
+        cells = [key[0], key[1]]
+        for rows in by_key:
+            row = rows.get(key)
+            cells.append("" if row is None else f"{row['pct_of_copy']:.0f}%" if row["status"] == "ok"
+                         else _poolgpu_cells(row, SUMMARY)[0])
+        for i, p in peer_columns:
+            peer = ((by_key[i].get(key) or {}).get("peers") or {}).get(p)
+            if peer is None:
+                cells.append("")
+            elif peer.get("ratio") is not None:
+                cells.append(_ratio_text(peer["ratio"]) + (" ✗" if peer["status"] == "mismatch" else ""))
+            else:
+                cells.append("n/a" if peer["status"] == "unsupported" else "-")
+        body.append(cells)
+    return head, body
+
+
+def document(runs: list, sources: list) -> str:
+    """docs/bench-tables.md: the headline table, then each run's full tables."""
+    shown = " ".join(str(s) for s in sources)
+    lines = [
+        "# Bench tables",
+        "",
+        f"Generated by `python -m bench.report --markdown {shown}` from the committed runs "
+        "(`bench/latest.json`: the latest run on lavapipe; `bench/gpu/`: runs on real GPUs); "
+        "regenerate it rather than edit it. How they are measured: [performance-method.md](performance-method.md).",
+        "",
+        "## Headline: float32 NCHW",
+        "",
+        "% of copy = the copy roofline's time for the same bytes / poolgpu's time (100%: as fast as a plain copy). "
+        "Peers: poolgpu time / peer time (below 1: poolgpu is faster); n/a: the peer has no such operator; "
+        "✗: its result differs from the reference.",
+        "",
+    ]
+    lines += _markdown_table(*headline(runs))
+    for results, source in zip(runs, sources):
+        adapter = results["adapter"]
+        lines += ["", f"## {run_name(results)}: {adapter['name']} ({adapter['backend']}), {results['date'][:10]}", "",
+                  f"From `{source}`.", ""]
+        lines += markdown(results).rstrip("\n").splitlines()
+    return "\n".join(lines) + "\n"
+
+
+def _shown_path(path) -> str:
+    path = Path(path).resolve()
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def publish() -> str:
+    """Rewrite docs/bench-tables.md and bench/latest.png from the committed runs; returns why
+    there is no plot, or ""."""
+    sources = published_sources()
+    runs = [load(path) for path in sources]
+    TABLES.parent.mkdir(parents=True, exist_ok=True)
+    TABLES.write_text(document(runs, [_shown_path(p) for p in sources]))
+    return plot(runs, PLOT)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__.splitlines()[0])
+    p.add_argument("--markdown", nargs="+", metavar="JSON", help="print the tables of these runs (the headline "
+                                                                   "table puts them side by side)")
+    p.add_argument("--png", type=Path, help="with --markdown: also plot these runs into this file")
+    p.add_argument("--publish", action="store_true",
+                   help="rewrite docs/bench-tables.md and bench/latest.png from bench/latest.json and the "
+                        "newest bench/gpu/*.json")
+    args = p.parse_args(argv)
+    if args.publish:
+        why = publish()
+        print(f"written: {_shown_path(TABLES)}" + (f"; no plot: {why}" if why else f", {_shown_path(PLOT)}"))
+        return 0
+    if not args.markdown:
+        p.error("--markdown JSON... or --publish")
+    runs = [load(path) for path in args.markdown]
+    sys.stdout.write(document(runs, [_shown_path(path) for path in args.markdown]))
+    if args.png:
+        why = plot(runs, args.png)
+        if why:
+            print(f"bench.report: no plot: {why}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -4,7 +4,10 @@ For every selected case, data type, operator and layout (a *row*): poolgpu's res
 checked against the reference, then its time is taken interleaved with the copy roofline
 moving the same bytes; then each available peer is checked and timed on the same inputs.
 Host overhead is measured first.  Outputs: a terminal table (progress on stderr), and a
-JSON file, a Markdown table and a PNG plot under bench/results/."""
+JSON file, a Markdown table and a PNG plot under bench/results/ (ignored by git).  A full run
+(every case, operator and default variant, not --quick or --tiny) is also kept, committed: on
+a CPU adapter (lavapipe) as bench/latest.json, on a GPU as bench/gpu/<date>-<gpu>.json; then
+docs/bench-tables.md and bench/latest.png are made again from those (bench/report.py)."""
 
 from __future__ import annotations
 
@@ -32,7 +35,6 @@ from .peers import discover
 from .poolgpu_run import PoolgpuRun, rotating_runs
 from .roofline import Roofline
 from .timing import ROTATE, SUMMARY, GpuTimer, interleaved, repeat, stats
-
 RATIOS = "ratios"  # a plan entry: the ratio targets of a case and data type (bench/ratios.py)
 DEFAULT_VARIANTS = (("float32", "nchw"), ("float16", "nchw"), ("float32", "nhwc"))
 RESULTS = ROOT / "bench" / "results"
@@ -66,7 +68,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no-peers", dest="peers", action="store_false", help="poolgpu and its roofline only")
     p.add_argument("--peer", default=",".join(PEER_NAMES), help="which peers (default: %(default)s)")
     p.add_argument("--peer-rows", choices=("float32-nchw", "all"), default="float32-nchw",
-                   help="rows the peers run on (default: %(default)s, what they all support)")
+                   help="rows the peers run on (default: %(default)s, what they all support; PyTorch CUDA "
+                        "runs on every row: its data types and memory formats are poolgpu's)")
     p.add_argument("--ort-webgpu-python", help="the Python of a venv with onnxruntime-webgpu "
                                                "(default: .venv-ort-webgpu, made by scripts/bench.sh)")
     p.add_argument("--no-ratios", dest="ratios", action="store_false",
@@ -82,6 +85,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--json", type=Path, help="the JSON file (default: OUT/bench.json)")
     p.add_argument("--md", type=Path, help="the Markdown table (default: OUT/bench.md)")
     p.add_argument("--png", type=Path, help="the plot (default: OUT/bench.png)")
+    p.add_argument("--save-latest", action="store_true",
+                   help="keep this run as bench/latest.json (CPU adapters; automatic for a full run there)")
+    p.add_argument("--save-gpu-run", nargs="?", type=Path, const=report.GPU_RUNS, metavar="DIR",
+                   help="keep this run as DIR/<date>-<gpu>.json (default DIR: bench/gpu; GPUs only; automatic "
+                        "for a full run on a GPU)")
+    p.add_argument("--no-save", action="store_true", help="keep a full run under --out only")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--list", action="store_true", help="list the cases and their operators, and exit")
     args = p.parse_args(argv)
@@ -97,6 +106,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.case_names = _choice(args.cases, tuple(CASES), "--cases")
     args.op_patterns = [pattern.strip() for pattern in args.ops.split(",") if pattern.strip()]
     args.peer_names = _choice(args.peer, PEER_NAMES, "--peer") if args.peers else ()
+    args.full = (not (args.quick or args.tiny or args.chosen_variants) and args.op_patterns == ["*"]
+                 and set(args.case_names) == set(CASES))
     args.json = args.json or args.out / "bench.json"
     args.md = args.md or args.out / "bench.md"
     args.png = args.png or args.out / "bench.png"
@@ -281,18 +292,20 @@ class Bench:
                     row.update(status="not applicable", reason="the window does not fit this case")
                 else:
                     row.update(self.poolgpu_row(problem, layout))
-                    if args.peer_rows == "all" or (dtype, layout) == ("float32", "nchw"):
-                        if row["status"] == "ok":
-                            row["peers"] = {}
-                            for peer in self.peers:
-                                peer_started = time.perf_counter()
-                                row["peers"][peer.name] = self.peer_row(peer, problem, layout, row)
-                                row["peers"][peer.name]["bench_s"] = round(time.perf_counter() - peer_started, 2)
+                    every = args.peer_rows == "all" or (dtype, layout) == ("float32", "nchw")
+                    peers = [peer for peer in self.peers if every or peer.every_row]
+                    if row["status"] == "ok" and peers:
+                        row["peers"] = {}
+                        for peer in peers:
+                            peer_started = time.perf_counter()
+                            row["peers"][peer.name] = self.peer_row(peer, problem, layout, row)
+                            row["peers"][peer.name]["bench_s"] = round(time.perf_counter() - peer_started, 2)
                 row["bench_s"] = round(time.perf_counter() - started, 2)  # what the row cost the bench, peers included
                 results["rows"].append(row)
                 progress.step(report.row_label(row))
         progress.close()
         results["elapsed_s"] = round(time.perf_counter() - progress.start, 1)
+        results["machine"]["load_avg_at_end"] = [round(v, 2) for v in os.getloadavg()]  # (1, 5, 15 minutes)
         results["timer"] = self.timer.describe()
         return results
 
@@ -302,6 +315,7 @@ class Bench:
         return {
             "bench": "poolgpu",
             "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "summary": SUMMARY,
             "settings": {
                 "argv": sys.argv[1:], "cases": list(args.case_names), "ops": args.op_patterns,
                 "variants": [list(v) for v in args.variants], "reps": args.reps, "warmup": args.warmup,
@@ -312,7 +326,8 @@ class Bench:
             "adapter": dict(device.info, vendor=info.get("vendor", ""), architecture=info.get("architecture", ""),
                             driver=info.get("description", ""), limits={k: device.limits[k] for k in sorted(device.limits)}),
             "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                        "cpus": os.cpu_count(), "processor": _processor()},
+                        "cpus": os.cpu_count(), "processor": _processor(),
+                        "load_avg_at_start": [round(v, 2) for v in os.getloadavg()]},
             "versions": _versions(),
             "peers": {peer.name: peer.describe() for peer in self.peers},
             "rows": [],
@@ -350,6 +365,7 @@ def main(argv=None) -> int:
     except pg.DeviceError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 2
+    keep = where_kept(args, device)
     print(f"bench: {device.name} ({device.backend}); {len(args.variants)} variant(s), "
           f"{'peers: ' + ', '.join(args.peer_names) if args.peer_names else 'no peers'}", file=sys.stderr)
     bench = Bench(args, device)
@@ -369,12 +385,38 @@ def main(argv=None) -> int:
     args.md.write_text(report.markdown(results))
     print(report.text_table(results))
     print(f"\nWritten: {args.json}, {args.md}" + ("" if why_no_plot else f", {args.png}"), f"({results['elapsed_s']} s)")
+    if keep is not None:
+        kept = keep / report.gpu_run_name(results) if keep.suffix != ".json" else keep
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        kept.write_text(json.dumps(dict(results, outputs=None), indent=1, default=_jsonable) + "\n")
+        print(f"Kept: {kept}")
+        if kept.resolve() == report.LATEST.resolve() or kept.resolve().parent == report.GPU_RUNS.resolve():
+            why_no_plot = report.publish()
+            print(f"Made again from the kept runs: {report.TABLES}" + (f" (no plot: {why_no_plot})" if why_no_plot
+                                                                     else f", {report.PLOT}"))
     failed = [report.row_label(r) for r in results["rows"] if r["status"] in ("check failed", "error")]
     failed += [report.row_label(dict(m, op=f"{op} (ratios)")) for m in results["ratios"]
                for op, r in m["ops"].items() if r["status"] in ("check failed", "error")]
     if failed:
         print(f"bench: {len(failed)} row(s) failed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def where_kept(args, device):
+    """Where this run is kept beside --out: bench/latest.json (a CPU adapter), a directory for
+    bench/gpu/-style names (a GPU), or None."""
+    gpu = device.info["type"] != "cpu"
+    if args.save_gpu_run and not gpu:
+        raise SystemExit(f"--save-gpu-run: {device.name} is a CPU adapter (its runs go to bench/latest.json)")
+    if args.save_latest and gpu:
+        raise SystemExit(f"--save-latest: {device.name} is a GPU (its runs go to bench/gpu/: --save-gpu-run)")
+    if args.save_gpu_run:
+        return args.save_gpu_run
+    if args.save_latest:
+        return report.LATEST
+    if args.full and not args.no_save:
+        return report.GPU_RUNS if gpu else report.LATEST
+    return None
 
 
 def _jsonable(value):

@@ -3,9 +3,15 @@
 # Extra arguments go to pytest (e.g. -k max_pool, -x).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-# PyTorch cross-checks run when torch installs (a local CPU build here); they skip otherwise.
-python -c "import torch" 2>/dev/null || pip_quietly torch==2.13.0 || \
-  echo "test: torch unavailable; PyTorch cross-checks will skip"
+# The cross-checks against PyTorch need torch; its CPU build is enough (and much smaller):
+# from PyTorch's CPU index where it is reachable (its local version, +cpu, wins over PyPI's
+# build), else from PyPI. Without torch those tests skip.
+if ! python -c "import torch" 2>/dev/null; then
+  echo "test: installing PyTorch's CPU build for the cross-checks against PyTorch"
+  pip_quietly --retries 0 torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu ||
+    pip_quietly torch==2.13.0 ||
+    echo "test: torch unavailable; the cross-checks against PyTorch will skip"
+fi
 if [ "${CI:-}" = "true" ]; then
   # CI must exercise both software adapters: Vulkan (lavapipe) and OpenGL (llvmpipe).
   export POOLGPU_REQUIRE_BACKENDS="${POOLGPU_REQUIRE_BACKENDS:-vulkan,opengl}"
