@@ -256,7 +256,9 @@ def check_roi_pool(kw, result):
 def _output_size(kw, x):
     size = kw["output_size"]
     dims = x.ndim - 2
-    return (int(size),) * dims if np.ndim(size) == 0 else tuple(int(s) for s in size)
+    if np.ndim(size) == 0:
+        return (int(size),) * dims
+    return tuple(n if s is None else int(s) for s, n in zip(size, x.shape[2:]))  # None keeps the size
 
 
 def check_adaptive_max_pool(kw, result):
@@ -461,8 +463,11 @@ def check_onnx_global(reduce):
 
 def check_onnx_max_unpool(kw, result):
     x = host(kw["x"])
-    k, s = kw["kernel_shape"], kw["strides"]
-    inferred = x.shape[:2] + tuple((n - 1) * st + kk for n, st, kk in zip(x.shape[2:], s, k))
+    dims = x.ndim - 2
+    k, s = kw["kernel_shape"], kw["strides"] or [1] * dims
+    pads = kw.get("pads") or [0] * (2 * dims)
+    inferred = x.shape[:2] + tuple((n - 1) * st - b - e + kk
+                                   for n, st, kk, b, e in zip(x.shape[2:], s, k, pads[:dims], pads[dims:]))
     expected = R.max_unpool(x, host(kw["indices"]).view(np.uint64), inferred)
     if kw.get("output_shape") is not None:
         assert to_numpy(result).shape == tuple(kw["output_shape"])
@@ -677,3 +682,13 @@ def test_bad_arguments_are_refused_or_computed_right(device, name):
                 raise AssertionError(f"{name} call {i} (seed {SEED}): {name}(**{kw!r}) gave a wrong result: {exc}")
     # both branches must be reached, or the fuzz tests nothing
     assert outcomes["ok"] and outcomes["refused"], outcomes
+
+
+@pytest.mark.xfail(strict=True, reason="the gradients' block gathers give wrong dx for strides of 32768 and more "
+                                       "(found by this fuzz's long mode; 4096 is right)")
+def test_gradients_with_strides_far_beyond_the_input(device):
+    x = np.random.default_rng(3).standard_normal((1, 2, 3, 2)).astype(np.float32)
+    geometry = dict(window_size=(3, 2), strides=(32768, 32768), start_padding=(1, 0))
+    dy = np.ones(R.output_sizes(x.shape, **geometry), np.float32)
+    assert_close(pg.average_pool_grad(dy, x.shape, **geometry, device=device),
+                 R.average_pool_grad(dy, x.shape, **geometry), np.float32)

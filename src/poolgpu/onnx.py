@@ -121,7 +121,8 @@ def _reverse_spatial(window: dict) -> dict:
 
 # Core description fields -> the ONNX attributes (or inputs) they are made from.
 _ONNX_NAMES = {"window_size": "kernel_shape", "start_padding": "pads", "end_padding": "pads",
-               "include_padding": "count_include_pad", "input": "x", "output_indices": "Indices"}
+               "include_padding": "count_include_pad", "input": "x", "output_indices": "Indices",
+               "pooled_size": "pooled_shape", "roi": "rois"}
 
 
 @contextlib.contextmanager
@@ -403,4 +404,5 @@ def max_roi_pool(x, rois, pooled_shape: Sequence[int], spatial_scale: float = 1.
     """
     pooled_shape = integers(pooled_shape, "pooled_shape", 2, minimum=1)
     spatial_scale = number(spatial_scale, "spatial_scale", positive=True)
-    return roi_pool(x, rois, pooled_size=pooled_shape, spatial_scale=spatial_scale, device=device)
+    with _onnx_names():
+        return roi_pool(x, rois, pooled_size=pooled_shape, spatial_scale=spatial_scale, device=device)
