@@ -12,71 +12,26 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
+from .arguments import array, flag, integers
 from .descs import (AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, AveragePooling1Desc, LpPooling1Desc,
                     MaxPooling2Desc, RoiPoolingDesc)
 from .descs import AveragePoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingDesc
-from .descs import AdaptiveAveragePoolingGradDesc, AdaptiveMaxPoolingGradDesc, MaxUnpoolingGradDesc
+from .descs import AdaptiveAveragePoolingGradDesc, AdaptiveMaxPoolingGradDesc, MaxUnpoolingGradDesc, described
 from .device import Device, Tensor, default_device
 from .dtypes import FLOAT_TYPES, DataType
 from .errors import ValidationError
-from .tensor_desc import TensorDesc, _int_tuple
+from .tensor_desc import TensorDesc
 
 # An ndarray, a Tensor, or anything NumPy reads through __array__ or __dlpack__.
 ArrayLike = Any
 Result = Union[np.ndarray, Tensor]
 
-_SUPPORTED = ", ".join(t.numpy.name for t in DataType)
-# What to convert a type DirectML lacks to (the closest type that keeps the values).
-_CONVERSIONS = {"float64": "float32", "bfloat16": "float32", "float128": "float32", "longdouble": "float32",
-                "bool": "uint8", "complex64": None, "complex128": None, "object": None}
-
-
-def _dtype_name(dtype) -> str:
-    """'float64' for np.dtype('float64'), torch.float64 or jnp.float64 alike."""
-    if isinstance(dtype, np.dtype):
-        return dtype.name
-    return str(dtype).rsplit(".", 1)[-1]
-
-
-def check_dtype(dtype, field: str) -> None:
-    """Refuse an array type DirectML lacks, saying what to convert to."""
-    name = _dtype_name(dtype)
-    if name.upper() in DataType.__members__:
-        return
-    target = _CONVERSIONS.get(name)
-    if target is None and name.startswith("float"):
-        target = "float32"
-    how = (f"convert it first, e.g. x.astype(np.{target}) (NumPy) or x.to(torch.{target}) (PyTorch)" if target
-           else "convert it first to one of these, e.g. x.astype(np.float32)")
-    raise ValidationError(
-        field, f"{name} is not a data type poolgpu supports (it takes {_SUPPORTED}); {how}. "
-               "poolgpu never narrows a type silently",
-    )
-
-
-def as_array(x, field: str = "x") -> np.ndarray:
-    """``x`` as a NumPy array of a supported type: an ndarray as is; an object with
-    ``__array__`` or ``__dlpack__`` (a CPU torch.Tensor, a JAX array) read by NumPy."""
-    if isinstance(x, np.ndarray):
-        array = x
-    else:
-        dtype = getattr(x, "dtype", None)
-        if dtype is not None and not isinstance(dtype, (str, type)):
-            check_dtype(dtype, field)  # before NumPy, which cannot even read some (bfloat16)
-        if hasattr(x, "__array__") or not hasattr(x, "__dlpack__"):
-            array = np.asarray(x)
-        else:
-            array = np.from_dlpack(x)
-    check_dtype(array.dtype, field)
-    return array
-
-
 def on_device(inputs, device, names=("x",)):
-    """(tensors, device, as_numpy): non-Tensor inputs read as NumPy arrays (:func:`as_array`;
+    """(tensors, device, as_numpy): non-Tensor inputs read as NumPy arrays (:func:`poolgpu.arguments.array`;
     ``names`` name them in errors) and uploaded packed to ``device`` (default: the default
     device); Tensor inputs kept, on their own device unless one is given."""
     as_numpy = not isinstance(inputs[0], Tensor)
-    arrays = [x if isinstance(x, Tensor) else as_array(x, names[i] if i < len(names) else f"input {i}")
+    arrays = [x if isinstance(x, Tensor) else array(x, names[i] if i < len(names) else f"input {i}")
               for i, x in enumerate(inputs)]
     if device is None:
         device = default_device() if as_numpy else inputs[0].device
@@ -113,7 +68,7 @@ def _unsigned_indices(indices):
         d = indices.desc
         return indices.device.wrap(indices.buffer, TensorDesc(unsigned, d.sizes, d.strides, d.total_size_in_bytes),
                                    indices.offset)
-    indices = as_array(indices, "indices")
+    indices = array(indices, "indices")
     unsigned = _UNSIGNED_INDICES.get(DataType.of(indices.dtype, "indices")) if indices.dtype.kind == "i" else None
     return indices if unsigned is None else indices.view(unsigned.numpy)
 
@@ -154,7 +109,7 @@ def max_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Sequenc
     ValidationError
         For an unsupported type or an invalid window (naming the argument).
     """
-    indices = DataType.of(indices_type, "indices_type") if return_indices else None
+    indices = DataType.of(indices_type, "indices_type") if flag(return_indices, "return_indices") else None
 
     def describe(input):
         return MaxPooling2Desc(
@@ -259,16 +214,19 @@ def lp_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Sequence
 def _roi_array(rois, x) -> np.ndarray:
     """A NumPy ``rois`` ((R, 5) or {1, 1, R, 5}) as the {1, 1, R, 5} array of the input's
     float type that RoiPoolingDesc takes."""
-    rois = as_array(rois, "rois")
+    rois = array(rois, "rois", ranks=None, typed=False)
+    if rois.dtype.kind == "b":
+        raise ValidationError("rois", "expected numbers [batch, x1, y1, x2, y2], got booleans")
     if rois.ndim == 2 and rois.shape[1] == 5:
         rois = rois.reshape((1, 1) + rois.shape)
     if rois.ndim != 4 or rois.shape[:2] != (1, 1) or rois.shape[3] != 5:
         raise ValidationError("rois", f"expected an (R, 5) array of [batch, x1, y1, x2, y2], got shape {rois.shape}")
-    if rois.shape[2] == 0:
-        raise ValidationError("rois", "expected at least one ROI (a tensor cannot have a zero size)")
-    x_dtype = x.data_type.numpy if isinstance(x, Tensor) else as_array(x).dtype
+    x_dtype = x.data_type.numpy if isinstance(x, Tensor) else x.dtype
     if any(x_dtype == t.numpy for t in FLOAT_TYPES):
-        rois = rois.astype(x_dtype)  # the ROI tensor has the input's type (DirectML's rule)
+        # The ROI tensor has the input's type (DirectML's rule).  A corner beyond its range
+        # becomes infinite (or NaN stays NaN): such a ROI pools nothing and gives zeros.
+        with np.errstate(over="ignore", invalid="ignore"):
+            rois = rois.astype(x_dtype)
     return rois
 
 
@@ -303,6 +261,8 @@ def roi_pool(x: ArrayLike, rois: ArrayLike, pooled_size: Sequence[int], spatial_
         For a bad ``rois`` shape, an unsupported type, a non-positive ``pooled_size`` or
         ``spatial_scale``.
     """
+    if not isinstance(x, Tensor):
+        x = array(x, "x")
     if not isinstance(rois, Tensor):
         rois = _roi_array(rois, x)
 
@@ -341,7 +301,7 @@ def adaptive_max_pool(x: ArrayLike, output_size: Union[int, Sequence[Optional[in
     ValidationError
         For an unsupported type or a non-positive output size.
     """
-    indices = DataType.of(indices_type, "indices_type") if return_indices else None
+    indices = DataType.of(indices_type, "indices_type") if flag(return_indices, "return_indices") else None
     return _run(lambda input: AdaptiveMaxPoolingDesc(input, output_indices=indices, output_size=output_size), (x,), device)
 
 
@@ -442,10 +402,10 @@ def average_pool_grad(dy: ArrayLike, input_sizes: Sequence[int], window_size: Se
     ValidationError
         For sizes that do not match the forward pass, or an invalid window.
     """
-    input_sizes = _int_tuple(input_sizes, "input_sizes")
+    input_sizes = integers(input_sizes, "input_sizes", minimum=1, maximum=None)
 
     def describe(input_gradient):
-        output_gradient = TensorDesc(input_gradient.data_type, input_sizes)
+        output_gradient = described(input_gradient.data_type, input_sizes, "input_sizes")
         return AveragePoolingGradDesc(
             input_gradient, output_gradient, window_size=window_size, strides=strides,
             start_padding=start_padding, end_padding=end_padding, dilations=dilations,
@@ -487,7 +447,7 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, output_sizes: Sequence[int],
         For mismatched sizes, an index type other than the four integer ones above, or
         output sizes of the wrong length.
     """
-    output_sizes = _int_tuple(output_sizes, "output_sizes")
+    output_sizes = integers(output_sizes, "output_sizes", minimum=1, maximum=None)
 
     def describe(input, indices):
         sizes = output_sizes
@@ -497,7 +457,7 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, output_sizes: Sequence[int],
             raise ValidationError(
                 "output_sizes", f"expected {input.rank} sizes (or {input.rank - 2} spatial ones), got {sizes}"
             )
-        return MaxUnpoolingDesc(input, indices, TensorDesc(input.data_type, sizes))
+        return MaxUnpoolingDesc(input, indices, described(input.data_type, sizes, "output_sizes"))
 
     return _run(describe, (x, _unsigned_indices(indices)), device, names=("x", "indices"))
 
@@ -543,10 +503,10 @@ def adaptive_average_pool_grad(dy: ArrayLike, input_sizes: Sequence[int], device
         Of ``input_sizes``: each bin's ``dy / (its element count)`` added to every element
         the bin covers, summed in float32.
     """
-    input_sizes = _int_tuple(input_sizes, "input_sizes")
+    input_sizes = integers(input_sizes, "input_sizes", minimum=1, maximum=None)
 
     def describe(input_gradient):
-        return AdaptiveAveragePoolingGradDesc(input_gradient, TensorDesc(input_gradient.data_type, input_sizes))
+        return AdaptiveAveragePoolingGradDesc(input_gradient, described(input_gradient.data_type, input_sizes, "input_sizes"))
 
     return _run(describe, (dy,), device, names=("dy",))
 

@@ -32,6 +32,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from . import functional as _functional
+from .arguments import array
 from .descs import (AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, AveragePooling1Desc, AveragePoolingGradDesc,
                     LpPooling1Desc, MaxPooling2Desc, MaxPoolingGradDesc, MaxUnpoolingDesc, RoiPoolingDesc)
 from .device import Device, Tensor, default_device
@@ -83,7 +84,7 @@ class _Call:
         elif isinstance(input, Tensor):
             kind, name, shape = "tensor", input.dtype.name, input.sizes
         else:
-            input = _functional.as_array(input, "input")
+            input = array(input, "input", ranks=None, empty=True)
             kind, name, shape = "numpy", input.dtype.name, input.shape
         if name not in types:
             raise _type_error(function, name, types, kind)
