@@ -18,7 +18,7 @@ from typing import Optional
 
 import numpy as np
 
-from .arguments import COORDINATE_MAX, U32_MAX, flag, integers, is_integer, number, sequence, shown
+from .arguments import COORDINATE_MAX, U32_MAX, flag, integer, integers, is_integer, number, sequence, shown
 from .dtypes import ALL_TYPES, FLOAT_TYPES, INDEX_TYPES, DataType
 from .errors import ValidationError
 from .shapes import Window, make_window
@@ -253,7 +253,7 @@ def _check_divisor_fields(desc, window: Window) -> None:
     if counted is None:
         counted = window.end_padding
     else:
-        counted = _int_tuple(counted, "counted_end_padding", window.dims)
+        counted = integers(counted, "counted_end_padding", window.dims, minimum=0)
         if any(c < 0 or c > e for c, e in zip(counted, window.end_padding)):
             raise ValidationError(
                 "counted_end_padding",
@@ -261,10 +261,7 @@ def _check_divisor_fields(desc, window: Window) -> None:
             )
     override = desc.divisor_override
     if override is not None:
-        if isinstance(override, (bool, np.bool_)) or not isinstance(override, (int, np.integer)) \
-                or not 1 <= override < 2**32:
-            raise ValidationError("divisor_override", f"expected a positive integer below 2**32 or None, got {override!r}")
-        override = int(override)
+        override = integer(override, "divisor_override", minimum=1)
     _set(desc, counted_end_padding=counted, divisor_override=override)
 
 
