@@ -40,7 +40,7 @@ MAX_UNPOOL_SCATTER, MAX_UNPOOL_SCATTER_CHUNKS = (
         # divide() by the sizes y_offset divides by; out_first, out_count: the whole output
         # (this pass does not run in chunks)
         IN_SIZES + stride_fields("idx", "x", "y") + divisor_fields("out_w", "out_h", "out_d", "channels")
-        + ("out_first", "out_count") + LINES_GRID, ("divide.wgsl",))
+        + ("out_first", "out_count") + LINES_GRID, ("divide.wgsl", "output_coordinates.wgsl"))
     for chunks in (False, True))
 ZERO_FILL = Kernel("zero_fill.wgsl", (Slot("y", True, snippet="write4_{storage}.wgsl"),), value_slot="y",
                    params=("quads",))  # the element count / 4 (a multiple of 4)
@@ -61,7 +61,7 @@ MAX_UNPOOL_GRAD = _unpool_source_kernel(
     "max_unpool_grad.wgsl",
     (Slot("winner", True, snippet="atomic_b32.wgsl"), Slot("dy", False), Slot("dx", True)), "dy", False,
     IN_SIZES + stride_fields("idx", "dy", "dx") + divisor_fields("out_w", "out_h", "out_d", "channels")
-    + ("dy_count", "out_first", "out_count", "zeros") + LINES_GRID, ("divide.wgsl",))
+    + ("dy_count", "out_first", "out_count", "zeros") + LINES_GRID, ("divide.wgsl", "output_coordinates.wgsl"))
 MAX_UNPOOL_ROWS = Kernel(
     "max_unpool.wgsl",
     (Slot("x", False), Slot("winner", True, snippet="take4_b32.wgsl"), Slot("y", True, snippet="write4_{storage}.wgsl")),

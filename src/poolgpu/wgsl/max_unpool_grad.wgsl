@@ -14,21 +14,15 @@
 //
 // Prepended by poolgpu.kernels: the value type (Raw) and the tensors idx, winner (winner_load,
 // winner_clear), dy (dy_load) and dx (dx_store); appended: grid.wgsl, unpool_source.wgsl,
-// unpool_indices1.wgsl (reading idx) and divide.wgsl.
+// unpool_indices1.wgsl (reading idx), divide.wgsl and output_coordinates.wgsl.
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
 // The offset in dy of dy element t (flat logical index).
 fn dy_offset(t: u32) -> u32 {
-    let rows = divide(t, params.out_w, params.out_w_magic, params.out_w_shift);   // (n, c, d, h)
-    let w = t - rows * params.out_w;
-    let planes = divide(rows, params.out_h, params.out_h_magic, params.out_h_shift);   // (n, c, d)
-    let h = rows - planes * params.out_h;
-    let nc = divide(planes, params.out_d, params.out_d_magic, params.out_d_shift);
-    let d = planes - nc * params.out_d;
-    let n = divide(nc, params.channels, params.channels_magic, params.channels_shift);
-    return params.dy_base + n * params.dy_n + (nc - n * params.channels) * params.dy_c
-           + d * params.dy_d + h * params.dy_h + w * params.dy_w;
+    let at = output_coordinates(t);
+    return params.dy_base + at.n * params.dy_n + at.c * params.dy_c + at.d * params.dy_d + at.h * params.dy_h
+           + at.w * params.dy_w;
 }
 
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
