@@ -1,5 +1,5 @@
-"""Independent NumPy reference for poolgpu's operators, written from ``shared/API.md`` and
-the issue texts only (it never imports poolgpu).
+"""Independent NumPy reference for poolgpu's operators, written from the documented
+semantics (docs/api.md, docs/semantics.md) only: it never imports poolgpu.
 
 Conventions
 -----------
