@@ -717,7 +717,7 @@ def test_gradient_first_taps_of_strides_above_65536(device, operator):
 ])
 def test_element_block_axes_bound_the_elements_an_invocation_visits(strides, axes):
     """The largest strides take element blocks until the others' product is at most
-    BLOCK_ELEMENTS_MAX; small strides keep their program exactly (no E* constants)."""
+    BLOCK_ELEMENTS_MAX; small strides keep their program exactly (no BY_ELEMENT_* constants)."""
     from poolgpu.kernels.gradients import BLOCK_ELEMENTS_MAX, element_block_axes
     dims = len(strides)
     shape, geometry = (1, 1) + (3,) * dims, dict(window_size=(1,) * dims, strides=strides)
@@ -728,4 +728,4 @@ def test_element_block_axes_bound_the_elements_an_invocation_visits(strides, axe
     assert np.prod(blocked, dtype=object) <= BLOCK_ELEMENTS_MAX
     for tuning in ("cpu", "gpu"):
         constants = dict(kernels.program_for(desc, pg.Tuning.preset(tuning)).passes[-1].constants)
-        assert {k for k in constants if k in ("ED", "EH", "EW")} == {f"E{a}" for a in axes}
+        assert {k for k in constants if k.startswith("BY_ELEMENT_")} == {f"BY_ELEMENT_{a}" for a in axes}

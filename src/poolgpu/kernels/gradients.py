@@ -102,8 +102,8 @@ def _gathers_channels(desc) -> bool:
 
 
 # The most dx elements a block gather's invocation visits (the product of the strides of the
-# dimensions it takes whole blocks along).  Past it, element_block_axes gives dimensions
-# element blocks (common/windows_covering.wgsl's E{D,H,W}): loops of hundreds of thousands
+# dimensions it takes whole blocks along).  Past it, element_block_axes gives dimensions element
+# blocks (common/windows_covering.wgsl's BY_ELEMENT_{D,H,W}): loops of hundreds of thousands
 # of iterations (strides far beyond the input: blocks mostly outside it) stall a GPU, and
 # llvmpipe stops every loop of an invocation after 65535 iterations of them all together.
 BLOCK_ELEMENTS_MAX = 4096
@@ -159,7 +159,8 @@ def _gradient_block_pass(kernel: Kernel, desc, tuning: Tuning, tensors: dict, co
     for slot, role in tensors.items():
         if role in described:
             params.update(tensor_stride_params(slot, described[role]))
-    constants = {**grid_constants, **window_constants(window), **{f"E{axis}": True for axis in elements}, **constants}
+    by_element = {f"BY_ELEMENT_{axis}": True for axis in elements}
+    constants = {**grid_constants, **window_constants(window), **by_element, **constants}
     return Pass(kernel, tuple(tensors.values()), sorted_constants(constants), params, grid, split)
 
 

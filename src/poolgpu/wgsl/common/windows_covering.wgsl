@@ -55,13 +55,14 @@ fn block_window(b: u32, r: u32, k: u32, stride: u32, dilation: u32, pad: u32, co
     return Window(u32(o), o >= 0 && o < i32(count));
 }
 
-// Element blocks: along a dimension where E{D,H,W} (poolgpu.kernels: where stride-long blocks
+// Element blocks: along a dimension where BY_ELEMENT_{D,H,W} (poolgpu.kernels: where stride-long blocks
 // would hold too many elements for one invocation, e.g. strides far beyond the input, whose
 // blocks are mostly outside it), the grid counts dx elements p, not blocks, and an invocation
 // visits the one block element p is: block (p + pad % stride) / stride, element r =
 // (p + pad % stride) % stride (both exact in u32: p + pad is below 2^31).  Elsewhere it visits
 // all the block's elements r in [0, stride).
-override ED: bool = false;  override EH: bool = false;  override EW: bool = false;
+override BY_ELEMENT_D: bool = false;  override BY_ELEMENT_H: bool = false;
+override BY_ELEMENT_W: bool = false;
 
 // The block this invocation owns in the grid of common/row_grid.wgsl: its coordinates, the
 // block elements it visits ([first, end) along D, H, W) and
@@ -82,8 +83,9 @@ fn block_of(wg: vec3<u32>, lane: u32) -> Block {
         let bdh = divide(bhw, params.blocks_h, params.blocks_h_magic, params.blocks_h_shift);
         let n = divide(bdh, params.blocks_d, params.blocks_d_magic, params.blocks_d_shift);
         let c = at.column * CHANNELS_PER_LANE;
-        return element_blocks(Block(bdh - n * params.blocks_d, bhw - bdh * params.blocks_h, at.row - bhw * params.blocks_w,
-                                    n * params.channels + c, n, c, at.inside && c < params.channels,
+        return element_blocks(Block(bdh - n * params.blocks_d, bhw - bdh * params.blocks_h,
+                                    at.row - bhw * params.blocks_w, n * params.channels + c, n, c,
+                                    at.inside && c < params.channels,
                                     vec3<u32>(0u), vec3<u32>(SD, SH, SW)));
     }
     let bdc = divide(at.row, params.blocks_h, params.blocks_h_magic, params.blocks_h_shift);
@@ -98,8 +100,8 @@ fn block_of(wg: vec3<u32>, lane: u32) -> Block {
 // into the block and the one element visited (a constant no-op without element blocks).
 fn element_blocks(block: Block) -> Block {
     var b = block;
-    if (ED) { let q = b.d + PD % SD;  b.d = q / SD;  b.first.x = q % SD;  b.end.x = b.first.x + 1u; }
-    if (EH) { let q = b.h + PH % SH;  b.h = q / SH;  b.first.y = q % SH;  b.end.y = b.first.y + 1u; }
-    if (EW) { let q = b.w + PW % SW;  b.w = q / SW;  b.first.z = q % SW;  b.end.z = b.first.z + 1u; }
+    if (BY_ELEMENT_D) { let q = b.d + PD % SD;  b.d = q / SD;  b.first.x = q % SD;  b.end.x = b.first.x + 1u; }
+    if (BY_ELEMENT_H) { let q = b.h + PH % SH;  b.h = q / SH;  b.first.y = q % SH;  b.end.y = b.first.y + 1u; }
+    if (BY_ELEMENT_W) { let q = b.w + PW % SW;  b.w = q / SW;  b.first.z = q % SW;  b.end.z = b.first.z + 1u; }
     return b;
 }
