@@ -43,6 +43,9 @@ __all__ = [
     "roi_pool",
     "adaptive_max_pool",
     "adaptive_average_pool",
+    "adaptive_max_pool_grad",
+    "adaptive_average_pool_grad",
+    "max_unpool_grad",
 ]
 
 
@@ -284,22 +287,45 @@ def _sum_over(x, windows, fn=None):
     return total
 
 
+def _average_divisor(windows, in_spatial, window, strides, start, end, dil, include_padding,
+                     counted_end_padding, divisor_override):
+    """Divisor of every window (shape ``out_spatial``, float64).
+
+    ``divisor_override`` (a positive int) wins; else with ``include_padding`` the taps that
+    fall inside ``[-start_pad, in + counted_end)`` per dimension, multiplied
+    (``counted_end_padding`` None = all of ``end_padding``: then every tap counts, the
+    window's size); else the number of input elements the window covers."""
+    if divisor_override is not None:
+        return np.full(windows.out_spatial, float(divisor_override))
+    if not include_padding:
+        return windows.counts().astype(np.float64)
+    counted = end if counted_end_padding is None else [int(v) for v in counted_end_padding]
+    per_dim = []
+    for i, out in enumerate(windows.out_spatial):
+        taps = (np.arange(out) * strides[i] - start[i])[:, None] + np.arange(window[i])[None, :] * dil[i]
+        per_dim.append(((taps >= -start[i]) & (taps < in_spatial[i] + counted[i])).sum(axis=1))
+    divisor = np.ones(windows.out_spatial)
+    for v in _outer(per_dim):
+        divisor = divisor * v
+    return divisor
+
+
 def average_pool(x, window_size, strides=None, start_padding=None, end_padding=None,
-                 dilations=None, include_padding=False):
+                 dilations=None, include_padding=False, counted_end_padding=None, divisor_override=None):
     """Average pooling in float64.
 
-    Divisor: ``prod(window_size)`` when ``include_padding`` else the number of input
-    elements the (dilated) window covers.
+    Divisor: ``divisor_override`` where given; else ``prod(window_size)`` when
+    ``include_padding`` (counting only ``counted_end_padding`` of the end padding where
+    given), else the number of input elements the (dilated) window covers.
     """
     x = _as_input(x)
-    windows, window = _fixed_windows(x, window_size, strides, start_padding, end_padding, dilations)
+    k = x.ndim - 2
+    window, strides, start, end, dil = _params(k, window_size, strides, start_padding, end_padding, dilations)
+    windows = _Windows.fixed(x.shape[2:], window, strides, start, end, dil)
     windows.require_coverage()
     total = _sum_over(x, windows)
-    if include_padding:
-        divisor = float(np.prod(window))
-    else:
-        divisor = windows.counts().astype(np.float64)
-    return total / divisor
+    return total / _average_divisor(windows, x.shape[2:], window, strides, start, end, dil, include_padding,
+                                    counted_end_padding, divisor_override)
 
 
 def _lp_over(x, windows, p):
@@ -363,7 +389,8 @@ def max_pool_grad(x, dy, window_size, strides=None, start_padding=None, end_padd
 
 
 def average_pool_grad(dy, input_sizes, window_size, strides=None, start_padding=None,
-                      end_padding=None, dilations=None, include_padding=False):
+                      end_padding=None, dilations=None, include_padding=False, counted_end_padding=None,
+                      divisor_override=None):
     """Average pooling gradient in float64: each window's ``dy / divisor`` is added to every
     input element the window covers (divisor as in :func:`average_pool`).
 
@@ -380,10 +407,8 @@ def average_pool_grad(dy, input_sizes, window_size, strides=None, start_padding=
         raise ValueError(f"dy has shape {dy.shape}, the forward output has {expected}")
     windows = _Windows.fixed(input_sizes[2:], window, strides, start, end, dil)
     windows.require_coverage()
-    if include_padding:
-        share = dy.astype(np.float64) / float(np.prod(window))
-    else:
-        share = dy.astype(np.float64) / windows.counts().astype(np.float64)
+    share = dy.astype(np.float64) / _average_divisor(windows, input_sizes[2:], window, strides, start, end, dil,
+                                                     include_padding, counted_end_padding, divisor_override)
     n, c = input_sizes[:2]
     plane = int(np.prod(input_sizes[2:], dtype=np.int64))
     base = _plane_base(n, c, plane, k)
@@ -592,3 +617,63 @@ def torchvision_roi_pool(x, rois, pooled_size, spatial_scale=1.0):
                             best = v
                     out[r, c, ph, pw] = best
     return out
+
+
+# --------------------------------------------------------------------------------------
+# gradients of adaptive pooling and of max unpooling
+# --------------------------------------------------------------------------------------
+
+
+def adaptive_max_pool_grad(x, dy):
+    """Adaptive max pooling gradient in float64: zero except that each bin's ``dy`` is added
+    at the bin's argmax (forward max rule); ``dy``'s spatial sizes are the output size."""
+    x = _as_input(x)
+    dy = np.asarray(dy)
+    if dy.shape[:2] != x.shape[:2] or dy.ndim != x.ndim:
+        raise ValueError(f"dy has shape {dy.shape}, x {x.shape}")
+    _, idx = adaptive_max_pool(x, dy.shape[2:])
+    dx = np.zeros(x.size, dtype=np.float64)
+    np.add.at(dx, idx.ravel(), dy.astype(np.float64).ravel())
+    return dx.reshape(x.shape)
+
+
+def adaptive_average_pool_grad(dy, input_sizes):
+    """Adaptive average pooling gradient in float64: each bin's ``dy / count`` (count: the
+    bin's element count) is added to every input element of the bin."""
+    dy = np.asarray(dy)
+    input_sizes = tuple(int(v) for v in input_sizes)
+    if len(input_sizes) != dy.ndim or tuple(dy.shape[:2]) != input_sizes[:2]:
+        raise ValueError(f"dy has shape {dy.shape}, input_sizes are {input_sizes}")
+    k = len(input_sizes) - 2
+    windows = _adaptive_windows(np.broadcast_to(np.uint8(0), input_sizes), dy.shape[2:])
+    share = dy.astype(np.float64) / windows.counts().astype(np.float64)
+    n, c = input_sizes[:2]
+    base = _plane_base(n, c, int(np.prod(input_sizes[2:], dtype=np.int64)), k)
+    dx = np.zeros(int(np.prod(input_sizes, dtype=np.int64)), dtype=np.float64)
+    for _, valid, spatial_flat in windows.each_tap():
+        idx = base + spatial_flat
+        sel = np.broadcast_to(valid, idx.shape)
+        np.add.at(dx, idx[sel], share[sel])
+    return dx.reshape(input_sizes)
+
+
+def max_unpool_grad(dy, indices):
+    """Max unpooling gradient: ``dx`` of the indices' shape and ``dy``'s dtype, with
+    ``dx.flat[j] = dy.flat[indices.flat[j]]`` where j won its index (the largest j naming
+    it) and the index lies inside ``dy``; 0 elsewhere.  Values are copied exactly."""
+    dy = np.asarray(dy)
+    indices = np.asarray(indices)
+    size = dy.size
+    flat_idx = indices.ravel()
+    if np.issubdtype(flat_idx.dtype, np.signedinteger):
+        inside = (flat_idx >= 0) & (flat_idx < size)
+    else:
+        inside = flat_idx < np.uint64(size)
+    targets = np.where(inside, flat_idx, 0).astype(np.int64)
+    j = np.arange(flat_idx.size, dtype=np.int64)
+    winner = np.full(size, -1, dtype=np.int64)
+    np.maximum.at(winner, targets[inside], j[inside])
+    won = inside & (winner[targets] == j)
+    dx = np.zeros(flat_idx.size, dtype=dy.dtype)
+    dx[won] = dy.ravel()[targets[won]]
+    return dx.reshape(indices.shape)

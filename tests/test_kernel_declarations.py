@@ -72,6 +72,10 @@ def _descriptions():
     yield pg.MaxUnpoolingDesc(pg.TensorDesc("float16", out.sizes), pg.TensorDesc("uint64", out.sizes), x)
     yield pg.MaxUnpoolingDesc(pg.TensorDesc("float16", out.sizes), pg.TensorDesc("uint32", out.sizes),
                               pg.TensorDesc("float16", x.sizes, tuple(2 * s for s in x.strides)))
+    bins = pg.TensorDesc("float16", (2, 8, 5, 7))
+    yield pg.AdaptiveMaxPoolingGradDesc(x, bins)
+    yield pg.AdaptiveAveragePoolingGradDesc(pg.TensorDesc("float32", (2, 8, 5, 7)), cl)
+    yield pg.MaxUnpoolingGradDesc(x, pg.TensorDesc("uint64", out.sizes))
 
 
 @pytest.mark.parametrize("tuning", [pg.Tuning.for_cpu(), pg.Tuning.for_gpu()], ids=["cpu", "gpu"])

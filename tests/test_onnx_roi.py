@@ -88,7 +88,7 @@ def test_max_roi_pool_tensors_in_tensors_out(device):
     (dict(pooled_shape=(2, 0)), "pooled_shape"),
     (dict(pooled_shape=(2, 2), spatial_scale=0.0), "spatial_scale"),
     (dict(pooled_shape=(2, 2), rois=np.zeros((2, 4), np.float32)), "rois"),
-    (dict(pooled_shape=(2, 2), x=np.zeros((1, 1, 4, 4), np.int32)), "input.data_type"),
+    (dict(pooled_shape=(2, 2), x=np.zeros((1, 1, 4, 4), np.int32)), "x.data_type"),
 ])
 def test_max_roi_pool_validation(device, kwargs, field):
     args = dict(x=np.zeros((1, 1, 4, 4), np.float32), rois=np.zeros((2, 5), np.float32), device=device)

@@ -52,14 +52,15 @@ def span_bytes(desc) -> int:
 # ---------------------------------------------------------------------------------------
 # Cases: every operator with many small (n, c) planes, in adversarial layouts
 
-OPERATORS = ("max", "average", "lp", "max_grad", "average_grad", "unpool", "adaptive_max", "adaptive_average", "roi")
+OPERATORS = ("max", "average", "lp", "max_grad", "average_grad", "unpool", "adaptive_max", "adaptive_average", "roi",
+             "adaptive_max_grad", "adaptive_average_grad", "unpool_grad")
 
 
 @st.composite
 def chunk_cases(draw, operators=OPERATORS):
     operator = draw(st.sampled_from(operators))
     dims = 2 if operator == "roi" else draw(st.integers(1, 3))
-    types = ALL_TYPES if operator in ("max", "unpool", "adaptive_max") else FLOAT_TYPES
+    types = ALL_TYPES if operator in ("max", "unpool", "adaptive_max", "unpool_grad") else FLOAT_TYPES
     return dict(
         operator=operator,
         sizes=(draw(st.integers(1, 5)), draw(st.integers(1, 6))) + tuple(draw(st.integers(1, 6)) for _ in range(dims)),
@@ -122,6 +123,24 @@ def describe(case):
         indices = rng.integers(0, count + count // 8 + 1, size=sizes).astype(index_type)  # some outside
         desc = pg.MaxUnpoolingDesc(x_desc, pg.TensorDesc(index_type, sizes), out(out_sizes))
         return desc, {"input": x, "indices": indices}
+    if op == "unpool_grad":  # dy of the unpooled sizes, indices of the input's
+        dy_sizes = sizes[:2] + tuple(s + o - 1 for s, o in zip(sizes[2:], case["output_size"]))
+        index_type = case["indices"] or "uint32"
+        count = math.prod(dy_sizes)
+        indices = rng.integers(0, count + count // 8 + 1, size=sizes).astype(index_type)  # some outside
+        dy = random_values(dt, dy_sizes, rng)
+        if case["in_layout"] == "broadcast":
+            dy = np.broadcast_to(dy[:1, :1], dy.shape).copy()
+        desc = pg.MaxUnpoolingGradDesc(_tensor(dt, dy_sizes, case["in_layout"]), pg.TensorDesc(index_type, sizes),
+                                       out(sizes))
+        return desc, {"input_gradient": dy, "indices": indices}
+    if op in ("adaptive_max_grad", "adaptive_average_grad"):
+        out_sizes = sizes[:2] + case["output_size"]
+        dy = random_values(dt, out_sizes, rng, specials=False)
+        dy_desc = pg.TensorDesc(dt, out_sizes, layout_strides(out_sizes, "gaps"))
+        if op == "adaptive_max_grad":
+            return pg.AdaptiveMaxPoolingGradDesc(x_desc, dy_desc, out(sizes)), {"input": x, "input_gradient": dy}
+        return pg.AdaptiveAveragePoolingGradDesc(dy_desc, out(sizes)), {"input_gradient": dy}
     if op in ("adaptive_max", "adaptive_average"):
         out_sizes = sizes[:2] + case["output_size"]
         if op == "adaptive_max":
@@ -179,6 +198,12 @@ def test_chunked_programs_give_the_unchunked_bits(device, case):
     tensors += [t for _, t in op._program.scratch]
     if any(span_bytes(t) > usable(op) for t in tensors):
         assert len(op._program.passes) > len(device.compile(desc)._program.passes), "not chunked"
+
+
+@CHUNK_SETTINGS
+@given(case=chunk_cases(operators=("adaptive_max_grad", "adaptive_average_grad", "unpool_grad")))
+def test_chunked_adaptive_and_unpooling_gradients_give_the_unchunked_bits(device, case):
+    test_chunked_programs_give_the_unchunked_bits.hypothesis.inner_test(device, case)
 
 
 @pytest.mark.parametrize("operator", OPERATORS)

@@ -7,6 +7,7 @@ from . import onnx
 from .descs import (AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, AveragePooling1Desc, AveragePoolingDesc,
                     LpPooling1Desc, LpPoolingDesc, MaxPooling1Desc, MaxPooling2Desc, MaxPoolingDesc, RoiPoolingDesc)
 from .descs import AveragePoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingDesc
+from .descs import AdaptiveAveragePoolingGradDesc, AdaptiveMaxPoolingGradDesc, MaxUnpoolingGradDesc
 from .adapters import list_adapters
 from .device import Device, default_device
 from .ops import Op
@@ -15,6 +16,7 @@ from .dtypes import DataType
 from .errors import DeviceError, ValidationError
 from .functional import adaptive_average_pool, adaptive_max_pool, average_pool, lp_pool, max_pool, roi_pool
 from .functional import average_pool_grad, max_pool_grad, max_unpool
+from .functional import adaptive_average_pool_grad, adaptive_max_pool_grad, max_unpool_grad
 from .shapes import pooling_output_sizes
 from .tensor_desc import TensorDesc
 from .tuning import Tuning
@@ -27,10 +29,12 @@ __all__ = [
     "AveragePoolingDesc", "AveragePooling1Desc", "LpPoolingDesc", "LpPooling1Desc",
     "RoiPoolingDesc", "AdaptiveMaxPoolingDesc", "AdaptiveAveragePoolingDesc",
     "MaxPoolingGradDesc", "AveragePoolingGradDesc", "MaxUnpoolingDesc",
+    "AdaptiveMaxPoolingGradDesc", "AdaptiveAveragePoolingGradDesc", "MaxUnpoolingGradDesc",
     "pooling_output_sizes",
     "Device", "Tensor", "Op", "Tuning", "list_adapters", "default_device",
     "max_pool", "average_pool", "lp_pool",
     "roi_pool", "adaptive_max_pool", "adaptive_average_pool",
     "max_pool_grad", "average_pool_grad", "max_unpool",
+    "adaptive_max_pool_grad", "adaptive_average_pool_grad", "max_unpool_grad",
     "onnx",
 ]

@@ -1,33 +1,220 @@
-"""Argument checks shared by the descriptions and the front ends (functional, ONNX,
-PyTorch conventions): each turns a user's value into the canonical one or raises a
-``ValidationError`` naming the argument.  Pure Python, no GPU."""
+"""Checks of user-given arguments, shared by the descriptions and every convention layer
+(the functions, :mod:`poolgpu.onnx`, :mod:`poolgpu.torch`).
+
+Each check returns the argument in a canonical form (Python ints, floats, tuples, bools)
+or raises :class:`~poolgpu.errors.ValidationError` naming the argument and saying what was
+expected.  ``bool`` is never an integer here (``True`` as a size is an error); NumPy
+integer and floating scalars are accepted.  Pure Python: no GPU import.
+"""
 
 from __future__ import annotations
 
-from typing import Optional
+import math
+import numbers
+import reprlib
+from typing import Any, Iterable, Optional
 
 import numpy as np
 
+from .dtypes import DataType
 from .errors import ValidationError
 
+__all__ = [
+    "U32_MAX", "COORDINATE_MAX", "shown", "is_integer", "is_number",
+    "sequence", "integer", "integers", "per_dimension", "flag", "choice", "number", "check_dtype", "array",
+]
 
-def int_tuple(value, field: str, length: Optional[int] = None) -> tuple:
-    """``value`` (a sequence of Python or NumPy integers, ``length`` of them where given) as a
-    tuple of ints; anything else is a ValidationError naming ``field``."""
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-        raise ValidationError(field, f"expected a sequence of integers, got {value!r}")
-    items = tuple(value)
+#: The largest value of DirectML's UINT fields (sizes, strides, window sizes, paddings) and
+#: of the kernels' u32 override constants and uniforms.
+U32_MAX = 2**32 - 1
+#: The largest padded input size and window extent ``(window - 1) * dilation + 1``: the
+#: kernels address window positions as signed 32-bit integers.
+COORDINATE_MAX = 2**31 - 1
+
+_repr = reprlib.Repr()
+_repr.maxlist = _repr.maxtuple = 8
+_repr.maxstring = _repr.maxother = 60
+
+
+def shown(value: Any) -> str:
+    """A short repr of ``value`` for an error message (long sequences and arrays cut)."""
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape} and dtype {value.dtype}"
+    return _repr.repr(value)
+
+
+def is_integer(value: Any) -> bool:
+    """An int or NumPy integer scalar, not a bool."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def is_number(value: Any) -> bool:
+    """A real number (int, float, NumPy scalar), not a bool."""
+    return isinstance(value, (numbers.Real, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def _bounds(minimum: Optional[int], maximum: Optional[int]) -> str:
+    if minimum is not None and maximum is not None:
+        return f"from {minimum} to {maximum}"
+    if minimum is not None:
+        return f"at least {minimum}"
+    return f"at most {maximum}" if maximum is not None else "any integer"
+
+
+def _check_range(values: tuple, name: str, original: Any, minimum: Optional[int], maximum: Optional[int]) -> None:
+    for v in values:
+        if (minimum is not None and v < minimum) or (maximum is not None and v > maximum):
+            why = ""
+            if maximum == U32_MAX and v > maximum:
+                why = " (an unsigned 32-bit field)"
+            elif minimum == 1 and v < 1:
+                why = " (positive)"
+            raise ValidationError(name, f"every value must be {_bounds(minimum, maximum)}{why}, got {shown(original)}")
+
+
+def integer(value: Any, name: str, *, minimum: Optional[int] = None, maximum: Optional[int] = U32_MAX) -> int:
+    """``value`` as an int within ``[minimum, maximum]``."""
+    if not is_integer(value):
+        raise ValidationError(name, f"expected an integer {_bounds(minimum, maximum)}, got {shown(value)}")
+    v = int(value)
+    if (minimum is not None and v < minimum) or (maximum is not None and v > maximum):
+        raise ValidationError(name, f"expected an integer {_bounds(minimum, maximum)}, got {v}")
+    return v
+
+
+def integers(value: Any, name: str, length: Optional[int] = None, *, minimum: Optional[int] = None,
+             maximum: Optional[int] = U32_MAX) -> tuple:
+    """``value``, a sequence of integers (``length`` of them where given), as a tuple of
+    ints within ``[minimum, maximum]``."""
+    items = sequence(value, name, "integers")
     for item in items:
-        if isinstance(item, bool) or not isinstance(item, (int, np.integer)):
-            raise ValidationError(field, f"expected integers, got {item!r} in {value!r}")
+        if not is_integer(item):
+            raise ValidationError(name, f"expected a sequence of integers, got {shown(item)} in {shown(value)}")
     if length is not None and len(items) != length:
-        raise ValidationError(field, f"expected {length} values, got {len(items)}: {items}")
-    return tuple(int(i) for i in items)
+        raise ValidationError(name, f"expected {length} values, got {len(items)}: {shown(value)}")
+    values = tuple(int(i) for i in items)
+    _check_range(values, name, value, minimum, maximum)
+    return values
 
 
-def positive_sizes(value, field: str, length: int) -> tuple:
-    """``length`` positive sizes, as int_tuple."""
-    sizes = int_tuple(value, field, length)
-    if any(s < 1 for s in sizes):
-        raise ValidationError(field, f"every size must be positive, got {sizes}")
-    return sizes
+def sequence(value: Any, name: str, what: str = "values") -> tuple:
+    """``value``, any sequence but a string (or bytes, dict, set), as a tuple."""
+    if isinstance(value, (str, bytes, dict, set, frozenset)) or not isinstance(value, Iterable):
+        raise ValidationError(name, f"expected a sequence of {what}, got {shown(value)}")
+    try:
+        return tuple(value)
+    except TypeError:  # e.g. a 0-d array
+        raise ValidationError(name, f"expected a sequence of {what}, got {shown(value)}") from None
+
+
+def per_dimension(value: Any, name: str, dims: int, *, minimum: Optional[int] = None,
+                  maximum: Optional[int] = U32_MAX) -> tuple:
+    """One int for every dimension, or a sequence of ``dims`` ints (PyTorch's ``int or
+    tuple`` arguments); a sequence of one value is repeated."""
+    if is_integer(value):
+        return (integer(value, name, minimum=minimum, maximum=maximum),) * dims
+    values = integers(value, name, minimum=minimum, maximum=maximum)
+    if len(values) == 1 and dims > 1:
+        return values * dims
+    if len(values) != dims:
+        raise ValidationError(name, f"expected one integer or {dims} of them (one per spatial dimension), "
+                                    f"got {len(values)}: {shown(value)}")
+    return values
+
+
+def flag(value: Any, name: str) -> bool:
+    """A boolean: ``False``/``True`` (NumPy's too) or ONNX's integer flags 0 and 1.  Other
+    integers are errors, as ONNX Runtime treats them."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if is_integer(value) and int(value) in (0, 1):
+        return bool(value)
+    raise ValidationError(name, f"expected 0 or 1, got {shown(value)}")
+
+
+def choice(value: Any, name: str, options: Iterable[str]) -> str:
+    """One of the strings ``options``."""
+    options = tuple(options)
+    if not isinstance(value, str) or value not in options:
+        raise ValidationError(name, f"expected one of {', '.join(repr(o) for o in options)}, got {shown(value)}")
+    return value
+
+
+def number(value: Any, name: str, *, minimum: Optional[float] = None, maximum: Optional[float] = None,
+           positive: bool = False) -> float:
+    """A finite real number (``minimum <= value <= maximum``; ``> 0`` where ``positive``)
+    as a float."""
+    want = "a finite number" + (f" >= {minimum}" if minimum is not None else "") + (" > 0" if positive else "")
+    want += f" and <= {maximum}" if maximum is not None else ""
+    if not is_number(value):
+        raise ValidationError(name, f"expected {want}, got {shown(value)}")
+    try:
+        v = float(value)
+    except OverflowError:  # an int beyond float's range
+        raise ValidationError(name, f"expected {want}, got {shown(value)}") from None
+    if not math.isfinite(v) or (minimum is not None and v < minimum) or (positive and v <= 0) \
+            or (maximum is not None and v > maximum):
+        raise ValidationError(name, f"expected {want}, got {shown(value)}")
+    return v
+
+
+#: What to convert a type DirectML lacks to (the closest type that keeps the values).
+_CONVERSIONS = {"float64": "float32", "bfloat16": "float32", "float128": "float32", "longdouble": "float32",
+                "bool": "uint8", "complex64": None, "complex128": None, "object": None}
+_SUPPORTED = ", ".join(t.numpy.name for t in DataType)
+
+
+def _dtype_name(dtype: Any) -> str:
+    """'float64' for np.dtype('float64'), torch.float64 or jnp.float64 alike."""
+    if isinstance(dtype, np.dtype):
+        return dtype.name
+    return str(dtype).rsplit(".", 1)[-1]
+
+
+def check_dtype(dtype: Any, name: str) -> None:
+    """Refuse an array type DirectML lacks (a NumPy, PyTorch or JAX dtype), saying what to
+    convert to: poolgpu never narrows a type silently."""
+    type_name = _dtype_name(dtype)
+    if type_name.upper() in DataType.__members__:
+        return
+    target = _CONVERSIONS.get(type_name)
+    if target is None and type_name.startswith("float"):
+        target = "float32"
+    how = (f"convert it first, e.g. {name}.astype(np.{target}) (NumPy) or {name}.to(torch.{target}) (PyTorch)"
+           if target else f"convert it first to one of these, e.g. {name}.astype(np.float32)")
+    raise ValidationError(
+        name, f"{type_name} is not a data type poolgpu supports (it takes {_SUPPORTED}); {how}. "
+              "poolgpu never narrows a type silently",
+    )
+
+
+def array(value: Any, name: str, ranks: Optional[Iterable[int]] = (3, 4, 5), typed: bool = True,
+          empty: bool = False) -> np.ndarray:
+    """``value`` read as a NumPy array, without a copy where NumPy can avoid one: an ndarray
+    as it is; an object with ``__array__`` or ``__dlpack__`` (a CPU torch.Tensor, a JAX
+    array) read by NumPy.  Of one of ``ranks`` dimensions (None: any), every size positive
+    (unless ``empty``), and where ``typed`` of a DirectML data type (float64, bool, ... are
+    errors saying how to convert)."""
+    if typed and not isinstance(value, np.ndarray):
+        dtype = getattr(value, "dtype", None)
+        if dtype is not None and not isinstance(dtype, (str, type)):
+            check_dtype(dtype, name)  # before NumPy, which cannot even read some (bfloat16)
+    try:
+        if isinstance(value, np.ndarray) or hasattr(value, "__array__") or not hasattr(value, "__dlpack__"):
+            result = np.asarray(value)
+        else:
+            result = np.from_dlpack(value)
+    except (ValueError, TypeError, RuntimeError, BufferError) as exc:
+        raise ValidationError(name, f"expected an array NumPy can read, got {shown(value)} ({exc})") from None
+    if typed:
+        check_dtype(result.dtype, name)
+    elif result.dtype.kind not in "biuf":
+        raise ValidationError(name, f"expected an array of numbers, got {shown(value)} (dtype {result.dtype})")
+    if ranks is not None and result.ndim not in tuple(ranks):
+        ranks = [str(r) for r in ranks]
+        want = ", ".join(ranks[:-1]) + " or " + ranks[-1] if len(ranks) > 1 else ranks[0]
+        layout = " {N, C, [D,] [H,] W}" if ranks == ["3", "4", "5"] else ""
+        raise ValidationError(name, f"expected {want} dimensions{layout}, got shape {result.shape}")
+    if 0 in result.shape and not empty:
+        raise ValidationError(name, f"every size must be positive, got shape {result.shape}")
+    return result

@@ -14,7 +14,7 @@ import contextlib
 import os
 import threading
 from collections import OrderedDict
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 import wgpu
@@ -27,6 +27,9 @@ from .ops import Op
 from .tensor import Tensor
 from .tensor_desc import TensorDesc
 from .tuning import Tuning
+
+if TYPE_CHECKING:
+    from .ops import _Bound
 
 _BUFFER_USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 # Compiled ops and pipelines are cached by description; the caches are bounded (least

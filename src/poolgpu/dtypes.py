@@ -56,7 +56,7 @@ class DataType(enum.IntEnum):
                 return cls[name]
         try:
             name = np.dtype(value).name.upper()
-        except TypeError:
+        except Exception:  # NumPy raises TypeError, ValueError, ... for what is no dtype
             name = None
         if name in cls.__members__:
             return cls[name]

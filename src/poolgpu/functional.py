@@ -12,20 +12,21 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
+from .arguments import array, flag, integers
 from .descs import (AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, AveragePooling1Desc, LpPooling1Desc,
                     MaxPooling2Desc, RoiPoolingDesc)
 from .descs import AveragePoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingDesc
-from .arguments import int_tuple
+from .descs import AdaptiveAveragePoolingGradDesc, AdaptiveMaxPoolingGradDesc, MaxUnpoolingGradDesc, described
 from .device import Device
 from .dtypes import FLOAT_TYPES, DataType
 from .errors import ValidationError
-from .interop import answer, as_array, on_device, unsigned_indices
+from .interop import answer, on_device, unsigned_indices
 from .tensor import Tensor
-from .tensor_desc import TensorDesc
 
 # An ndarray, a Tensor, or anything NumPy reads through __array__ or __dlpack__.
 ArrayLike = Any
 Result = Union[np.ndarray, Tensor]
+
 
 def _run(desc_factory, inputs, device, names=("x",)):
     """Build the description from the inputs' TensorDescs, run it, and answer in kind."""
@@ -70,7 +71,7 @@ def max_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Sequenc
     ValidationError
         For an unsupported type or an invalid window (naming the argument).
     """
-    indices = DataType.of(indices_type, "indices_type") if return_indices else None
+    indices = DataType.of(indices_type, "indices_type") if flag(return_indices, "return_indices") else None
 
     def describe(input):
         return MaxPooling2Desc(
@@ -84,7 +85,8 @@ def max_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Sequenc
 def average_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Sequence[int]] = None,
                  start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
                  dilations: Optional[Sequence[int]] = None, include_padding: bool = False,
-                 device: Optional[Device] = None) -> Result:
+                 device: Optional[Device] = None, *, counted_end_padding: Optional[Sequence[int]] = None,
+                 divisor_override: Optional[int] = None) -> Result:
     """Average pooling (DirectML's AVERAGE_POOLING1), FLOAT32 and FLOAT16 (accumulated in float32).
 
     Parameters
@@ -102,6 +104,12 @@ def average_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Seq
         input elements the window covers.
     device : Device, optional
         Where to run (see :func:`max_pool`).
+    counted_end_padding : sequence of int, optional
+        Of the end padding, how much ``include_padding`` counts in the divisor (default: all
+        of it). ONNX's and PyTorch's ``ceil_mode`` extend the end padding without counting
+        the extension.
+    divisor_override : int, optional
+        Divide every window's sum by this instead (PyTorch's ``divisor_override``).
 
     Returns
     -------
@@ -118,6 +126,7 @@ def average_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Seq
         return AveragePooling1Desc(
             input, window_size=window_size, strides=strides, start_padding=start_padding,
             end_padding=end_padding, dilations=dilations, include_padding=include_padding,
+            counted_end_padding=counted_end_padding, divisor_override=divisor_override,
         )
 
     return _run(describe, (x,), device)
@@ -167,16 +176,19 @@ def lp_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Sequence
 def _roi_array(rois, x) -> np.ndarray:
     """A NumPy ``rois`` ((R, 5) or {1, 1, R, 5}) as the {1, 1, R, 5} array of the input's
     float type that RoiPoolingDesc takes."""
-    rois = as_array(rois, "rois")
+    rois = array(rois, "rois", ranks=None, typed=False)
+    if rois.dtype.kind == "b":
+        raise ValidationError("rois", "expected numbers [batch, x1, y1, x2, y2], got booleans")
     if rois.ndim == 2 and rois.shape[1] == 5:
         rois = rois.reshape((1, 1) + rois.shape)
     if rois.ndim != 4 or rois.shape[:2] != (1, 1) or rois.shape[3] != 5:
         raise ValidationError("rois", f"expected an (R, 5) array of [batch, x1, y1, x2, y2], got shape {rois.shape}")
-    if rois.shape[2] == 0:
-        raise ValidationError("rois", "expected at least one ROI (a tensor cannot have a zero size)")
-    x_dtype = x.data_type.numpy if isinstance(x, Tensor) else as_array(x).dtype
+    x_dtype = x.data_type.numpy if isinstance(x, Tensor) else x.dtype
     if any(x_dtype == t.numpy for t in FLOAT_TYPES):
-        rois = rois.astype(x_dtype)  # the ROI tensor has the input's type (DirectML's rule)
+        # The ROI tensor has the input's type (DirectML's rule).  A corner beyond its range
+        # becomes infinite (or NaN stays NaN): such a ROI pools nothing and gives zeros.
+        with np.errstate(over="ignore", invalid="ignore"):
+            rois = rois.astype(x_dtype)
     return rois
 
 
@@ -211,6 +223,8 @@ def roi_pool(x: ArrayLike, rois: ArrayLike, pooled_size: Sequence[int], spatial_
         For a bad ``rois`` shape, an unsupported type, a non-positive ``pooled_size`` or
         ``spatial_scale``.
     """
+    if not isinstance(x, Tensor):
+        x = array(x, "x")
     if not isinstance(rois, Tensor):
         rois = _roi_array(rois, x)
 
@@ -249,7 +263,7 @@ def adaptive_max_pool(x: ArrayLike, output_size: Union[int, Sequence[Optional[in
     ValidationError
         For an unsupported type or a non-positive output size.
     """
-    indices = DataType.of(indices_type, "indices_type") if return_indices else None
+    indices = DataType.of(indices_type, "indices_type") if flag(return_indices, "return_indices") else None
     return _run(lambda input: AdaptiveMaxPoolingDesc(input, output_indices=indices, output_size=output_size), (x,), device)
 
 
@@ -320,7 +334,9 @@ def max_pool_grad(x: ArrayLike, dy: ArrayLike, window_size: Sequence[int], strid
 def average_pool_grad(dy: ArrayLike, input_sizes: Sequence[int], window_size: Sequence[int],
                       strides: Optional[Sequence[int]] = None, start_padding: Optional[Sequence[int]] = None,
                       end_padding: Optional[Sequence[int]] = None, dilations: Optional[Sequence[int]] = None,
-                      include_padding: bool = False, device: Optional[Device] = None) -> Result:
+                      include_padding: bool = False, device: Optional[Device] = None, *,
+                      counted_end_padding: Optional[Sequence[int]] = None,
+                      divisor_override: Optional[int] = None) -> Result:
     """Average pooling gradient (DirectML's AVERAGE_POOLING_GRAD): ``dx`` of the forward
     input's ``input_sizes``, each window's ``dy / divisor`` added to every input element it
     covers.  Deterministic.
@@ -335,6 +351,8 @@ def average_pool_grad(dy: ArrayLike, input_sizes: Sequence[int], window_size: Se
         The forward pass's window and divisor rule (see :func:`average_pool`).
     device : Device, optional
         Where to run (see :func:`max_pool`).
+    counted_end_padding, divisor_override : optional
+        The forward pass's divisor extensions (see :func:`average_pool`).
 
     Returns
     -------
@@ -346,14 +364,15 @@ def average_pool_grad(dy: ArrayLike, input_sizes: Sequence[int], window_size: Se
     ValidationError
         For sizes that do not match the forward pass, or an invalid window.
     """
-    input_sizes = int_tuple(input_sizes, "input_sizes")
+    input_sizes = integers(input_sizes, "input_sizes", minimum=1, maximum=None)
 
     def describe(input_gradient):
-        output_gradient = TensorDesc(input_gradient.data_type, input_sizes)
+        output_gradient = described(input_gradient.data_type, input_sizes, "input_sizes")
         return AveragePoolingGradDesc(
             input_gradient, output_gradient, window_size=window_size, strides=strides,
             start_padding=start_padding, end_padding=end_padding, dilations=dilations,
-            include_padding=include_padding,
+            include_padding=include_padding, counted_end_padding=counted_end_padding,
+            divisor_override=divisor_override,
         )
 
     return _run(describe, (dy,), device, names=("dy",))
@@ -390,7 +409,7 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, output_sizes: Sequence[int],
         For mismatched sizes, an index type other than the four integer ones above, or
         output sizes of the wrong length.
     """
-    output_sizes = int_tuple(output_sizes, "output_sizes")
+    output_sizes = integers(output_sizes, "output_sizes", minimum=1, maximum=None)
 
     def describe(input, indices):
         sizes = output_sizes
@@ -400,6 +419,80 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, output_sizes: Sequence[int],
             raise ValidationError(
                 "output_sizes", f"expected {input.rank} sizes (or {input.rank - 2} spatial ones), got {sizes}"
             )
-        return MaxUnpoolingDesc(input, indices, TensorDesc(input.data_type, sizes))
+        return MaxUnpoolingDesc(input, indices, described(input.data_type, sizes, "output_sizes"))
 
     return _run(describe, (x, unsigned_indices(indices)), device, names=("x", "indices"))
+
+
+def adaptive_max_pool_grad(x: ArrayLike, dy: ArrayLike, device: Optional[Device] = None) -> Result:
+    """Gradient of adaptive max pooling (PyTorch's bins; deterministic).
+
+    Parameters
+    ----------
+    x : array or Tensor
+        The forward input ``{N, C, spatial...}`` (float32 or float16).
+    dy : array or Tensor
+        The gradient of the forward output: x's type, N and C; its spatial sizes are the
+        forward ``output_size``.
+    device : Device, optional
+        Where to run (default: the inputs' device, or the default device).
+
+    Returns
+    -------
+    dx : array or Tensor
+        x's sizes: zero except that each bin's ``dy`` is added at the bin's argmax (ties to
+        the lowest flat index, NaN larger than every number).
+    """
+    return _run(lambda input, input_gradient: AdaptiveMaxPoolingGradDesc(input, input_gradient), (x, dy), device,
+                names=("x", "dy"))
+
+
+def adaptive_average_pool_grad(dy: ArrayLike, input_sizes: Sequence[int], device: Optional[Device] = None) -> Result:
+    """Gradient of adaptive average pooling (PyTorch's bins; deterministic).
+
+    Parameters
+    ----------
+    dy : array or Tensor
+        The gradient of the forward output (float32 or float16).
+    input_sizes : sequence of int
+        The forward input's sizes ``{N, C, spatial...}``.
+    device : Device, optional
+        Where to run (default: the inputs' device, or the default device).
+
+    Returns
+    -------
+    dx : array or Tensor
+        Of ``input_sizes``: each bin's ``dy / (its element count)`` added to every element
+        the bin covers, summed in float32.
+    """
+    input_sizes = integers(input_sizes, "input_sizes", minimum=1, maximum=None)
+
+    def describe(input_gradient):
+        return AdaptiveAveragePoolingGradDesc(input_gradient, described(input_gradient.data_type, input_sizes, "input_sizes"))
+
+    return _run(describe, (dy,), device, names=("dy",))
+
+
+def max_unpool_grad(dy: ArrayLike, indices: ArrayLike, device: Optional[Device] = None) -> Result:
+    """Gradient of max unpooling (deterministic).
+
+    Parameters
+    ----------
+    dy : array or Tensor
+        The gradient of the unpooled output (any of the ten types).
+    indices : array or Tensor
+        The unpooling's indices, flat positions over the whole unpooled output (N and C
+        included), as :func:`max_unpool` takes them: uint32 or uint64, or int32/int64 read
+        as their unsigned bits (a negative index lies outside).
+    device : Device, optional
+        Where to run (default: the inputs' device, or the default device).
+
+    Returns
+    -------
+    dx : array or Tensor
+        The indices' sizes, dy's type: ``dx[j] = dy.flat[indices.flat[j]]``, or 0 where the
+        index lies outside dy or a larger ``j`` has the same index (it did not reach the
+        output).
+    """
+    return _run(lambda input_gradient, idx: MaxUnpoolingGradDesc(input_gradient, idx), (dy, unsigned_indices(indices)),
+                device, names=("dy", "indices"))

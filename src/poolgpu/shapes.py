@@ -11,8 +11,10 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .arguments import int_tuple
+from .arguments import COORDINATE_MAX, integers
 from .errors import ValidationError
+
+__all__ = ["Window", "make_window", "pooling_output_sizes"]
 
 
 @dataclass(frozen=True)
@@ -46,11 +48,27 @@ class Window:
         return any(self.start_padding) or any(self.end_padding)
 
     def output_spatial_sizes(self, input_spatial: Sequence[int], field: str = "window_size") -> tuple:
+        """The output's spatial sizes for an input of ``input_spatial`` sizes.
+
+        Raises
+        ------
+        ValidationError
+            Naming ``field`` where a window's extent exceeds the padded input, or the
+            padding (``input.sizes`` without padding) where the padded input is larger
+            than the kernels' signed 32-bit window coordinates reach.
+        """
         out = []
         for i, (size, ext, s, p0, p1) in enumerate(
             zip(input_spatial, self.extents, self.strides, self.start_padding, self.end_padding)
         ):
             padded = size + p0 + p1
+            if padded > COORDINATE_MAX:
+                where = "end_padding" if p1 >= p0 and p1 else "start_padding" if p0 else "input.sizes"
+                raise ValidationError(
+                    where,
+                    f"the padded input size {padded} in spatial dimension {i} (input {size} + padding {p0} + {p1}) "
+                    f"exceeds {COORDINATE_MAX} (2^31 - 1), the largest window coordinate the kernels address",
+                )
             if padded < ext:
                 raise ValidationError(
                     field,
@@ -92,7 +110,17 @@ def make_window(
     dilations=None,
     dims: Optional[int] = None,
 ) -> Window:
-    window_size = int_tuple(window_size, "window_size")
+    """A validated :class:`Window`: ``window_size``, ``strides`` and ``dilations`` positive,
+    paddings non-negative, every value at most 2^32 - 1 (DirectML's UINT fields), the
+    extents ``(window_size - 1) * dilations + 1`` at most 2^31 - 1; ``None`` fields get
+    their defaults (strides and dilations 1, paddings 0).
+
+    Raises
+    ------
+    ValidationError
+        Naming the field that is not a sequence of ``dims`` integers in range.
+    """
+    window_size = integers(window_size, "window_size")
     if dims is None:
         dims = len(window_size)
     if not 1 <= len(window_size) <= 3 or len(window_size) != dims:
@@ -102,25 +130,52 @@ def make_window(
         )
 
     def per_dim(value, field, default, minimum):
-        values = (default,) * dims if value is None else int_tuple(value, field, dims)
-        if any(v < minimum for v in values):
-            what = "positive" if minimum == 1 else "non-negative"
-            raise ValidationError(field, f"every value must be {what}, got {values}")
-        return values
+        return (default,) * dims if value is None else integers(value, field, dims, minimum=minimum)
 
-    window_size = per_dim(window_size, "window_size", 1, 1)
-    return Window(
-        window_size=window_size,
+    window = Window(
+        window_size=per_dim(window_size, "window_size", 1, 1),
         strides=per_dim(strides, "strides", 1, 1),
         dilations=per_dim(dilations, "dilations", 1, 1),
         start_padding=per_dim(start_padding, "start_padding", 0, 0),
         end_padding=per_dim(end_padding, "end_padding", 0, 0),
     )
+    for i, (k, d, extent) in enumerate(zip(window.window_size, window.dilations, window.extents)):
+        if extent > COORDINATE_MAX:
+            raise ValidationError(
+                "window_size" if d == 1 else "dilations",
+                f"the window's extent (window_size - 1) * dilations + 1 = ({k} - 1) * {d} + 1 = {extent} in spatial "
+                f"dimension {i} exceeds {COORDINATE_MAX} (2^31 - 1), the largest window coordinate the kernels address",
+            )
+    return window
 
 
 def pooling_output_sizes(input_sizes, window_size, strides=None, start_padding=None, end_padding=None, dilations=None) -> tuple:
-    """Output sizes ``{N, C, spatial...}`` of a fixed-window pooling of ``input_sizes``."""
-    input_sizes = int_tuple(input_sizes, "input_sizes")
+    """Output sizes ``{N, C, spatial...}`` of a fixed-window pooling of ``input_sizes``.
+
+    Parameters
+    ----------
+    input_sizes : sequence of int
+        The input's sizes ``{N, C, [D,] [H,] W}`` (3, 4 or 5 positive ints).
+    window_size : sequence of int
+        One positive int per spatial dimension.
+    strides, dilations : sequence of int, optional
+        Positive; default None: all 1.
+    start_padding, end_padding : sequence of int, optional
+        Non-negative; default None: all 0.
+
+    Returns
+    -------
+    tuple of int
+        ``input_sizes[:2]`` followed by ``(in + start + end - extent) // stride + 1`` per
+        spatial dimension, ``extent = (window_size - 1) * dilations + 1``.
+
+    Raises
+    ------
+    ValidationError
+        Naming the argument that is malformed or out of range, or ``window_size`` where a
+        window's extent exceeds the padded input.
+    """
+    input_sizes = integers(input_sizes, "input_sizes", minimum=1)
     if not 3 <= len(input_sizes) <= 5:
         raise ValidationError("input_sizes", f"expected 3, 4 or 5 dimensions, got {len(input_sizes)}: {input_sizes}")
     window = make_window(window_size, strides, start_padding, end_padding, dilations, dims=len(input_sizes) - 2)

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .dtypes import DataType
 from .tensor_desc import TensorDesc
+
+if TYPE_CHECKING:  # (device imports this module)
+    from .device import Device
 
 
 class Tensor:

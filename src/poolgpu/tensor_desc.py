@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .arguments import int_tuple
+from .arguments import U32_MAX, integer, integers
 from .dtypes import DataType
 from .errors import ValidationError
 
-MAX_ELEMENTS = 2**32 - 1
+__all__ = ["TensorDesc", "MAX_ELEMENTS", "packed_strides", "calc_buffer_tensor_size", "strides_alias"]
+
+#: At most this many elements in a tensor, and its largest element offset (DirectML's
+#: UINT sizes and strides; the kernels address elements with u32 offsets).
+MAX_ELEMENTS = U32_MAX
+#: DirectML's TotalTensorSizeInBytes is a UINT64.
+MAX_TOTAL_SIZE_IN_BYTES = 2**64 - 1
 # Above this many elements the exact aliasing check (enumerating every offset) is too slow;
 # larger outputs must pass the sorted-strides rule.
 _EXACT_ALIAS_CHECK_LIMIT = 1 << 24
@@ -36,14 +42,47 @@ def calc_buffer_tensor_size(data_type: DataType, sizes: Sequence[int], strides: 
 
 @dataclass(frozen=True, init=False)
 class TensorDesc:
+    """DirectML's DML_BUFFER_TENSOR_DESC: a tensor's data type, sizes and layout.
+
+    Parameters
+    ----------
+    data_type : DataType, NumPy dtype or str
+        The element type (``pg.DataType.FLOAT32``, ``np.float16``, ``"uint8"``, ...).
+    sizes : sequence of int
+        3, 4 or 5 positive sizes ``{N, C, [D,] [H,] W}``; at most 2^32 - 1 elements in all.
+    strides : sequence of int, optional
+        Strides in elements, one per dimension, each from 0 to 2^32 - 1 (0 broadcasts);
+        the largest element offset ``sum((size - 1) * stride)`` is at most 2^32 - 1.
+        Default None: packed row-major.
+    total_size_in_bytes : int, optional
+        The buffer bytes the tensor may use; default None: DirectML's
+        ``DMLCalcBufferTensorSize``, ``(1 + sum((size - 1) * stride)) * element_size``
+        rounded up to a multiple of 4.  A smaller value is an error.
+
+    Attributes
+    ----------
+    data_type : DataType
+    sizes : tuple of int
+    strides : tuple of int
+        Always filled in.
+    total_size_in_bytes : int
+
+    Raises
+    ------
+    ValidationError
+        Naming ``data_type``, ``sizes``, ``strides`` or ``total_size_in_bytes`` when one is
+        of the wrong type, out of range or inconsistent with the others.
+    """
+
     data_type: DataType
     sizes: tuple
     strides: tuple
     total_size_in_bytes: int
 
-    def __init__(self, data_type, sizes, strides=None, total_size_in_bytes=None):
+    def __init__(self, data_type: Any, sizes: Sequence[int], strides: Optional[Sequence[int]] = None,
+                 total_size_in_bytes: Optional[int] = None) -> None:
         data_type = DataType.of(data_type)
-        sizes = int_tuple(sizes, "sizes")
+        sizes = integers(sizes, "sizes", maximum=None)  # bounded by the element count below
         if not 3 <= len(sizes) <= 5:
             raise ValidationError("sizes", f"expected 3, 4 or 5 dimensions {{N, C, [D,] [H,] W}}, got {len(sizes)}: {sizes}")
         if any(s < 1 for s in sizes):
@@ -53,14 +92,19 @@ class TensorDesc:
         if strides is None:
             strides = packed_strides(sizes)
         else:
-            strides = int_tuple(strides, "strides", len(sizes))
-            if any(s < 0 for s in strides):
-                raise ValidationError("strides", f"strides must be non-negative, got {strides}")
+            strides = integers(strides, "strides", len(sizes), minimum=0)
+            last = sum((size - 1) * stride for size, stride in zip(sizes, strides))
+            if last > MAX_ELEMENTS:
+                raise ValidationError(
+                    "strides", f"strides {strides} put the last element of sizes {sizes} at offset {last}; "
+                    "offsets must be at most 2^32 - 1 elements",
+                )
         needed = calc_buffer_tensor_size(data_type, sizes, strides)
         if total_size_in_bytes is None:
             total_size_in_bytes = needed
         else:
-            total_size_in_bytes = int_tuple((total_size_in_bytes,), "total_size_in_bytes")[0]
+            total_size_in_bytes = integer(total_size_in_bytes, "total_size_in_bytes", minimum=0,
+                                          maximum=MAX_TOTAL_SIZE_IN_BYTES)
             if total_size_in_bytes < needed:
                 raise ValidationError(
                     "total_size_in_bytes",
@@ -73,19 +117,23 @@ class TensorDesc:
         object.__setattr__(self, "total_size_in_bytes", total_size_in_bytes)
 
     @classmethod
-    def packed(cls, data_type, sizes) -> "TensorDesc":
+    def packed(cls, data_type: Any, sizes: Sequence[int]) -> "TensorDesc":
+        """A packed row-major tensor of ``sizes`` (the same as ``TensorDesc(data_type, sizes)``)."""
         return cls(data_type, sizes)
 
     @property
     def rank(self) -> int:
+        """The number of dimensions (3, 4 or 5)."""
         return len(self.sizes)
 
     @property
     def element_count(self) -> int:
+        """The number of (logical) elements."""
         return math.prod(self.sizes)
 
     @property
     def is_packed(self) -> bool:
+        """Whether the strides are packed row-major."""
         return self.strides == packed_strides(self.sizes)
 
     def __repr__(self) -> str:
@@ -95,7 +143,13 @@ class TensorDesc:
         )
 
     def check_no_aliasing(self, field: str) -> None:
-        """Raise unless every element has its own memory (required of outputs)."""
+        """Raise unless every element has its own memory (required of outputs).
+
+        Raises
+        ------
+        ValidationError
+            Naming ``field`` when two elements share an offset.
+        """
         if not strides_alias(self.sizes, self.strides):
             return
         raise ValidationError(

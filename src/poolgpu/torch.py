@@ -22,7 +22,6 @@ This is the one poolgpu module that imports torch; ``import poolgpu`` does not.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 import operator
@@ -33,12 +32,13 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from . import functional as _functional
+from .arguments import array
 from .descs import (AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, AveragePooling1Desc, AveragePoolingGradDesc,
                     LpPooling1Desc, MaxPooling2Desc, MaxPoolingGradDesc, MaxUnpoolingDesc, RoiPoolingDesc)
-from .device import Device, Tensor, default_device
+from .device import Device, default_device
 from .dtypes import DataType
 from .errors import ValidationError
-from .interop import as_array
+from .tensor import Tensor
 from .tensor_desc import TensorDesc
 
 __all__ = [
@@ -85,7 +85,7 @@ class _Call:
         elif isinstance(input, Tensor):
             kind, name, shape = "tensor", input.dtype.name, input.sizes
         else:
-            input = as_array(input, "input")
+            input = array(input, "input", ranks=None, empty=True)
             kind, name, shape = "numpy", input.dtype.name, input.shape
         if name not in types:
             raise _type_error(function, name, types, kind)
@@ -334,28 +334,6 @@ def max_pool3d(input: Input, kernel_size: Size, stride: Optional[Size] = None, p
 # Average pooling
 
 
-_PUBLIC_DIVISOR_FIELDS = "counted_end_padding" in {f.name for f in dataclasses.fields(AveragePooling1Desc)}
-
-
-def _average_desc(cls, *tensors, counted_end_padding, divisor_override, **fields):
-    """An average pooling (or gradient) description with PyTorch's divisor:
-    ``counted_end_padding`` is the end padding ``include_padding`` counts (PyTorch's padding,
-    not ceil_mode's extension), ``divisor_override`` divides every window's sum."""
-    if _PUBLIC_DIVISOR_FIELDS:
-        return cls(*tensors, counted_end_padding=counted_end_padding, divisor_override=divisor_override, **fields)
-    # Until the descriptors have these fields: the forward pass's counted end padding
-    # through poolgpu.onnx's description; the rest refused rather than computed wrongly.
-    if divisor_override is not None:
-        raise ValidationError("divisor_override", "this poolgpu's average pooling has no divisor override yet")
-    if tuple(counted_end_padding) == tuple(fields["end_padding"]) or not fields["include_padding"]:
-        return cls(*tensors, **fields)
-    if cls is AveragePooling1Desc:
-        from .onnx import _CeilAveragePoolingDesc
-        return _CeilAveragePoolingDesc(*tensors, counted_end_padding=counted_end_padding, **fields)
-    raise ValidationError("ceil_mode", "this poolgpu's average pooling gradient cannot yet count only the declared "
-                                       "padding; use count_include_pad=False or ceil_mode=False")
-
-
 def _avg_pool(dims, function, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
               device):
     call = _Call(input, function, dims, _FLOATS, device)
@@ -373,11 +351,11 @@ def _avg_pool(dims, function, input, kernel_size, stride, padding, ceil_mode, co
         if call.sizes[0] == 0:
             return (_empty(out_sizes, call.dtype),)
         x = call.tensor()
-        return (call.device.compile(_average_desc(AveragePooling1Desc, x.desc, **divisor, **fields))(x),)
+        return (call.device.compile(AveragePooling1Desc(x.desc, **divisor, **fields))(x),)
 
     def backward(dy: Tensor) -> Tensor:
         dx = TensorDesc(dy.data_type, call.sizes)
-        return call.device.compile(_average_desc(AveragePoolingGradDesc, dy.desc, dx, **divisor, **fields))(dy)
+        return call.device.compile(AveragePoolingGradDesc(dy.desc, dx, **divisor, **fields))(dy)
 
     return call.run(forward, backward)[0]
 

@@ -4,8 +4,9 @@
 - :mod:`.grids`: tensor geometry, workgroup grids and layout predicates;
 - :mod:`.chunking`: programs over tensors larger than a storage binding;
 - one module per operator family, each registering its builders (:mod:`.registry`):
-  :mod:`.window` (forward window walks), :mod:`.binned` (ROI and adaptive pooling),
-  :mod:`.gradients`, :mod:`.unpooling`.
+  :mod:`.window` (forward window walks), :mod:`.binned` (ROI and adaptive pooling, and
+  the adaptive gradients), :mod:`.gradients` (the fixed-window gradients),
+  :mod:`.unpooling` (max unpooling and its gradient).
 """
 
 from . import binned, gradients, unpooling, window  # noqa: F401  (they register their builders)

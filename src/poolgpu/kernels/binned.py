@@ -1,10 +1,13 @@
 """Variable-bin pooling (ROI, adaptive): a bins pass writes each output coordinate's input
-range into a bin table (wgsl/common/bin_table.wgsl), then a binned pass pools each bin."""
+range into a bin table (wgsl/common/bin_table.wgsl), then a binned pass pools each bin.
+And the adaptive gradients: gathers over dx visiting the bins that cover each element
+(common/adaptive_range.wgsl's bins, swapped)."""
 
 from __future__ import annotations
 
 import math
 import struct
+from dataclasses import replace
 from functools import partial
 
 from ..descs import AveragePooling1Desc, MaxPooling2Desc
@@ -18,7 +21,8 @@ from .registry import register
 from .window import COMPENSATED_SUM, average_pool_program, max_pool_program, plane_walk_fits
 
 ADAPTIVE_BINS = Kernel(
-    "adaptive_bins.wgsl", (Slot("bins", True),), value_slot="bins", library=("wide_int.wgsl", "flat_index.wgsl"),
+    "adaptive_bins.wgsl", (Slot("bins", True),), value_slot="bins",
+    library=("wide_int.wgsl", "adaptive_range.wgsl", "flat_index.wgsl"),
     params=IN_SIZES + OUT_SIZES + ("total",),  # total: out_d + out_h + out_w bins
 )
 ROI_BINS = Kernel(
@@ -164,3 +168,61 @@ def _roi_pool_program(desc, tuning: Tuning) -> Program:
     bins_pass = Pass(ROI_BINS, ("roi", "bins"), constants, params, flat_grid(rois * entries, wg_x))
     table = _bin_table(rois, (1, pooled_h, pooled_w))
     return Program((bins_pass, _binned_pass(BINNED_MAX, desc, True, wg_x)), scratch=(("bins", table),))
+
+
+# The adaptive pooling gradients: straightforward gathers (each dx element visits the bins
+# covering it, in a fixed order: deterministic, no float atomics), one invocation per dx
+# element, numbered flat (common/adaptive_gather.wgsl).
+_ADAPTIVE_GATHER_LIBRARY = ("wide_int.wgsl", "adaptive_range.wgsl", "adaptive_gather.wgsl", "flat_index.wgsl")
+_ADAPTIVE_GATHER_PARAMS = FLAT_GRID + ("channels",) + IN_SIZES + OUT_SIZES  # in_*: dx's, out_*: dy's
+ADAPTIVE_MAX_POOL_GRAD = Kernel(
+    "adaptive_max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True)), value_slot="dy",
+    library=_ADAPTIVE_GATHER_LIBRARY, params=_ADAPTIVE_GATHER_PARAMS + stride_fields("dy", "arg", "dx"),
+)
+ADAPTIVE_AVERAGE_POOL_GRAD = Kernel(
+    "adaptive_average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)), value_slot="dy",
+    library=_ADAPTIVE_GATHER_LIBRARY + ("as_written.wgsl",),
+    params=_ADAPTIVE_GATHER_PARAMS + stride_fields("dy", "dx") + ("opaque_zero",),
+)
+
+
+def _adaptive_gather_pass(kernel: Kernel, desc, tensors: dict, described: dict, wg_x: int) -> Pass:
+    """One invocation per element of ``desc.output_gradient`` (dx), in chunks of its (n, c)
+    planes.  ``tensors`` maps slot names to roles, ``described`` roles to TensorDescs."""
+    dy, dx = desc.input_gradient, desc.output_gradient
+    in_sizes, out_sizes = as_5d(dx.sizes, dx.strides)[0], as_5d(dy.sizes, dy.strides)[0]
+    total = math.prod(in_sizes)
+    params = {
+        "total": total, "origin": 0, "channels": in_sizes[1],
+        "in_d": in_sizes[2], "in_h": in_sizes[3], "in_w": in_sizes[4],
+        "out_d": out_sizes[2], "out_h": out_sizes[3], "out_w": out_sizes[4],
+    }
+    for slot, role in tensors.items():
+        params.update(tensor_stride_params(slot, described[role]))
+    split = Split(math.prod(in_sizes[2:]), partial(flat_regrid, wg_x))
+    return Pass(kernel, tuple(tensors.values()), sorted_constants({"WG_X": wg_x}), params, flat_grid(total, wg_x),
+                split)
+
+
+@register("adaptive_max_pool_grad")
+def _adaptive_max_pool_grad_program(desc, tuning: Tuning) -> Program:
+    """Adaptive max pooling's argmax of every bin into scratch (the forward binned pass,
+    writing only indices), then the gather adding each bin's dy at its argmax."""
+    forward, wg_x = desc.forward, tuning.flat_workgroup
+    bins_pass, table = _adaptive_bins_pass(forward, wg_x)
+    argmax = _binned_pass(BINNED_MAX, forward, False, wg_x)
+    renamed = {"output": None, "output_indices": "argmax"}
+    argmax = replace(argmax, tensors=tuple(renamed.get(role, role) for role in argmax.tensors))
+    described = {"input_gradient": desc.input_gradient, "argmax": forward.output_indices,
+                 "output_gradient": desc.output_gradient}
+    gather = _adaptive_gather_pass(ADAPTIVE_MAX_POOL_GRAD, desc,
+                                   {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}, described, wg_x)
+    return Program((bins_pass, argmax, gather), scratch=(("bins", table), ("argmax", forward.output_indices)))
+
+
+@register("adaptive_average_pool_grad")
+def _adaptive_average_pool_grad_program(desc, tuning: Tuning) -> Program:
+    described = {"input_gradient": desc.input_gradient, "output_gradient": desc.output_gradient}
+    return Program((_adaptive_gather_pass(ADAPTIVE_AVERAGE_POOL_GRAD, desc,
+                                          {"dy": "input_gradient", "dx": "output_gradient"}, described,
+                                          tuning.flat_workgroup),))

@@ -16,7 +16,8 @@ from .grids import (IN_SIZES, LINES_GRID, OUT_SIZES, ROW_GRID, as_3d, as_5d, cha
                     divisor_fields, divisor_params, lines_grid, lines_regrid, row_grid, rows_regrid, sorted_constants,
                     stride_fields, strides_5d, tensor_stride_params, window_constants)
 from .registry import register
-from .window import CHUNKED_WALKS, MAX_POOL, pair_aligned, reads_pairs, walk_for, window_walk_pass
+from .window import (CHUNKED_WALKS, MAX_POOL, average_divisor_constants, pair_aligned, reads_pairs, walk_for,
+                     window_walk_pass)
 
 # Params: in_* the forward input's (dx's) spatial sizes, out_* the forward output's (dy's);
 # the block gathers (_gradient_block_pass) divide by the blocks along D, H, W and by C
@@ -340,7 +341,7 @@ def _disjoint_max_pool_grad_program(desc, tuning: Tuning) -> Program:
 def _average_pool_grad_program(desc, tuning: Tuning) -> Program:
     desc = _lone_windows_disjoint(desc)
     tensors = {"dy": "input_gradient", "dx": "output_gradient"}
-    constants = {"INCLUDE_PADDING": desc.include_padding}
+    constants = average_divisor_constants(desc)
     block_constants = {**constants, **_block_constants(desc.window, tuning)}
     general = Program((_gradient_block_pass(AVERAGE_POOL_GRAD, desc, tuning, tensors, block_constants),))
     if _gathers_rows(desc, tuning):

@@ -1,6 +1,7 @@
 """Max unpooling: deterministic winner selection (integer atomicMax), then a gather (each
 output element copies its winner) or, into dense outputs, a scatter (each winner copies
-itself)."""
+itself).  Its gradient: the same winners, then a gather over dx (each input element reads
+dy where it won)."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ MAX_UNPOOL_SCATTER, MAX_UNPOOL_SCATTER_CHUNKS = (
         # divide() by the sizes y_offset divides by; out_first, out_count: the whole output
         # (this pass does not run in chunks)
         IN_SIZES + stride_fields("idx", "x", "y") + divisor_fields("out_w", "out_h", "out_d", "channels")
-        + ("out_first", "out_count") + LINES_GRID, ("divide.wgsl",))
+        + ("out_first", "out_count") + LINES_GRID, ("divide.wgsl", "output_coordinates.wgsl"))
     for chunks in (False, True))
 ZERO_FILL = Kernel("zero_fill.wgsl", (Slot("y", True, snippet="write4_{storage}.wgsl"),), value_slot="y",
                    params=("quads",))  # the element count / 4 (a multiple of 4)
@@ -52,6 +53,15 @@ MAX_UNPOOL = Kernel(
     "max_unpool.wgsl", (Slot("x", False), Slot("winner", True, snippet="take_b32.wgsl"), Slot("y", True)),
     value_slot="x", library=("grid.wgsl", "unpool_walk.wgsl"), params=UNPOOL_PARAMS,
 )
+# The gradient's gather over dx (max_unpool_grad.wgsl): out_* dy's sizes, divide() by those
+# its dy_offset divides by; dy_count: dy's elements (an index at or past it lies outside);
+# out_first, out_count: the dy elements a dispatch gathers; zeros: whether it also zeroes dx
+# where the index lies outside dy.
+MAX_UNPOOL_GRAD = _unpool_source_kernel(
+    "max_unpool_grad.wgsl",
+    (Slot("winner", True, snippet="atomic_b32.wgsl"), Slot("dy", False), Slot("dx", True)), "dy", False,
+    IN_SIZES + stride_fields("idx", "dy", "dx") + divisor_fields("out_w", "out_h", "out_d", "channels")
+    + ("dy_count", "out_first", "out_count", "zeros") + LINES_GRID, ("divide.wgsl", "output_coordinates.wgsl"))
 MAX_UNPOOL_ROWS = Kernel(
     "max_unpool.wgsl",
     (Slot("x", False), Slot("winner", True, snippet="take4_b32.wgsl"), Slot("y", True, snippet="write4_{storage}.wgsl")),
@@ -145,3 +155,44 @@ def _source_range(in_plane: int, first: int, planes: int, first_range: bool, las
     without a winner are zeroed with the first range, winners reset with the last."""
     return {"source_first": first * in_plane, "source_count": planes * in_plane,
             "zeros": int(first_range), "reset": int(last_range)}
+
+
+def _unpool_grad_range(out_plane: int, first: int, planes: int, *_) -> dict:
+    """max_unpool_grad.wgsl: gather dy planes [first, first + planes); the chunk holding
+    plane 0 also zeroes dx where the index lies outside dy."""
+    return {**_target_range(out_plane, first, planes), "zeros": int(first == 0)}
+
+
+@register("max_unpool_grad")
+def _max_unpool_grad_program(desc, tuning: Tuning) -> Program:
+    """The winners of max unpooling (max_unpool_winners.wgsl), then the gather over dx
+    (max_unpool_grad.wgsl)."""
+    indices, dy, dx = desc.indices, desc.input_gradient, desc.output_gradient
+    workgroup = tuning.lines_workgroup
+    n, c, in_d, in_h, in_w = as_5d(indices.sizes, indices.strides)[0]
+    _, _, out_d, out_h, out_w = as_5d(dy.sizes, dy.strides)[0]
+    in_columns = -(-in_w // 4)  # common/unpool_source.wgsl: four elements per invocation
+    grid_constants, grid_params, grid = lines_grid(in_columns, in_h, n * c * in_d, workgroup)
+    constants = sorted_constants({**grid_constants, "WIDE_INDICES": indices.data_type == DataType.UINT64})
+    out_plane = out_d * out_h * out_w
+    params = {"channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w, **tensor_stride_params("idx", indices),
+              **grid_params}
+    regrid = partial(lines_regrid, in_columns, in_h, workgroup)
+    winners = Pass(MAX_UNPOOL_WINNERS, ("indices", "winner"), constants,
+                   {**params, **_target_range(out_plane, 0, n * c)}, grid,
+                   Split(in_d, regrid, scatter="winner", filter=partial(_target_range, out_plane)))
+    gather_params = {
+        **params, "dy_count": dy.element_count,
+        **divisor_params("out_d", out_d), **divisor_params("out_h", out_h), **divisor_params("out_w", out_w),
+        **divisor_params("channels", c), **tensor_stride_params("dy", dy), **tensor_stride_params("dx", dx),
+        **_unpool_grad_range(out_plane, 0, n * c),
+    }
+    # For dy larger than a binding, chunks run over dy's planes (the winners' scratch);
+    # the gather visits every dx element per chunk, reading the chunk's dy planes and
+    # winners (the split's scatter and gather roles both follow the chunk).
+    gather = Pass(MAX_UNPOOL_GRAD, ("indices", "winner", "input_gradient", "output_gradient"), constants,
+                  gather_params, grid,
+                  Split(in_d, regrid, scatter="input_gradient", gather="winner",
+                        filter=partial(_unpool_grad_range, out_plane)))
+    # the winner scratch starts zero-filled and the gather leaves it zeroed again
+    return Program((winners, gather), scratch=(("winner", TensorDesc(DataType.UINT32, dy.sizes)),))

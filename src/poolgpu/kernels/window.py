@@ -206,15 +206,24 @@ def max_pool_program(desc, tuning: Tuning) -> Program:
     return _window_walk_program(MAX_POOL, desc, ("input", "output", indices), tuning)
 
 
+def average_divisor_constants(desc) -> dict:
+    """The override constants of an average's divisor (avg_pool.wgsl, and for the gradients
+    common/average_divisor.wgsl): INCLUDE_PADDING; with ``counted_end_padding`` short of the
+    end padding (ceil_mode's extension), CLIP_DIVISOR and the counted end padding in ED, EH,
+    EW; or DIVISOR_OVERRIDE."""
+    if desc.divisor_override is not None:  # include_padding is irrelevant: the cheaper count
+        return {"INCLUDE_PADDING": True, "DIVISOR_OVERRIDE": desc.divisor_override}
+    constants = {"INCLUDE_PADDING": desc.include_padding}
+    if desc.include_padding and desc.counted_end_padding != desc.window.end_padding:
+        constants["CLIP_DIVISOR"] = True
+        constants.update(zip(("ED", "EH", "EW"), as_3d(desc.counted_end_padding, 0)))
+    return constants
+
+
 @register("average_pool")
 def average_pool_program(desc, tuning: Tuning) -> Program:
-    constants = {"INCLUDE_PADDING": desc.include_padding}
-    # ONNX's ceil_mode: padding past the declared end padding is not counted in the divisor
-    counted_end = getattr(desc, "counted_end_padding", None)
-    if counted_end is not None and tuple(counted_end) != desc.window.end_padding:
-        constants["CLIP_DIVISOR"] = True
-        constants.update(zip(("ED", "EH", "EW"), as_3d(counted_end, 0)))
-    return _window_walk_program(AVERAGE_POOL, desc, ("input", "output", None), tuning, **constants)
+    return _window_walk_program(AVERAGE_POOL, desc, ("input", "output", None), tuning,
+                                **average_divisor_constants(desc))
 
 
 LP_PLAIN_SUM_TAPS = 9  # lp_pool.wgsl: windows up to this many taps sum without compensation

@@ -1,9 +1,10 @@
 // Adaptive pooling's bins (PyTorch's): along each spatial dimension, output o pools input
-// [floor(o * in / out), ceil((o + 1) * in / out)).  One invocation per bin writes its
-// (start, end) pair into the single row of the bin table (layout: common/bin_table.wgsl).
-// The products exceed 32 bits for large sizes, hence the wide integer helpers.
+// [floor(o * in / out), ceil((o + 1) * in / out)) (common/adaptive_range.wgsl).  One
+// invocation per bin writes its (start, end) pair into the single row of the bin table
+// (layout: common/bin_table.wgsl).
 //
-// Prepended by poolgpu.kernels: the tensor bins (bins_store); library: wide_int.wgsl, flat_index.wgsl.
+// Prepended by poolgpu.kernels: the tensor bins (bins_store); library: wide_int.wgsl,
+// adaptive_range.wgsl, flat_index.wgsl.
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
@@ -25,12 +26,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
         size_in = params.in_h;
         size_out = params.out_h;
     }
-    let first = mul_wide(o, size_in);
-    // ceil(p / out) = floor((p + out - 1) / out); the quotients are at most `in`.
-    let last = mul_wide(o + 1u, size_in);
-    let low = last.x + (size_out - 1u);
-    let high = last.y + select(0u, 1u, low < last.x);
+    let range = adaptive_range(o, size_in, size_out);
     let at = params.bins_base + 1u + 2u * t;
-    bins_store(at, div_wide(first.y, first.x, size_out));
-    bins_store(at + 1u, div_wide(high, low, size_out));
+    bins_store(at, range.x);
+    bins_store(at + 1u, range.y);
 }

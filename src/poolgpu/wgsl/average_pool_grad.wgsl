@@ -22,7 +22,7 @@
 // divisor and the quotient are kept as written (common/as_written.wgsl), so no driver turns
 // the division into a multiplication by a folded reciprocal, or fuses it into the sum.
 fn share_of(dy: Sum, divisor: u32) -> Sum {
-    let share = dy / divisor_as_written(divisor);
+    let share = dy / divisor_as_written(window_divisor(divisor));
     return bitcast<Sum>(bitcast<SumBits>(share) | SumBits(params.opaque_zero));
 }
 
@@ -55,15 +55,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 for (var kd = first_tap(rd, SD, TD, ID); kd < KD; kd += tap_step(TD, KD)) {
                     let od = block_window(bd, rd, kd, SD, LD, PD, params.out_d);
                     if (!od.hit) { continue; }
-                    let count_d = taps_inside(od.o, KD, SD, LD, PD, params.in_d);
+                    let count_d = taps_inside(od.o, KD, SD, LD, PD, params.in_d, ED);
                     for (var kh = first_tap(rh, SH, TH, IH); kh < KH; kh += tap_step(TH, KH)) {
                         let oh = block_window(bh, rh, kh, SH, LH, PH, params.out_h);
                         if (!oh.hit) { continue; }
-                        let count_dh = count_d * taps_inside(oh.o, KH, SH, LH, PH, params.in_h);
+                        let count_dh = count_d * taps_inside(oh.o, KH, SH, LH, PH, params.in_h, EH);
                         for (var kw = first_tap(rw, SW, TW, IW); kw < KW; kw += tap_step(TW, KW)) {
                             let ow = block_window(bw, rw, kw, SW, LW, PW, params.out_w);
                             if (!ow.hit) { continue; }
-                            let divisor = count_dh * taps_inside(ow.o, KW, SW, LW, PW, params.in_w);
+                            let divisor = count_dh * taps_inside(ow.o, KW, SW, LW, PW, params.in_w, EW);
                             sum += share_of(dy_sum(dy_plane + od.o * params.dy_d + oh.o * params.dy_h + ow.o * params.dy_w), divisor);
                         }
                     }
@@ -79,8 +79,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 struct Reaching { dy_plane: u32 }
 struct WindowOf { share: Sum }
 fn read_window(at: Reaching, od: u32, oh: u32, ow: u32, real: bool) -> WindowOf {
-    let divisor = taps_inside(od, KD, SD, LD, PD, params.in_d) * taps_inside(oh, KH, SH, LH, PH, params.in_h)
-                  * taps_inside(ow, KW, SW, LW, PW, params.in_w);
+    let divisor = taps_inside(od, KD, SD, LD, PD, params.in_d, ED) * taps_inside(oh, KH, SH, LH, PH, params.in_h, EH)
+                  * taps_inside(ow, KW, SW, LW, PW, params.in_w, EW);
     let share = share_of(dy_sum(at.dy_plane + od * params.dy_d + oh * params.dy_h + ow * params.dy_w), divisor);
     return WindowOf(select(Sum(0.0), share, real));   // (+0 added changes no sum: none is -0)
 }

@@ -3,11 +3,13 @@
 // of the window's input elements (common/compensated_sum.wgsl), divided by the number of
 // input elements the window covers, or with INCLUDE_PADDING by its element count.  ONNX's
 // ceil_mode can extend the last window past the declared end padding; those taps are not
-// counted (CLIP_DIVISOR, with the declared end padding in ED, EH, EW).
+// counted (CLIP_DIVISOR, with the declared end padding in ED, EH, EW).  PyTorch's
+// divisor_override divides every window by one number (DIVISOR_OVERRIDE; 0: none).
 
 override INCLUDE_PADDING: bool = false;
 override CLIP_DIVISOR: bool = false;
 override ED: u32 = 0u;  override EH: u32 = 0u;  override EW: u32 = 0u;
+override DIVISOR_OVERRIDE: u32 = 0u;
 
 alias Tap = f32;
 fn tap_of(raw: Raw) -> Tap { return to_f32(raw); }
@@ -46,7 +48,8 @@ fn padded_divisor(at: Out) -> u32 {
 }
 
 fn acc_value(acc: Acc, at: Out) -> Raw {
-    let divisor = select(acc.count, padded_divisor(at), INCLUDE_PADDING);
+    var divisor = select(acc.count, padded_divisor(at), INCLUDE_PADDING);
+    if (DIVISOR_OVERRIDE != 0u) { divisor = DIVISOR_OVERRIDE; }
     return from_f32(compensated_total(acc.sum) / f32(divisor));
 }
 

@@ -11,7 +11,8 @@
 //
 // Prepended by poolgpu.kernels: the value type (Raw) and the tensors idx, winner (winner_load,
 // winner_clear), x (x_load) and y (y_store); appended: grid.wgsl, unpool_source.wgsl,
-// unpool_indices1.wgsl or unpool_indices4.wgsl (reading idx), and divide.wgsl.
+// unpool_indices1.wgsl or unpool_indices4.wgsl (reading idx), divide.wgsl and
+// output_coordinates.wgsl.
 
 override PACKED_OUTPUT: bool = false;   // y packed: an element's offset is its flat index
 
@@ -20,16 +21,9 @@ override PACKED_OUTPUT: bool = false;   // y packed: an element's offset is its 
 // The offset in y of output element t (flat logical index).
 fn y_offset(t: u32) -> u32 {
     if (PACKED_OUTPUT) { return params.y_base + t; }
-    // (n, c, d, h, w) by common/divide.wgsl's divide(), each remainder by a multiply-subtract
-    let rows = divide(t, params.out_w, params.out_w_magic, params.out_w_shift);   // (n, c, d, h)
-    let w = t - rows * params.out_w;
-    let planes = divide(rows, params.out_h, params.out_h_magic, params.out_h_shift);   // (n, c, d)
-    let h = rows - planes * params.out_h;
-    let nc = divide(planes, params.out_d, params.out_d_magic, params.out_d_shift);
-    let d = planes - nc * params.out_d;
-    let n = divide(nc, params.channels, params.channels_magic, params.channels_shift);
-    return params.y_base + n * params.y_n + (nc - n * params.channels) * params.y_c
-           + d * params.y_d + h * params.y_h + w * params.y_w;
+    let at = output_coordinates(t);
+    return params.y_base + at.n * params.y_n + at.c * params.y_c + at.d * params.y_d + at.h * params.y_h
+           + at.w * params.y_w;
 }
 
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
