@@ -647,3 +647,85 @@ def test_block_gathers_visit_each_window_once_with_the_bits_of_the_loops(device,
     with tuned_for(device, taps_first):
         device.compile(desc)(*inputs, out=loops)
     assert same_bits(got, loops.numpy())
+
+
+# Strides far beyond the input (up to DirectML's u32 limit), along one or several dimensions,
+# with padding, dilations, windows in padding; and global windows over large planes (whose
+# strides become the windows' extents): the block gathers take element blocks there.
+FAR_STRIDES = [
+    ((1, 2, 3, 2), dict(window_size=(3, 2), strides=(32768, 32768), start_padding=(1, 0))),
+    ((2, 4, 5), dict(window_size=(2,), strides=(40000,))),
+    ((1, 4, 5, 4), dict(window_size=(2, 2), strides=(40000, 1), start_padding=(1, 0))),
+    ((1, 4, 4, 5), dict(window_size=(2, 3), strides=(2, 2**32 - 1), dilations=(1, 2), end_padding=(0, 2))),
+    ((1, 4, 3, 4, 5), dict(window_size=(2, 2, 2), strides=(40000, 3, 40000), start_padding=(1, 1, 0))),
+    ((2, 4, 5, 3, 4), dict(window_size=(2, 3, 2), strides=(1, 2**31 + 5, 70001), dilations=(2, 1, 3),
+                           start_padding=(0, 2, 1), end_padding=(1, 0, 3))),
+    ((1, 4, 4, 6, 5), dict(window_size=(3, 2, 2), strides=(2**32 - 1, 2**32 - 1, 2**32 - 1), start_padding=(2, 0, 1))),
+    ((1, 2, 190, 190), dict(window_size=(190, 190))),
+    ((1, 4, 40, 40, 40), dict(window_size=(40, 40, 40))),
+]
+
+
+@pytest.mark.parametrize("operator", ["max", "average"])
+@pytest.mark.parametrize("layout", ["packed", "channels_last"])
+@pytest.mark.parametrize("tuning", ["cpu", "gpu"])
+@pytest.mark.parametrize("shape, geometry", FAR_STRIDES)
+def test_gradients_with_strides_far_beyond_the_input(device, operator, layout, tuning, shape, geometry):
+    """An invocation of the block gathers visits at most BLOCK_ELEMENTS_MAX dx elements,
+    whatever the strides: no element left unwritten (llvmpipe cuts loops past 65535
+    iterations; stride-long blocks were mostly outside dx), no u32 product overflowing."""
+    rng = np.random.default_rng(41)
+    x = random_values(F32, shape, rng)
+    out_sizes = pg.pooling_output_sizes(shape, **geometry)
+    dy = random_values(F32, out_sizes, rng, specials=False)
+    described = lambda sizes: pg.TensorDesc(F32, sizes, layout_strides(sizes, layout))  # noqa: E731
+    if operator == "max":
+        desc = pg.MaxPoolingGradDesc(described(shape), described(out_sizes), described(shape), **geometry)
+        inputs = (upload(device, x, layout), upload(device, dy, layout))
+        want = reference.max_pool_grad(x, dy, **geometry)
+    else:
+        desc = pg.AveragePoolingGradDesc(described(out_sizes), described(shape), **geometry)
+        inputs = (upload(device, dy, layout),)
+        want = reference.average_pool_grad(dy, shape, **geometry)
+    with tuned_for(device, tuning):
+        got = run_output(device, desc, inputs, desc.output_gradient)
+    assert_gradient_close(got, want, dy)
+
+
+@pytest.mark.parametrize("operator", ["max", "average"])
+def test_gradient_first_taps_of_strides_above_65536(device, operator):
+    """Stride 200000, dilation 3 (prime to it): the first tap landing on element q is
+    q * (3^-1 mod 200000) mod 200000, a product past 2^32 from q = 64425 on (windows_covering.wgsl's
+    first_tap then multiplies modulo the step by doubling)."""
+    shape = (1, 1, 70000)
+    geometry = dict(window_size=(22000,), strides=(200000,), dilations=(3,))
+    dy = np.array([[[2.0]]], np.float32)
+    if operator == "max":
+        x = np.arange(70000, dtype=np.float32).reshape(shape)  # the argmax: the last tap, element 65997
+        got = pg.max_pool_grad(x, dy, **geometry, device=device)
+        want = reference.max_pool_grad(x, dy, **geometry)
+    else:
+        got = pg.average_pool_grad(dy, shape, **geometry, device=device)
+        want = reference.average_pool_grad(dy, shape, **geometry)
+    assert_gradient_close(got, want, dy)
+
+
+@pytest.mark.parametrize("strides, axes", [
+    ((1,), ""), ((2, 2), ""), ((16, 16, 16), ""), ((64, 64), ""), ((4096,), ""), ((1, 4096, 1), ""),
+    ((4097,), "W"), ((65, 64), "H"), ((64, 65), "W"), ((17, 16, 16), "D"), ((40000, 1), "H"),
+    ((40000, 40000), "HW"), ((3, 40000, 2**32 - 1), "HW"), ((2**32 - 1,) * 3, "DHW"), ((5000, 2, 3), "D"),
+])
+def test_element_block_axes_bound_the_elements_an_invocation_visits(strides, axes):
+    """The largest strides take element blocks until the others' product is at most
+    BLOCK_ELEMENTS_MAX; small strides keep their program exactly (no BY_ELEMENT_* constants)."""
+    from poolgpu.kernels.gradients import BLOCK_ELEMENTS_MAX, element_block_axes
+    dims = len(strides)
+    shape, geometry = (1, 1) + (3,) * dims, dict(window_size=(1,) * dims, strides=strides)
+    desc = pg.AveragePoolingGradDesc(pg.TensorDesc(F32, pg.pooling_output_sizes(shape, **geometry)),
+                                     pg.TensorDesc(F32, shape), **geometry)
+    assert element_block_axes(desc.window) == axes
+    blocked = [s for axis, s in zip("DHW"[3 - dims:], strides) if axis not in axes]
+    assert np.prod(blocked, dtype=object) <= BLOCK_ELEMENTS_MAX
+    for tuning in ("cpu", "gpu"):
+        constants = dict(kernels.program_for(desc, pg.Tuning.preset(tuning)).passes[-1].constants)
+        assert {k for k in constants if k.startswith("BY_ELEMENT_")} == {f"BY_ELEMENT_{a}" for a in axes}

@@ -102,20 +102,41 @@ def _gathers_channels(desc) -> bool:
 
 
 
+# The most dx elements a block gather's invocation visits (the product of the strides of the
+# dimensions it takes whole blocks along).  Past it, element_block_axes gives dimensions element
+# blocks (common/windows_covering.wgsl's BY_ELEMENT_{D,H,W}): loops of hundreds of thousands
+# of iterations (strides far beyond the input: blocks mostly outside it) stall a GPU, and
+# llvmpipe stops every loop of an invocation after 65535 iterations of them all together.
+BLOCK_ELEMENTS_MAX = 4096
+
+
+def element_block_axes(window) -> str:
+    """The dimensions ("D", "H", "W") along which the block gathers take element blocks: the
+    largest strides first, until the other strides' product is at most BLOCK_ELEMENTS_MAX
+    (none for strides like 2x2, 16x16 or 16x16x16: their blocks are unchanged)."""
+    blocked = dict(zip("DHW", as_3d(window.strides, 1)))
+    while math.prod(blocked.values()) > BLOCK_ELEMENTS_MAX:
+        del blocked[max(blocked, key=blocked.get)]
+    return "".join(axis for axis in "DHW" if axis not in blocked)
+
+
 def _gradient_block_pass(kernel: Kernel, desc, tuning: Tuning, tensors: dict, constants: dict, windows_w: int = 1,
                          scratch: Optional[Mapping[str, TensorDesc]] = None, channels_per_lane: int = 1) -> Pass:
     """One invocation per block of stride-many dx elements along each dimension (see
-    wgsl/common/windows_covering.wgsl), or `windows_w` times the stride along W, rows of
+    wgsl/common/windows_covering.wgsl; one element along element_block_axes), or `windows_w`
+    times the stride along W, rows of
     blocks folded as in max pooling; over channels-last dx, lanes along C, each taking
     `channels_per_lane` channels.  ``tensors`` maps slot names to description roles (or
     ``scratch`` names)."""
     dy, dx, window = desc.input_gradient, desc.output_gradient, desc.window
     n, c, in_d, in_h, in_w = as_5d(dx.sizes, dx.strides)[0]
     _, _, out_d, out_h, out_w = as_5d(dy.sizes, dy.strides)[0]
-    # blocks b * stride - pad % stride + [0, stride) cover [0, size)
+    # blocks b * stride - pad % stride + [0, stride) cover [0, size); element blocks: one per element
+    elements = element_block_axes(window)  # (the disjoint kernels are never given any: _max_pool_grad_program)
     blocks_d, blocks_h, blocks_w = (
-        -(-(size + pad % stride) // stride)
-        for size, stride, pad in zip((in_d, in_h, in_w), as_3d(window.strides, 1), as_3d(window.start_padding, 0))
+        size if axis in elements else -(-(size + pad % stride) // stride)
+        for axis, size, stride, pad in zip("DHW", (in_d, in_h, in_w), as_3d(window.strides, 1),
+                                           as_3d(window.start_padding, 0))
     )
     blocks_w = -(-blocks_w // windows_w)
     wg_x = tuning.block_workgroup
@@ -139,7 +160,8 @@ def _gradient_block_pass(kernel: Kernel, desc, tuning: Tuning, tensors: dict, co
     for slot, role in tensors.items():
         if role in described:
             params.update(tensor_stride_params(slot, described[role]))
-    constants = {**grid_constants, **window_constants(window), **constants}
+    by_element = {f"BY_ELEMENT_{axis}": True for axis in elements}
+    constants = {**grid_constants, **window_constants(window), **by_element, **constants}
     return Pass(kernel, tuple(tensors.values()), sorted_constants(constants), params, grid, split)
 
 
@@ -170,7 +192,8 @@ def _gathers_rows(desc, tuning: Tuning) -> bool:
     their layout; the argmax scratch, packed, then meets it too."""
     dy, dx = desc.input_gradient, desc.output_gradient
     in_w, out_w = as_5d(dx.sizes, dx.strides)[0][4], as_5d(dy.sizes, dy.strides)[0][4]
-    return tuning.row_gathers and in_w % 4 == 0 and out_w % 4 == 0 and contiguous_along([dx, dy], "w")
+    return tuning.row_gathers and in_w % 4 == 0 and out_w % 4 == 0 and contiguous_along([dx, dy], "w") \
+        and not element_block_axes(desc.window)  # (their window searches are sized by the strides)
 
 
 def _dy_chunks(window) -> int:
@@ -246,7 +269,8 @@ def _channels_last_io(desc) -> bool:
 @register("max_pool_grad")
 def _max_pool_grad_program(desc, tuning: Tuning) -> Program:
     desc = _lone_windows_disjoint(desc)
-    if all(s >= e for s, e in zip(desc.window.strides, desc.window.extents)):
+    if all(s >= e for s, e in zip(desc.window.strides, desc.window.extents)) and not element_block_axes(desc.window):
+        # (with element blocks, reading each window once per element: the gather instead)
         return _disjoint_max_pool_grad_program(desc, tuning)
     forward = desc.forward
     if _channels_last_io(desc):

@@ -1,6 +1,7 @@
 // Average pooling gradient (DirectML AVERAGE_POOLING_GRAD): a gather.
 //
-// One invocation owns a block of SD x SH x SW dx elements (common/windows_covering.wgsl) and,
+// One invocation owns a block of SD x SH x SW dx elements (common/windows_covering.wgsl; one
+// along its element-block dimensions) and,
 // for each, visits in a fixed order every window tap landing on it, adding that window's
 // dy / divisor (the window's size when padding counts, else the
 // number of input elements it covers).  No atomics and a fixed summation order: the same
@@ -41,25 +42,25 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         store_block(&sums, first, dx_plane);
         return;
     }
-    for (var rd = 0u; rd < SD; rd++) {
+    for (var rd = block.first.x; rd < block.end.x; rd++) {
         let d = block_element(bd, rd, SD, PD, params.in_d);
         if (!d.inside) { continue; }
-        for (var rh = 0u; rh < SH; rh++) {
+        for (var rh = block.first.y; rh < block.end.y; rh++) {
             let h = block_element(bh, rh, SH, PH, params.in_h);
             if (!h.inside) { continue; }
-            for (var rw = 0u; rw < SW; rw++) {
+            for (var rw = block.first.z; rw < block.end.z; rw++) {
                 let w = block_element(bw, rw, SW, PW, params.in_w);
                 if (!w.inside) { continue; }
                 var sum = Sum(0.0);
-                for (var kd = first_tap(rd, SD, TD, ID); kd < KD; kd += TD) {
+                for (var kd = first_tap(rd, SD, TD, ID); kd < KD; kd += tap_step(TD, KD)) {
                     let od = block_window(bd, rd, kd, SD, LD, PD, params.out_d);
                     if (!od.hit) { continue; }
                     let count_d = taps_inside(od.o, KD, SD, LD, PD, params.in_d, ED);
-                    for (var kh = first_tap(rh, SH, TH, IH); kh < KH; kh += TH) {
+                    for (var kh = first_tap(rh, SH, TH, IH); kh < KH; kh += tap_step(TH, KH)) {
                         let oh = block_window(bh, rh, kh, SH, LH, PH, params.out_h);
                         if (!oh.hit) { continue; }
                         let count_dh = count_d * taps_inside(oh.o, KH, SH, LH, PH, params.in_h, EH);
-                        for (var kw = first_tap(rw, SW, TW, IW); kw < KW; kw += TW) {
+                        for (var kw = first_tap(rw, SW, TW, IW); kw < KW; kw += tap_step(TW, KW)) {
                             let ow = block_window(bw, rw, kw, SW, LW, PW, params.out_w);
                             if (!ow.hit) { continue; }
                             let divisor = count_dh * taps_inside(ow.o, KW, SW, LW, PW, params.in_w, EW);

@@ -2,7 +2,8 @@
 //
 // Pass 1 (max_pool.wgsl) wrote each window's argmax, a flat logical input index, into the
 // scratch `arg` of the forward output's sizes (packed, or channels-last with dx).  Here one invocation owns a block of
-// SD x SH x SW dx elements (common/windows_covering.wgsl) and, for each, visits in a fixed
+// SD x SH x SW dx elements (common/windows_covering.wgsl; one
+// along its element-block dimensions) and, for each, visits in a fixed
 // order every window tap landing on it, adding that window's dy where the window's argmax
 // is this element.  No atomics and a fixed summation order: the same inputs give
 // bit-identical dx, run after run.  Sums are f32, one channel per invocation, or four
@@ -35,24 +36,24 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         store_block(&sums, first, dx_plane);
         return;
     }
-    for (var rd = 0u; rd < SD; rd++) {
+    for (var rd = block.first.x; rd < block.end.x; rd++) {
         let d = block_element(bd, rd, SD, PD, params.in_d);
         if (!d.inside) { continue; }
-        for (var rh = 0u; rh < SH; rh++) {
+        for (var rh = block.first.y; rh < block.end.y; rh++) {
             let h = block_element(bh, rh, SH, PH, params.in_h);
             if (!h.inside) { continue; }
-            for (var rw = 0u; rw < SW; rw++) {
+            for (var rw = block.first.z; rw < block.end.z; rw++) {
                 let w = block_element(bw, rw, SW, PW, params.in_w);
                 if (!w.inside) { continue; }
                 let me = ((nc * params.in_d + d.at) * params.in_h + h.at) * params.in_w + w.at;  // as pass 1 wrote it
                 var sum = Sum(0.0);
-                for (var kd = first_tap(rd, SD, TD, ID); kd < KD; kd += TD) {
+                for (var kd = first_tap(rd, SD, TD, ID); kd < KD; kd += tap_step(TD, KD)) {
                     let od = block_window(bd, rd, kd, SD, LD, PD, params.out_d);
                     if (!od.hit) { continue; }
-                    for (var kh = first_tap(rh, SH, TH, IH); kh < KH; kh += TH) {
+                    for (var kh = first_tap(rh, SH, TH, IH); kh < KH; kh += tap_step(TH, KH)) {
                         let oh = block_window(bh, rh, kh, SH, LH, PH, params.out_h);
                         if (!oh.hit) { continue; }
-                        for (var kw = first_tap(rw, SW, TW, IW); kw < KW; kw += TW) {
+                        for (var kw = first_tap(rw, SW, TW, IW); kw < KW; kw += tap_step(TW, KW)) {
                             let ow = block_window(bw, rw, kw, SW, LW, PW, params.out_w);
                             if (!ow.hit) { continue; }
                             // select, not a branch: both loads unconditional vectorise better
