@@ -323,8 +323,9 @@ def plot(runs, path) -> str:
 # -- the published tables: the latest CPU-adapter run and the newest GPU run, side by side --
 
 def newest_gpu_run(directory: Path = None):
+    """The bench/gpu/ run with the latest date (then file name)."""
     runs = sorted((directory or GPU_RUNS).glob("*.json"))
-    return runs[-1] if runs else None
+    return max(runs, key=lambda path: (load(path)["date"], path.name)) if runs else None
 
 
 def published_sources() -> list:

@@ -73,6 +73,15 @@ def test_gpu_runs_are_named_by_date_and_model(name, model, file):
     assert report.run_name(dict(results, adapter=dict(results["adapter"], type="discrete-gpu"))) == model
 
 
+def test_the_newest_gpu_run_is_the_latest_by_date(tmp_path):
+    for name, date in (("2026-12-01-h100.json", "2026-12-01T10:00:00+00:00"),
+                       ("2026-12-01-a100.json", "2026-12-01T12:00:00+00:00"),
+                       ("2026-11-30-rtx-4090.json", "2026-11-30T23:00:00+00:00")):
+        (tmp_path / name).write_text(json.dumps({"date": date}))
+    assert report.newest_gpu_run(tmp_path) == tmp_path / "2026-12-01-a100.json"
+    assert report.newest_gpu_run(tmp_path / "none") is None
+
+
 def test_the_headline_puts_each_runs_percent_of_copy_and_peer_ratios_side_by_side():
     gpu = report.load(report.GPU_RUNS / "2026-11-23-h100.json")
     cpu = json.loads(json.dumps(gpu))
