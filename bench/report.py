@@ -1,9 +1,10 @@
 """The bench's outputs: a terminal table, the same as Markdown, and a PNG plot of each case's
-share of the copy roofline, poolgpu's and the peers'; and the published tables and plot made
-from the committed runs (bench/latest.json, the newest bench/gpu/*.json):
+share of the copy roofline, poolgpu's and the peers'; and the published tables, plot and
+README.md's headline table made from the committed runs (bench/latest.json, the newest
+bench/gpu/*.json):
 
     python -m bench.report --markdown bench/latest.json bench/gpu/2026-11-23-h100.json
-    python -m bench.report --publish      # docs/bench-tables.md and bench/latest.png from them
+    python -m bench.report --publish      # docs/bench-tables.md, bench/latest.png and README.md's table
 """
 
 from __future__ import annotations
@@ -507,12 +508,13 @@ def _shown_path(path) -> str:
 
 
 def publish() -> str:
-    """Rewrite docs/bench-tables.md and bench/latest.png from the committed runs; returns why
-    there is no plot, or ""."""
+    """Rewrite docs/bench-tables.md, README.md's headline table and bench/latest.png from the
+    committed runs; returns why there is no plot, or ""."""
     sources = published_sources()
     runs = [load(path) for path in sources]
     TABLES.parent.mkdir(parents=True, exist_ok=True)
     TABLES.write_text(document(runs, [_shown_path(p) for p in sources]))
+    README.write_text(spliced(README.read_text(), readme_block(*readme_sources())))
     return plot(runs, PLOT)
 
 
@@ -522,12 +524,13 @@ def main(argv=None) -> int:
                                                                    "table puts them side by side)")
     p.add_argument("--png", type=Path, help="with --markdown: also plot these runs into this file")
     p.add_argument("--publish", action="store_true",
-                   help="rewrite docs/bench-tables.md and bench/latest.png from bench/latest.json and the "
-                        "newest bench/gpu/*.json")
+                   help="rewrite docs/bench-tables.md, README.md's headline table and bench/latest.png from "
+                        "bench/latest.json and the newest bench/gpu/*.json")
     args = p.parse_args(argv)
     if args.publish:
         why = publish()
-        print(f"written: {_shown_path(TABLES)}" + (f"; no plot: {why}" if why else f", {_shown_path(PLOT)}"))
+        print(f"written: {_shown_path(TABLES)}, {_shown_path(README)}"
+              + (f"; no plot: {why}" if why else f", {_shown_path(PLOT)}"))
         return 0
     if not args.markdown:
         p.error("--markdown JSON... or --publish")

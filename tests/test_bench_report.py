@@ -24,6 +24,19 @@ def test_docs_bench_tables_are_made_from_the_committed_runs_and_current():
     assert report.TABLES.read_text() == made, "regenerate: python -m bench.report --publish"
 
 
+def test_the_readme_table_is_made_from_the_committed_runs_and_current():
+    cpu, gpu, cpu_source, gpu_source = report.readme_sources()
+    assert cpu is not None and gpu == report.load(report.newest_gpu_run())
+    assert (cpu_source, gpu_source) == ("bench/latest.json", str(report.newest_gpu_run().relative_to(ROOT)))
+    text = report.README.read_text()
+    made = report.readme_block(cpu, gpu, cpu_source, gpu_source)
+    assert text.count(report.README_BEGIN) == 1 and text.count(report.README_END) == 1
+    start = text.index(report.README_BEGIN)
+    assert text[start:text.index(report.README_END) + len(report.README_END)] == made, \
+        "regenerate: python -m bench.report --publish"
+    assert report.spliced(text, made) == text
+
+
 @pytest.mark.parametrize("path", [report.LATEST] + sorted(report.GPU_RUNS.glob("*.json")), ids=lambda p: p.name)
 def test_kept_runs_hold_the_bench_schema(path):
     results = report.load(path)
@@ -175,6 +188,8 @@ def test_a_kept_run_on_a_cpu_adapter_becomes_latest_and_the_tables_are_made_agai
     monkeypatch.setattr(report, "LATEST", tmp_path / "latest.json")
     monkeypatch.setattr(report, "TABLES", tmp_path / "docs" / "bench-tables.md")
     monkeypatch.setattr(report, "PLOT", tmp_path / "latest.png")
+    monkeypatch.setattr(report, "README", tmp_path / "README.md")
+    report.README.write_text(f"# poolgpu\n\n{report.README_BEGIN}\n{report.README_END}\n")
     argv = ["--quick", "--tiny", "--no-peers", "--no-ratios", "--backend", device.backend, "--adapter", device.name,
             "--out", str(tmp_path / "out"), "--cases", "C", "--ops", "max"]
     with pytest.raises(SystemExit, match="CPU adapter"):
@@ -185,3 +200,5 @@ def test_a_kept_run_on_a_cpu_adapter_becomes_latest_and_the_tables_are_made_agai
     tables = report.TABLES.read_text()
     assert str(tmp_path / "latest.json") in tables and "## H100: NVIDIA H100 80GB HBM3" in tables
     assert "| C | max | " in tables
+    readme = report.README.read_text()
+    assert f"([{tmp_path / 'latest.json'}]({tmp_path / 'latest.json'}), fastest repetitions)" in readme
