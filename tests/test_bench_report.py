@@ -24,6 +24,19 @@ def test_docs_bench_tables_are_made_from_the_committed_runs_and_current():
     assert report.TABLES.read_text() == made, "regenerate: python -m bench.report --publish"
 
 
+def test_the_readme_table_is_made_from_the_committed_runs_and_current():
+    cpu, gpu, cpu_source, gpu_source = report.readme_sources()
+    assert cpu is not None and gpu == report.load(report.newest_gpu_run())
+    assert (cpu_source, gpu_source) == ("bench/latest.json", str(report.newest_gpu_run().relative_to(ROOT)))
+    text = report.README.read_text()
+    made = report.readme_block(cpu, gpu, cpu_source, gpu_source)
+    assert text.count(report.README_BEGIN) == 1 and text.count(report.README_END) == 1
+    start = text.index(report.README_BEGIN)
+    assert text[start:text.index(report.README_END) + len(report.README_END)] == made, \
+        "regenerate: python -m bench.report --publish"
+    assert report.spliced(text, made) == text
+
+
 @pytest.mark.parametrize("path", [report.LATEST] + sorted(report.GPU_RUNS.glob("*.json")), ids=lambda p: p.name)
 def test_kept_runs_hold_the_bench_schema(path):
     results = report.load(path)
@@ -73,6 +86,15 @@ def test_gpu_runs_are_named_by_date_and_model(name, model, file):
     assert report.run_name(dict(results, adapter=dict(results["adapter"], type="discrete-gpu"))) == model
 
 
+def test_the_newest_gpu_run_is_the_latest_by_date(tmp_path):
+    for name, date in (("2026-12-01-h100.json", "2026-12-01T10:00:00+00:00"),
+                       ("2026-12-01-a100.json", "2026-12-01T12:00:00+00:00"),
+                       ("2026-11-30-rtx-4090.json", "2026-11-30T23:00:00+00:00")):
+        (tmp_path / name).write_text(json.dumps({"date": date}))
+    assert report.newest_gpu_run(tmp_path) == tmp_path / "2026-12-01-a100.json"
+    assert report.newest_gpu_run(tmp_path / "none") is None
+
+
 def test_the_headline_puts_each_runs_percent_of_copy_and_peer_ratios_side_by_side():
     gpu = report.load(report.GPU_RUNS / "2026-11-23-h100.json")
     cpu = json.loads(json.dumps(gpu))
@@ -84,6 +106,63 @@ def test_the_headline_puts_each_runs_percent_of_copy_and_peer_ratios_side_by_sid
     assert len(body) == 47  # the float32 NCHW rows
     assert body[0] == ["A", "max", "22%", "43%", "0.064x", "0.064x"]
     assert ["A", "max_fwd_bwd", "6%", "11%", "n/a", "n/a"] in body
+
+
+def _with_peers(results: dict, peers: dict, ratio: float) -> dict:
+    """``results`` with only ``peers`` ({name: status}), each with ``ratio`` on its rows' float32 NCHW rows."""
+    results = json.loads(json.dumps(results))
+    results["peers"] = {name: {"label": report.LABELS[name], "status": status, "version": "1.0"}
+                        for name, status in peers.items()}
+    for row in results["rows"]:
+        row["peers"] = {name: {"status": "ok", "ratio": ratio} for name in peers}
+    return results
+
+
+def test_the_readme_table_shows_the_chosen_rows_and_the_peers_with_numbers():
+    gpu = report.load(report.GPU_RUNS / "2026-11-23-h100.json")
+    cpu = _with_peers(gpu, {"torch": "available", "tinygrad": "not installed (tinygrad)", "ort-cpu": "available"}, 0.5)
+    cpu["adapter"] = {"name": "llvmpipe (LLVM 19.1.7, 256 bits)", "backend": "vulkan", "type": "cpu",
+                      "driver": "Mesa 25.0.7"}
+    cpu["machine"], cpu["summary"] = {"cpus": 2}, "min_ms"
+    for row in cpu["rows"]:
+        row["poolgpu"], row["pct_of_copy"] = {"min_ms": 12.34}, row["pct_of_copy"] / 2
+        if row["case"] == "B" and row["op"] == "max_idx":
+            row["peers"]["ort-cpu"] = {"status": "unsupported"}
+    gpu = _with_peers(gpu, {"ort-cpu": "available", "torch-cuda": "available"}, 2.0)
+    block = report.readme_block(cpu, gpu, "bench/latest.json", "bench/gpu/2026-11-23-h100.json")
+    lines = block.splitlines()
+    assert lines[0] == report.README_BEGIN and lines[-1] == report.README_END
+    # the GPU run's CPU peer ran elsewhere: only its CUDA peer; a peer not installed has no column
+    assert lines[1] == ("| case | operator | H100 % of copy | lavapipe % of copy | lavapipe ms | PyTorch CPU | ORT CPU "
+                        "| PyTorch CUDA (H100) |")
+    rows = [line.split(" | ")[:2] for line in lines[3:-3]]
+    assert rows == [["| A", "max"], ["| A", "max_idx"], ["| A", "avg"], ["| A", "max_fwd_bwd"], ["| B", "max"],
+                    ["| B", "max_idx"], ["| B", "avg"], ["| G", "max"], ["| G", "avg"], ["| 1D", "max"],
+                    ["| 1D", "max_idx"], ["| 1D", "avg"], ["| 3D", "max"], ["| 3D", "max_idx"], ["| 3D", "avg"]]
+    assert lines[3] == "| A | max | 43% | 22% | 12.3 | 0.5x | 0.5x | 2x |"
+    assert "| B | max_idx | 36% | 18% | 12.3 | 0.5x | n/a | 2x |" in lines
+    caption = lines[-2]
+    assert caption.startswith("H100: NVIDIA H100 80GB HBM3, Vulkan, driver 580.159.04, 2026-11-23 "
+                              "([bench/gpu/2026-11-23-h100.json](bench/gpu/2026-11-23-h100.json), medians); "
+                              "lavapipe: llvmpipe (LLVM 19.1.7, 256 bits), Vulkan, driver Mesa 25.0.7, 2 CPU cores, "
+                              "2026-11-23 ([bench/latest.json](bench/latest.json), fastest repetitions)")
+    assert "peers on lavapipe: PyTorch CPU 1.0, ORT CPU 1.0; peers on H100: PyTorch CUDA 1.0." in caption
+
+
+def test_the_readme_table_without_a_gpu_run_or_peers():
+    cpu = report.load(report.LATEST)
+    cpu = _with_peers(cpu, {"torch": "not installed (torch)"}, 1.0)
+    block = report.readme_block(cpu, None)
+    assert block.splitlines()[1] == "| case | operator | lavapipe % of copy | lavapipe ms |"
+    assert "H100" not in block and "peers" not in block
+
+
+def test_the_readme_block_is_spliced_between_its_markers():
+    block = f"{report.README_BEGIN}\nnew\n{report.README_END}"
+    text = f"# x\n\n{report.README_BEGIN}\n| old |\n{report.README_END}\n\nafter\n"
+    assert report.spliced(text, block) == f"# x\n\n{block}\n\nafter\n"
+    with pytest.raises(ValueError, match="bench-headline"):
+        report.spliced("# no table\n", block)
 
 
 def test_the_plot_has_a_row_of_panels_per_run(tmp_path):
@@ -109,6 +188,8 @@ def test_a_kept_run_on_a_cpu_adapter_becomes_latest_and_the_tables_are_made_agai
     monkeypatch.setattr(report, "LATEST", tmp_path / "latest.json")
     monkeypatch.setattr(report, "TABLES", tmp_path / "docs" / "bench-tables.md")
     monkeypatch.setattr(report, "PLOT", tmp_path / "latest.png")
+    monkeypatch.setattr(report, "README", tmp_path / "README.md")
+    report.README.write_text(f"# poolgpu\n\n{report.README_BEGIN}\n{report.README_END}\n")
     argv = ["--quick", "--tiny", "--no-peers", "--no-ratios", "--backend", device.backend, "--adapter", device.name,
             "--out", str(tmp_path / "out"), "--cases", "C", "--ops", "max"]
     with pytest.raises(SystemExit, match="CPU adapter"):
@@ -119,3 +200,5 @@ def test_a_kept_run_on_a_cpu_adapter_becomes_latest_and_the_tables_are_made_agai
     tables = report.TABLES.read_text()
     assert str(tmp_path / "latest.json") in tables and "## H100: NVIDIA H100 80GB HBM3" in tables
     assert "| C | max | " in tables
+    readme = report.README.read_text()
+    assert f"([{tmp_path / 'latest.json'}]({tmp_path / 'latest.json'}), fastest repetitions)" in readme
