@@ -7,7 +7,8 @@ Host overhead is measured first.  Outputs: a terminal table (progress on stderr)
 JSON file, a Markdown table and a PNG plot under bench/results/ (ignored by git).  A full run
 (every case, operator and default variant, not --quick or --tiny) is also kept, committed: on
 a CPU adapter (lavapipe) as bench/latest.json, on a GPU as bench/gpu/<date>-<gpu>.json; then
-docs/bench-tables.md, bench/latest.png and README.md's table are made again from those (bench/report.py)."""
+docs/bench-tables.md, bench/latest.png and README.md's table are made again from those
+(bench/report.py)."""
 
 from __future__ import annotations
 
@@ -392,8 +393,9 @@ def main(argv=None) -> int:
         print(f"Kept: {kept}")
         if kept.resolve() == report.LATEST.resolve() or kept.resolve().parent == report.GPU_RUNS.resolve():
             why_no_plot = report.publish()
-            print(f"Made again from the kept runs: {report.TABLES}, README.md's table" + (f" (no plot: {why_no_plot})" if why_no_plot
-                                                                     else f", {report.PLOT}"))
+            made = f"{report.TABLES}, README.md's table" + (f" (no plot: {why_no_plot})" if why_no_plot
+                                                            else f", {report.PLOT}")
+            print(f"Made again from the kept runs: {made}")
     failed = [report.row_label(r) for r in results["rows"] if r["status"] in ("check failed", "error")]
     failed += [report.row_label(dict(m, op=f"{op} (ratios)")) for m in results["ratios"]
                for op, r in m["ops"].items() if r["status"] in ("check failed", "error")]
