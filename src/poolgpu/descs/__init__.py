@@ -11,6 +11,8 @@ re-checking.  Besides its public fields every description answers:
 - ``window``: the validated :class:`~poolgpu.shapes.Window` (fixed-window operators).
 """
 
+from typing import Union
+
 from ._common import described
 from .binned import AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, RoiPoolingDesc
 from .gradients import (AdaptiveAveragePoolingGradDesc, AdaptiveMaxPoolingGradDesc, AveragePoolingGradDesc,
@@ -18,9 +20,17 @@ from .gradients import (AdaptiveAveragePoolingGradDesc, AdaptiveMaxPoolingGradDe
 from .pooling import (AveragePooling1Desc, AveragePoolingDesc, LpPooling1Desc, LpPoolingDesc, MaxPooling1Desc,
                       MaxPooling2Desc, MaxPoolingDesc)
 
+#: Any operator description: what ``Device.compile`` takes (for annotations).
+Description = Union[
+    MaxPoolingDesc, MaxPooling1Desc, MaxPooling2Desc, AveragePoolingDesc, AveragePooling1Desc, LpPoolingDesc,
+    LpPooling1Desc, RoiPoolingDesc, AdaptiveMaxPoolingDesc, AdaptiveAveragePoolingDesc, MaxPoolingGradDesc,
+    AveragePoolingGradDesc, MaxUnpoolingDesc, AdaptiveMaxPoolingGradDesc, AdaptiveAveragePoolingGradDesc,
+    MaxUnpoolingGradDesc,
+]
+
 __all__ = [
     "MaxPoolingDesc", "MaxPooling1Desc", "MaxPooling2Desc", "AveragePoolingDesc", "AveragePooling1Desc",
     "LpPoolingDesc", "LpPooling1Desc", "RoiPoolingDesc", "AdaptiveMaxPoolingDesc", "AdaptiveAveragePoolingDesc",
     "MaxPoolingGradDesc", "AveragePoolingGradDesc", "MaxUnpoolingDesc", "AdaptiveMaxPoolingGradDesc",
-    "AdaptiveAveragePoolingGradDesc", "MaxUnpoolingGradDesc", "described",
+    "AdaptiveAveragePoolingGradDesc", "MaxUnpoolingGradDesc", "Description", "described",
 ]

@@ -3,7 +3,9 @@ fixed-window fields, and the average's divisor fields (forward and gradient alik
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence, Tuple, Union
+
+import numpy as np
 
 from ..arguments import integer, integers
 from ..dtypes import INDEX_TYPES, DataType
@@ -12,6 +14,37 @@ from ..shapes import Window, make_window
 from ..tensor_desc import TensorDesc
 
 __all__ = ["described"]
+
+#: ``(role, TensorDesc or None)`` pairs, as ``input_tensors()``/``output_tensors()`` give them.
+Roles = Tuple[Tuple[str, Optional[TensorDesc]], ...]
+
+
+class _Description:
+    """What every operator description answers besides its fields."""
+
+    #: The registry key of the kernel layer's builder for this operator.
+    kernel: str
+
+    def input_tensors(self) -> Roles:
+        """The tensors an op of this description takes, in call order.
+
+        Returns
+        -------
+        tuple of (str, TensorDesc)
+            ``(role, TensorDesc)`` pairs; the role is the field's name.
+        """
+        raise NotImplementedError
+
+    def output_tensors(self) -> Roles:
+        """The tensors an op of this description returns, in return order.
+
+        Returns
+        -------
+        tuple of (str, TensorDesc or None)
+            ``(role, TensorDesc)`` pairs; None for an optional output not asked for
+            (``output_indices``).
+        """
+        raise NotImplementedError
 
 
 def _set(desc, **fields) -> None:
@@ -25,10 +58,21 @@ def _check_tensor(value, field: str) -> TensorDesc:
     return value
 
 
-def described(data_type, sizes, field: str) -> TensorDesc:
+def described(data_type: Union[DataType, str, np.dtype, type], sizes: Sequence[int], field: str) -> TensorDesc:
     """A packed TensorDesc of ``sizes`` that poolgpu infers (an output, a function's
     ``output_sizes``), its errors about the sizes named ``field`` (e.g. ``output.sizes``):
     the field or argument the sizes come from.
+
+    Parameters
+    ----------
+    data_type : DataType, NumPy dtype or str
+    sizes : sequence of int
+    field : str
+        The field or argument the sizes come from, named in errors.
+
+    Returns
+    -------
+    TensorDesc
 
     Raises
     ------

@@ -12,7 +12,7 @@ from ..arguments import COORDINATE_MAX, U32_MAX, integers, is_integer, number, s
 from ..dtypes import ALL_TYPES, FLOAT_TYPES
 from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
-from ._common import _check_tensor, _check_type, _indices_like, _output_like, _set
+from ._common import Roles, _Description, _check_tensor, _check_type, _indices_like, _output_like, _set
 
 __all__ = ["RoiPoolingDesc", "AdaptiveMaxPoolingDesc", "AdaptiveAveragePoolingDesc"]
 
@@ -31,7 +31,7 @@ def _spatial_scale(value) -> float:
 
 
 @dataclass(frozen=True)
-class RoiPoolingDesc:
+class RoiPoolingDesc(_Description):
     """DML_ROI_POOLING_OPERATOR_DESC: the max over each of ``pooled_size`` bins of each region
     of interest.
 
@@ -68,7 +68,7 @@ class RoiPoolingDesc:
 
     kernel = "roi_pool"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         input = _check_tensor(self.input, "input")
         _check_type(input, "input", FLOAT_TYPES)
         if input.rank != 4:
@@ -96,14 +96,14 @@ class RoiPoolingDesc:
             output=_output_like(self.output, "output", out_sizes, input.data_type),
         )
 
-    def input_tensors(self):
+    def input_tensors(self) -> Roles:
         return (("input", self.input), ("roi", self.roi))
 
-    def output_tensors(self):
+    def output_tensors(self) -> Roles:
         return (("output", self.output),)
 
 
-class _AdaptivePooling:
+class _AdaptivePooling(_Description):
     """Adaptive pooling (PyTorch's): along each spatial dimension, output ``i`` pools input
     ``[floor(i * in / out), ceil((i + 1) * in / out))``.  A poolgpu extension: DirectML has
     no such operator.
@@ -145,7 +145,7 @@ class _AdaptivePooling:
             output=_output_like(self.output, "output", input.sizes[:2] + output_size, input.data_type),
         )
 
-    def input_tensors(self):
+    def input_tensors(self) -> Roles:
         return (("input", self.input),)
 
 
@@ -180,11 +180,11 @@ class AdaptiveMaxPoolingDesc(_AdaptivePooling):
 
     kernel = "adaptive_max_pool"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._validate_adaptive(ALL_TYPES)
         _set(self, output_indices=_indices_like(self.output_indices, self.output.sizes))
 
-    def output_tensors(self):
+    def output_tensors(self) -> Roles:
         return (("output", self.output), ("output_indices", self.output_indices))
 
 
@@ -216,8 +216,8 @@ class AdaptiveAveragePoolingDesc(_AdaptivePooling):
 
     kernel = "adaptive_average_pool"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._validate_adaptive(FLOAT_TYPES)
 
-    def output_tensors(self):
+    def output_tensors(self) -> Roles:
         return (("output", self.output),)

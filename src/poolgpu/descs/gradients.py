@@ -10,7 +10,8 @@ from ..arguments import flag
 from ..dtypes import ALL_TYPES, FLOAT_TYPES, INDEX_TYPES, DataType
 from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
-from ._common import _check_divisor_fields, _check_tensor, _check_type, _output_like, _pooling_window, _set
+from ._common import (Roles, _check_divisor_fields, _check_tensor, _check_type, _Description, _output_like,
+                      _pooling_window, _set)
 from .binned import AdaptiveMaxPoolingDesc
 from .pooling import MaxPooling2Desc
 
@@ -35,7 +36,7 @@ def _input_gradient(value, sizes: tuple, data_type: DataType) -> TensorDesc:
 
 
 @dataclass(frozen=True)
-class MaxPoolingGradDesc:
+class MaxPoolingGradDesc(_Description):
     """DML_MAX_POOLING_GRAD_OPERATOR_DESC: ``output_gradient`` (dx, the forward input's sizes)
     is zero except that each window's ``input_gradient`` (dy) is added at the window's argmax
     under the forward max rule.  ``forward`` is the MaxPooling2 description (with UINT32
@@ -72,7 +73,7 @@ class MaxPoolingGradDesc:
 
     kernel = "max_pool_grad"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         input = _check_tensor(self.input, "input")
         _check_type(input, "input", FLOAT_TYPES)
         forward = MaxPooling2Desc(
@@ -91,17 +92,18 @@ class MaxPoolingGradDesc:
 
     @property
     def dimension_count(self) -> int:
+        """The number of spatial dimensions, ``len(window_size)``."""
         return len(self.window_size)
 
-    def input_tensors(self):
+    def input_tensors(self) -> Roles:
         return (("input", self.input), ("input_gradient", self.input_gradient))
 
-    def output_tensors(self):
+    def output_tensors(self) -> Roles:
         return (("output_gradient", self.output_gradient),)
 
 
 @dataclass(frozen=True)
-class AveragePoolingGradDesc:
+class AveragePoolingGradDesc(_Description):
     """DML_AVERAGE_POOLING_GRAD_OPERATOR_DESC: each window's ``input_gradient`` (dy) divided
     by the window's divisor is added to every input element the window covers.
     ``output_gradient`` (dx) must be given: its sizes are the forward input's, which the
@@ -140,7 +142,7 @@ class AveragePoolingGradDesc:
 
     kernel = "average_pool_grad"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.output_gradient is None:
             raise ValidationError(
                 "output_gradient",
@@ -161,17 +163,18 @@ class AveragePoolingGradDesc:
 
     @property
     def dimension_count(self) -> int:
+        """The number of spatial dimensions, ``len(window_size)``."""
         return len(self.window_size)
 
-    def input_tensors(self):
+    def input_tensors(self) -> Roles:
         return (("input_gradient", self.input_gradient),)
 
-    def output_tensors(self):
+    def output_tensors(self) -> Roles:
         return (("output_gradient", self.output_gradient),)
 
 
 @dataclass(frozen=True)
-class MaxUnpoolingDesc:
+class MaxUnpoolingDesc(_Description):
     """DML_MAX_UNPOOLING_OPERATOR_DESC: ``output`` is zero except
     ``output.flat[indices.flat[j]] = input.flat[j]`` (flat = logical row-major); where indices
     repeat the largest ``j`` wins, and indices outside the output are ignored.
@@ -201,7 +204,7 @@ class MaxUnpoolingDesc:
 
     kernel = "max_unpool"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         input = _check_tensor(self.input, "input")
         _check_type(input, "input", ALL_TYPES)
         indices = _check_tensor(self.indices, "indices")
@@ -223,10 +226,10 @@ class MaxUnpoolingDesc:
             )
         output.check_no_aliasing("output.strides")
 
-    def input_tensors(self):
+    def input_tensors(self) -> Roles:
         return (("input", self.input), ("indices", self.indices))
 
-    def output_tensors(self):
+    def output_tensors(self) -> Roles:
         return (("output", self.output),)
 
 
@@ -248,7 +251,7 @@ def _gradient_like(value, field: str, like: TensorDesc, what: str) -> TensorDesc
 
 
 @dataclass(frozen=True)
-class AdaptiveMaxPoolingGradDesc:
+class AdaptiveMaxPoolingGradDesc(_Description):
     """The gradient of adaptive max pooling (a poolgpu extension; the bins of
     :class:`AdaptiveMaxPoolingDesc`): ``output_gradient`` (dx, the forward input's sizes) is
     zero except that each bin's ``input_gradient`` (dy) is added at the bin's argmax under
@@ -264,6 +267,12 @@ class AdaptiveMaxPoolingGradDesc:
         are the forward ``output_size``.
     output_gradient : TensorDesc, optional
         dx, x's sizes and type; None for a packed one.
+
+    Raises
+    ------
+    ValidationError
+        Naming the field (``input_gradient.sizes``, ``indices.data_type``, ...) that is
+        malformed, of an unsupported type, or inconsistent with the others.
     """
 
     input: TensorDesc
@@ -272,7 +281,7 @@ class AdaptiveMaxPoolingGradDesc:
 
     kernel = "adaptive_max_pool_grad"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         input = _check_tensor(self.input, "input")
         _check_type(input, "input", FLOAT_TYPES)
         dy = _gradient_like(self.input_gradient, "input_gradient", input, "the input")
@@ -283,15 +292,15 @@ class AdaptiveMaxPoolingGradDesc:
             forward=forward,
         )
 
-    def input_tensors(self):
+    def input_tensors(self) -> Roles:
         return (("input", self.input), ("input_gradient", self.input_gradient))
 
-    def output_tensors(self):
+    def output_tensors(self) -> Roles:
         return (("output_gradient", self.output_gradient),)
 
 
 @dataclass(frozen=True)
-class AdaptiveAveragePoolingGradDesc:
+class AdaptiveAveragePoolingGradDesc(_Description):
     """The gradient of adaptive average pooling (a poolgpu extension; the bins of
     :class:`AdaptiveAveragePoolingDesc`): each bin's ``input_gradient`` (dy) divided by its
     element count is added to every element of ``output_gradient`` (dx) the bin covers,
@@ -304,6 +313,12 @@ class AdaptiveAveragePoolingGradDesc:
     output_gradient : TensorDesc
         dx, the forward input's sizes: must be given (dy's sizes do not determine them);
         dy's type, rank, N and C.
+
+    Raises
+    ------
+    ValidationError
+        Naming the field (``input_gradient.sizes``, ``indices.data_type``, ...) that is
+        malformed, of an unsupported type, or inconsistent with the others.
     """
 
     input_gradient: TensorDesc
@@ -311,7 +326,7 @@ class AdaptiveAveragePoolingGradDesc:
 
     kernel = "adaptive_average_pool_grad"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.output_gradient is None:
             raise ValidationError(
                 "output_gradient",
@@ -322,15 +337,15 @@ class AdaptiveAveragePoolingGradDesc:
         dx.check_no_aliasing("output_gradient.strides")
         _gradient_like(self.input_gradient, "input_gradient", dx, "output_gradient")
 
-    def input_tensors(self):
+    def input_tensors(self) -> Roles:
         return (("input_gradient", self.input_gradient),)
 
-    def output_tensors(self):
+    def output_tensors(self) -> Roles:
         return (("output_gradient", self.output_gradient),)
 
 
 @dataclass(frozen=True)
-class MaxUnpoolingGradDesc:
+class MaxUnpoolingGradDesc(_Description):
     """The gradient of max unpooling (a poolgpu extension; see :class:`MaxUnpoolingDesc`):
     ``output_gradient.flat[j] = input_gradient.flat[indices.flat[j]]`` where input element j
     reached the unpooled output, else 0: where its index lies outside ``input_gradient`` or
@@ -346,6 +361,12 @@ class MaxUnpoolingGradDesc:
         and C.
     output_gradient : TensorDesc, optional
         dx, the indices' sizes and dy's type; None for a packed one.
+
+    Raises
+    ------
+    ValidationError
+        Naming the field (``input_gradient.sizes``, ``indices.data_type``, ...) that is
+        malformed, of an unsupported type, or inconsistent with the others.
     """
 
     input_gradient: TensorDesc
@@ -354,7 +375,7 @@ class MaxUnpoolingGradDesc:
 
     kernel = "max_unpool_grad"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         dy = _check_tensor(self.input_gradient, "input_gradient")
         _check_type(dy, "input_gradient", ALL_TYPES)
         indices = _check_tensor(self.indices, "indices")
@@ -366,8 +387,8 @@ class MaxUnpoolingGradDesc:
             )
         _set(self, output_gradient=_output_like(self.output_gradient, "output_gradient", indices.sizes, dy.data_type))
 
-    def input_tensors(self):
+    def input_tensors(self) -> Roles:
         return (("input_gradient", self.input_gradient), ("indices", self.indices))
 
-    def output_tensors(self):
+    def output_tensors(self) -> Roles:
         return (("output_gradient", self.output_gradient),)

@@ -8,7 +8,8 @@ from typing import Optional
 from ..arguments import flag, number
 from ..dtypes import ALL_TYPES, FLOAT_TYPES
 from ..tensor_desc import TensorDesc
-from ._common import _check_divisor_fields, _check_tensor, _check_type, _indices_like, _output_like, _pooling_window, _set
+from ._common import (Roles, _check_divisor_fields, _check_tensor, _check_type, _Description, _indices_like,
+                      _output_like, _pooling_window, _set)
 
 __all__ = [
     "MaxPoolingDesc", "MaxPooling1Desc", "MaxPooling2Desc", "AveragePoolingDesc", "AveragePooling1Desc",
@@ -16,12 +17,13 @@ __all__ = [
 ]
 
 
-class _FixedWindowPooling:
+class _FixedWindowPooling(_Description):
     """Shared behaviour of the forward fixed-window pooling descriptions.  Versions with a
     ``dilations`` field get it validated and filled in; the others pool undilated."""
 
     @property
     def dimension_count(self) -> int:
+        """The number of spatial dimensions, ``len(window_size)``."""
         return len(self.window_size)
 
     def _validate_forward(self, value_types) -> None:
@@ -33,10 +35,10 @@ class _FixedWindowPooling:
         if hasattr(self, "dilations"):
             _set(self, dilations=window.dilations)
 
-    def input_tensors(self):
+    def input_tensors(self) -> Roles:
         return (("input", self.input),)
 
-    def output_tensors(self):
+    def output_tensors(self) -> Roles:
         return (("output", self.output),)
 
 
@@ -75,7 +77,7 @@ class MaxPoolingDesc(_FixedWindowPooling):
 
     kernel = "max_pool"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._validate_forward(ALL_TYPES)
 
 
@@ -120,11 +122,11 @@ class MaxPooling1Desc(_FixedWindowPooling):
 
     kernel = "max_pool"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._validate_forward(ALL_TYPES)
         _set(self, output_indices=_indices_like(self.output_indices, self.output.sizes))
 
-    def output_tensors(self):
+    def output_tensors(self) -> Roles:
         return (("output", self.output), ("output_indices", self.output_indices))
 
 
@@ -199,7 +201,7 @@ class AveragePoolingDesc(_FixedWindowPooling):
 
     kernel = "average_pool"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._validate_forward(FLOAT_TYPES)
         _set(self, include_padding=flag(self.include_padding, "include_padding"))
         _check_divisor_fields(self, self.window)
@@ -273,7 +275,7 @@ class LpPoolingDesc(_FixedWindowPooling):
 
     kernel = "lp_pool"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._validate_forward(FLOAT_TYPES)
         _set(self, p=number(self.p, "p", minimum=1, maximum=LP_MAX_P))
 
