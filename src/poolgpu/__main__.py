@@ -22,6 +22,12 @@ import platform
 import subprocess
 import sys
 import time
+from typing import Optional, Sequence
+
+__all__ = [
+    "FEATURES", "LIMITS", "SELF_TEST_TIMEOUT_S", "webgpu_name", "versions", "adapters", "default_choice",
+    "self_test", "self_test_in_child", "collect", "render", "ok", "main",
+]
 
 # Features poolgpu asks for where an adapter has them; it requires none of them.
 FEATURES = {
@@ -43,12 +49,22 @@ SELF_TEST_TIMEOUT_S = 60.0  # a hang, not a slow adapter: the test itself takes 
 
 
 def webgpu_name(limit: str) -> str:
-    """'max-buffer-size' -> 'maxBufferSize', as the WebGPU specification names limits."""
+    """'max-buffer-size' -> 'maxBufferSize', as the WebGPU specification names limits.
+
+    Parameters
+    ----------
+    limit : str
+        wgpu-py's name of a limit.
+
+    Returns
+    -------
+    str
+    """
     first, *rest = limit.split("-")
     return first + "".join(part.capitalize() for part in rest)
 
 
-def _version(distribution: str):
+def _version(distribution: str) -> Optional[str]:
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
@@ -100,7 +116,19 @@ def adapters() -> list:
 
 
 def default_choice(found: list) -> dict:
-    """Which adapter pg.default_device() takes, and why (the rules of adapters._pick_adapter)."""
+    """Which adapter pg.default_device() takes, and why (the rules of adapters._pick_adapter).
+
+    Parameters
+    ----------
+    found : list of dict
+        :func:`adapters`' answer.
+
+    Returns
+    -------
+    dict
+        ``index`` (into ``found``, or None), ``reasons`` (lines) and, where none is taken,
+        ``error``.
+    """
     from poolgpu import adapters
     from poolgpu.errors import DeviceError
 
@@ -152,7 +180,20 @@ def _pool_reference(x, window: int, stride: int, pad: int, average: bool):
 
 def self_test(backend: str, name: str) -> dict:
     """Open a Device on the adapter and run a small max pooling (with indices) and average
-    pooling against NumPy.  Returns {"passed", "seconds", "detail"}."""
+    pooling against NumPy.
+
+    Parameters
+    ----------
+    backend : str
+        The adapter's backend.
+    name : str
+        The adapter's name.
+
+    Returns
+    -------
+    dict
+        ``passed`` (bool), ``seconds`` and ``detail`` (what differed, or the exception).
+    """
     import numpy as np
 
     import poolgpu as pg
@@ -183,6 +224,20 @@ def self_test(backend: str, name: str) -> dict:
 
 
 def self_test_in_child(backend: str, name: str, timeout: float = SELF_TEST_TIMEOUT_S) -> dict:
+    """:func:`self_test` in a child process, so that a crash or hang is reported, not suffered.
+
+    Parameters
+    ----------
+    backend, name : str
+        As for :func:`self_test`.
+    timeout : float, default SELF_TEST_TIMEOUT_S (60)
+        Seconds before the child counts as hung.
+
+    Returns
+    -------
+    dict
+        As :func:`self_test`'s; a crash or hang is a failure saying so.
+    """
     code = "import json, sys; from poolgpu.__main__ import self_test; print(json.dumps(self_test(*sys.argv[1:3])))"
     start = time.perf_counter()
     try:
@@ -203,6 +258,19 @@ def self_test_in_child(backend: str, name: str, timeout: float = SELF_TEST_TIMEO
 
 
 def collect(run_self_test: bool = True) -> dict:
+    """The whole report: versions, environment, adapters (each with its self-test) and the
+    default choice.
+
+    Parameters
+    ----------
+    run_self_test : bool, default True
+        Self-test every adapter (False: only list them; their ``self_test`` is None).
+
+    Returns
+    -------
+    dict
+        ``versions``, ``environment``, ``adapters`` and ``default``; what ``--json`` prints.
+    """
     from poolgpu.errors import DeviceError
 
     report = {"versions": versions(), "environment": {
@@ -228,6 +296,17 @@ def _size(value) -> str:
 
 
 def render(report: dict) -> str:
+    """The report as text.
+
+    Parameters
+    ----------
+    report : dict
+        :func:`collect`'s answer.
+
+    Returns
+    -------
+    str
+    """
     lines = ["poolgpu diagnostics", ""]
     width = max(len(k) for k in report["versions"])
     for key, value in report["versions"].items():
@@ -261,12 +340,38 @@ def render(report: dict) -> str:
 
 
 def ok(report: dict, ran_self_test: bool) -> bool:
+    """Whether the report is a success: an adapter passed its self-test (or, without
+    self-tests, one was found).
+
+    Parameters
+    ----------
+    report : dict
+        :func:`collect`'s answer.
+    ran_self_test : bool
+        Whether ``report`` holds self-tests.
+
+    Returns
+    -------
+    bool
+    """
     if not ran_self_test:
         return bool(report["adapters"])
     return any(a["self_test"]["passed"] for a in report["adapters"])
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m poolgpu [--json] [--no-self-test]``: print the report.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments; default None: ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status: 0 where :func:`ok`, else 1.
+    """
     parser = argparse.ArgumentParser(prog="python -m poolgpu", description=__doc__.split("\n\n")[1])
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--no-self-test", action="store_true", help="only list, do not open a device on each adapter")

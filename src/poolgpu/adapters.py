@@ -8,6 +8,8 @@ import wgpu
 
 from .errors import DeviceError
 
+__all__ = ["list_adapters"]
+
 _BACKENDS = {"vulkan": "vulkan", "metal": "metal", "d3d12": "d3d12", "opengl": "opengl", "gl": "opengl"}
 # Adapter preference: real GPUs before software ones, native APIs before OpenGL.
 _TYPE_RANK = {"discretegpu": 0, "integratedgpu": 1, "virtualgpu": 2, "cpu": 3}
@@ -48,7 +50,20 @@ def _enumerate():
 
 
 def list_adapters() -> list:
-    """The adapters wgpu offers: dicts with name, backend, type, description and features."""
+    """The adapters wgpu offers.
+
+    Returns
+    -------
+    list of dict
+        One per adapter: ``name``, ``backend`` (``"vulkan"``, ``"metal"``, ``"d3d12"``,
+        ``"opengl"``), ``type`` (``"discretegpu"``, ``"integratedgpu"``, ``"virtualgpu"``,
+        ``"cpu"``), ``description`` and ``features`` (a sorted list).
+
+    Raises
+    ------
+    DeviceError
+        wgpu cannot list adapters (no loader or driver), saying what to install.
+    """
     return [_describe(a) for a in _enumerate()]
 
 

@@ -37,19 +37,46 @@ _repr.maxstring = _repr.maxother = 60
 
 
 def shown(value: Any) -> str:
-    """A short repr of ``value`` for an error message (long sequences and arrays cut)."""
+    """A short repr of ``value`` for an error message (long sequences and arrays cut).
+
+    Parameters
+    ----------
+    value : object
+
+    Returns
+    -------
+    str
+    """
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape} and dtype {value.dtype}"
     return _repr.repr(value)
 
 
 def is_integer(value: Any) -> bool:
-    """An int or NumPy integer scalar, not a bool."""
+    """An int or NumPy integer scalar, not a bool.
+
+    Parameters
+    ----------
+    value : object
+
+    Returns
+    -------
+    bool
+    """
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def is_number(value: Any) -> bool:
-    """A real number (int, float, NumPy scalar), not a bool."""
+    """A real number (int, float, NumPy scalar), not a bool.
+
+    Parameters
+    ----------
+    value : object
+
+    Returns
+    -------
+    bool
+    """
     return isinstance(value, (numbers.Real, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 
 
@@ -73,7 +100,27 @@ def _check_range(values: tuple, name: str, original: Any, minimum: Optional[int]
 
 
 def integer(value: Any, name: str, *, minimum: Optional[int] = None, maximum: Optional[int] = U32_MAX) -> int:
-    """``value`` as an int within ``[minimum, maximum]``."""
+    """``value`` as an int within ``[minimum, maximum]``.
+
+    Parameters
+    ----------
+    value : int or NumPy integer
+        Not a bool.
+    name : str
+        The argument's name in the error.
+    minimum, maximum : int, optional, keyword-only
+        Inclusive bounds; defaults None (no lower bound) and ``U32_MAX`` (None: no upper
+        bound).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValidationError
+        Naming ``name`` where ``value`` is no integer or out of range.
+    """
     if not is_integer(value):
         raise ValidationError(name, f"expected an integer {_bounds(minimum, maximum)}, got {shown(value)}")
     v = int(value)
@@ -85,7 +132,29 @@ def integer(value: Any, name: str, *, minimum: Optional[int] = None, maximum: Op
 def integers(value: Any, name: str, length: Optional[int] = None, *, minimum: Optional[int] = None,
              maximum: Optional[int] = U32_MAX) -> tuple:
     """``value``, a sequence of integers (``length`` of them where given), as a tuple of
-    ints within ``[minimum, maximum]``."""
+    ints within ``[minimum, maximum]``.
+
+    Parameters
+    ----------
+    value : sequence of int
+        Not a string; no bools.
+    name : str
+        The argument's name in the error.
+    length : int, optional
+        The number of values required; default None: any.
+    minimum, maximum : int, optional, keyword-only
+        Inclusive bounds; defaults None (no lower bound) and ``U32_MAX`` (None: no upper
+        bound).
+
+    Returns
+    -------
+    tuple of int
+
+    Raises
+    ------
+    ValidationError
+        Naming ``name`` where ``value`` is no sequence of integers, of the wrong length, or out of range.
+    """
     items = sequence(value, name, "integers")
     for item in items:
         if not is_integer(item):
@@ -98,7 +167,25 @@ def integers(value: Any, name: str, length: Optional[int] = None, *, minimum: Op
 
 
 def sequence(value: Any, name: str, what: str = "values") -> tuple:
-    """``value``, any sequence but a string (or bytes, dict, set), as a tuple."""
+    """``value``, any sequence but a string (or bytes, dict, set), as a tuple.
+
+    Parameters
+    ----------
+    value : sequence
+    name : str
+        The argument's name in the error.
+    what : str, default "values"
+        What the sequence holds, for the error ("a sequence of {what}").
+
+    Returns
+    -------
+    tuple
+
+    Raises
+    ------
+    ValidationError
+        Naming ``name`` where ``value`` is no such sequence.
+    """
     if isinstance(value, (str, bytes, dict, set, frozenset)) or not isinstance(value, Iterable):
         raise ValidationError(name, f"expected a sequence of {what}, got {shown(value)}")
     try:
@@ -110,7 +197,29 @@ def sequence(value: Any, name: str, what: str = "values") -> tuple:
 def per_dimension(value: Any, name: str, dims: int, *, minimum: Optional[int] = None,
                   maximum: Optional[int] = U32_MAX) -> tuple:
     """One int for every dimension, or a sequence of ``dims`` ints (PyTorch's ``int or
-    tuple`` arguments); a sequence of one value is repeated."""
+    tuple`` arguments); a sequence of one value is repeated.
+
+    Parameters
+    ----------
+    value : int or sequence of int
+    name : str
+        The argument's name in the error.
+    dims : int
+        The number of spatial dimensions.
+    minimum, maximum : int, optional, keyword-only
+        Inclusive bounds; defaults None (no lower bound) and ``U32_MAX`` (None: no upper
+        bound).
+
+    Returns
+    -------
+    tuple of int
+        ``dims`` of them.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``name`` where ``value`` is neither, of another length, or out of range.
+    """
     if is_integer(value):
         return (integer(value, name, minimum=minimum, maximum=maximum),) * dims
     values = integers(value, name, minimum=minimum, maximum=maximum)
@@ -124,7 +233,23 @@ def per_dimension(value: Any, name: str, dims: int, *, minimum: Optional[int] = 
 
 def flag(value: Any, name: str) -> bool:
     """A boolean: ``False``/``True`` (NumPy's too) or ONNX's integer flags 0 and 1.  Other
-    integers are errors, as ONNX Runtime treats them."""
+    integers are errors, as ONNX Runtime treats them.
+
+    Parameters
+    ----------
+    value : bool or int
+    name : str
+        The argument's name in the error.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    ValidationError
+        Naming ``name`` where ``value`` is neither a bool nor 0 or 1.
+    """
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if is_integer(value) and int(value) in (0, 1):
@@ -133,7 +258,25 @@ def flag(value: Any, name: str) -> bool:
 
 
 def choice(value: Any, name: str, options: Iterable[str]) -> str:
-    """One of the strings ``options``."""
+    """One of the strings ``options``.
+
+    Parameters
+    ----------
+    value : str
+    name : str
+        The argument's name in the error.
+    options : iterable of str
+        The strings allowed (case-sensitive).
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValidationError
+        Naming ``name`` where ``value`` is not one of ``options``.
+    """
     options = tuple(options)
     if not isinstance(value, str) or value not in options:
         raise ValidationError(name, f"expected one of {', '.join(repr(o) for o in options)}, got {shown(value)}")
@@ -143,7 +286,28 @@ def choice(value: Any, name: str, options: Iterable[str]) -> str:
 def number(value: Any, name: str, *, minimum: Optional[float] = None, maximum: Optional[float] = None,
            positive: bool = False) -> float:
     """A finite real number (``minimum <= value <= maximum``; ``> 0`` where ``positive``)
-    as a float."""
+    as a float.
+
+    Parameters
+    ----------
+    value : int, float or NumPy scalar
+        Not a bool.
+    name : str
+        The argument's name in the error.
+    minimum, maximum : float, optional, keyword-only
+        Inclusive bounds; default None: none.
+    positive : bool, default False, keyword-only
+        Require ``value > 0``.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValidationError
+        Naming ``name`` where ``value`` is no finite number or out of range.
+    """
     want = "a finite number" + (f" >= {minimum}" if minimum is not None else "") + (" > 0" if positive else "")
     want += f" and <= {maximum}" if maximum is not None else ""
     if not is_number(value):
@@ -173,7 +337,20 @@ def _dtype_name(dtype: Any) -> str:
 
 def check_dtype(dtype: Any, name: str) -> None:
     """Refuse an array type DirectML lacks (a NumPy, PyTorch or JAX dtype), saying what to
-    convert to: poolgpu never narrows a type silently."""
+    convert to: poolgpu never narrows a type silently.
+
+    Parameters
+    ----------
+    dtype : numpy.dtype, torch.dtype or JAX dtype
+        Read by its name (``"float64"``, ``torch.bfloat16``, ...).
+    name : str
+        The argument's name in the error.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``name`` where the type is none of DirectML's ten (float64, bfloat16, bool, complex, object, ...).
+    """
     type_name = _dtype_name(dtype)
     if type_name.upper() in DataType.__members__:
         return
@@ -194,7 +371,30 @@ def array(value: Any, name: str, ranks: Optional[Iterable[int]] = (3, 4, 5), typ
     as it is; an object with ``__array__`` or ``__dlpack__`` (a CPU torch.Tensor, a JAX
     array) read by NumPy.  Of one of ``ranks`` dimensions (None: any), every size positive
     (unless ``empty``), and where ``typed`` of a DirectML data type (float64, bool, ... are
-    errors saying how to convert)."""
+    errors saying how to convert).
+
+    Parameters
+    ----------
+    value : array-like
+        An ndarray, or anything with ``__array__`` or ``__dlpack__``, or nested sequences.
+    name : str
+        The argument's name in the error.
+    ranks : iterable of int, optional, default (3, 4, 5)
+        The numbers of dimensions allowed; None: any.
+    typed : bool, default True
+        Require one of DirectML's data types; False: any numbers (bool, int, float).
+    empty : bool, default False
+        Allow sizes of 0.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Raises
+    ------
+    ValidationError
+        Naming ``name`` where NumPy cannot read ``value``, or its type, rank or sizes are refused.
+    """
     if typed and not isinstance(value, np.ndarray):
         dtype = getattr(value, "dtype", None)
         if dtype is not None and not isinstance(dtype, (str, type)):

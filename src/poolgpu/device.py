@@ -14,13 +14,15 @@ import contextlib
 import os
 import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Iterator, Optional, Sequence
 
 import numpy as np
+import numpy.typing as npt
 import wgpu
 
 from . import _native, kernels
 from .adapters import _LIMITS, _OPTIONAL_FEATURES, _describe, _pick_adapter, list_adapters  # noqa: F401 (re-exported)
+from .descs import Description
 from .dtypes import DataType
 from .errors import DeviceError, ValidationError
 from .ops import Op
@@ -30,6 +32,8 @@ from .tuning import Tuning
 
 if TYPE_CHECKING:
     from .ops import _Bound
+
+__all__ = ["Device", "default_device"]
 
 _BUFFER_USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 # Compiled ops and pipelines are cached by description; the caches are bounded (least
@@ -55,10 +59,30 @@ class Device:
     Thread safety: one Device may be shared by threads.  ``batch()`` collects only the
     calling thread's operations; submissions, read-backs and the caches are locked.  Once the
     GPU device is lost, every use raises DeviceError (``lost`` says so).
+
+    Parameters
+    ----------
+    backend : str, optional
+        ``"vulkan"``, ``"metal"``, ``"d3d12"`` or ``"opengl"`` (``"gl"``); default None: any.
+    adapter : str, optional
+        A substring of the adapter's name (e.g. ``"llvmpipe"``); default None: any.
+    wgpu_device : wgpu.GPUDevice, optional
+        An existing device to share (e.g. pygfx's); ``backend`` and ``adapter`` are then
+        ignored.  Default None: open one on the best matching adapter.
+    tuning : Tuning, optional
+        Which kernels ops compile to; default None: ``Tuning.for_cpu()`` on software
+        adapters, ``Tuning.for_gpu()`` elsewhere.
+
+    Raises
+    ------
+    DeviceError
+        No adapter matches, or no device opens on it.
+    ValidationError
+        ``tuning`` is not a Tuning.
     """
 
-    def __init__(self, backend: Optional[str] = None, adapter: Optional[str] = None, wgpu_device=None,
-                 tuning: Optional[Tuning] = None):
+    def __init__(self, backend: Optional[str] = None, adapter: Optional[str] = None,
+                 wgpu_device: Optional[wgpu.GPUDevice] = None, tuning: Optional[Tuning] = None) -> None:
         if wgpu_device is not None:
             self.wgpu_device = wgpu_device
             self.adapter = wgpu_device.adapter
@@ -110,10 +134,12 @@ class Device:
 
     @property
     def name(self) -> str:
+        """The adapter's name (e.g. ``"llvmpipe (LLVM 15.0.7, 256 bits)"``)."""
         return self.info["name"]
 
     @property
     def backend(self) -> str:
+        """The adapter's backend: ``"vulkan"``, ``"metal"``, ``"d3d12"`` or ``"opengl"``."""
         return self.info["backend"]
 
     @property
@@ -167,11 +193,48 @@ class Device:
             return self.wgpu_device.create_buffer(size=size, usage=usage)
 
     def empty(self, desc: TensorDesc) -> Tensor:
-        """A new zero-filled tensor laid out as ``desc``."""
+        """A new zero-filled tensor laid out as ``desc``.
+
+        Parameters
+        ----------
+        desc : TensorDesc
+            Its type, sizes and strides.
+
+        Returns
+        -------
+        Tensor
+
+        Raises
+        ------
+        DeviceError
+            The device is lost or out of memory, or the buffer exceeds ``max-buffer-size``.
+        """
         return Tensor(self, desc, self._create_buffer(desc.total_size_in_bytes))
 
-    def upload(self, array, strides=None) -> Tensor:
-        """A new tensor holding ``array``'s values, laid out by ``strides`` (elements)."""
+    def upload(self, array: npt.ArrayLike, strides: Optional[Sequence[int]] = None) -> Tensor:
+        """A new tensor holding ``array``'s values, laid out by ``strides`` (elements).
+
+        Parameters
+        ----------
+        array : array-like
+            Read by ``np.asarray``; 3 to 5 dimensions of a DirectML data type.
+        strides : sequence of int, optional
+            In elements, one per dimension; default None: packed row-major.  A zero stride
+            stores the first entry along that dimension.
+
+        Returns
+        -------
+        Tensor
+            Of ``array``'s shape and data type.
+
+        Raises
+        ------
+        ValidationError
+            ``array``'s type or shape makes no TensorDesc (naming ``array``, ``sizes`` or
+            ``strides``).
+        DeviceError
+            The device is lost or out of memory.
+        """
         array = np.asarray(array)
         data_type = DataType.of(array.dtype, "array")
         desc = TensorDesc(data_type, array.shape, strides)
@@ -185,8 +248,29 @@ class Device:
         target[...] = source
         return Tensor(self, desc, self._create_buffer(len(raw), data=raw))
 
-    def wrap(self, buffer, desc: TensorDesc, offset: int = 0) -> Tensor:
-        """A tensor over an existing GPUBuffer of this device (no copy)."""
+    def wrap(self, buffer: wgpu.GPUBuffer, desc: TensorDesc, offset: int = 0) -> Tensor:
+        """A tensor over an existing GPUBuffer of this device (no copy).
+
+        Parameters
+        ----------
+        buffer : wgpu.GPUBuffer
+            A buffer of ``wgpu_device`` with ``STORAGE`` usage (``COPY_SRC`` to be read back,
+            ``COPY_DST`` to be uploaded to).
+        desc : TensorDesc
+            How the tensor's values sit in the buffer from ``offset``.
+        offset : int, default 0
+            Bytes to element 0; a multiple of the element size.
+
+        Returns
+        -------
+        Tensor
+
+        Raises
+        ------
+        ValidationError
+            Naming ``desc``, ``offset``, ``desc.total_size_in_bytes`` (the tensor overruns the
+            buffer) or ``buffer`` (no STORAGE usage).
+        """
         if not isinstance(desc, TensorDesc):
             raise ValidationError("desc", f"expected a TensorDesc, got {type(desc).__name__}")
         if offset < 0 or offset % desc.data_type.size:
@@ -202,9 +286,27 @@ class Device:
 
     # -- operators ----------------------------------------------------------------------
 
-    def compile(self, desc) -> "Op":
-        """A callable operator for the (already validated) description ``desc``; cached (the
-        most recently used _OP_CACHE_SIZE)."""
+    def compile(self, desc: Description) -> Op:
+        """A callable operator for the (already validated) description ``desc``; cached per
+        description and tuning (the 128 most recently used).
+
+        Parameters
+        ----------
+        desc : MaxPoolingDesc, MaxPooling1Desc, ... (any operator description)
+            What to compute.
+
+        Returns
+        -------
+        Op
+            Its pipelines built, following this device's ``tuning``.
+
+        Raises
+        ------
+        ValidationError
+            Naming ``desc`` where it is no operator description.
+        DeviceError
+            The device is lost, or a tensor's (n, c) plane exceeds a storage binding.
+        """
         tuning = self._tuning
         key = (desc, tuning)
         with self._lock:
@@ -297,8 +399,15 @@ class Device:
             compute_pass.dispatch_workgroups(*grid)
 
     @contextlib.contextmanager
-    def batch(self):
-        """Operations called inside are recorded into one submission, made at exit."""
+    def batch(self) -> Iterator["Device"]:
+        """Operations called inside (by this thread) are recorded into one submission, made
+        at exit; batches nest (the outermost submits).
+
+        Returns
+        -------
+        context manager
+            Yielding this Device.
+        """
         local = self._local
         depth = getattr(local, "depth", 0)
         if depth == 0:
@@ -312,13 +421,29 @@ class Device:
                 self._end_batch()
 
     @contextlib.contextmanager
-    def recording_into(self, compute_pass):
+    def recording_into(self, compute_pass: wgpu.GPUComputePassEncoder) -> Iterator["Device"]:
         """Ops called inside (by this thread) are recorded into ``compute_pass``: a compute
         pass of ``wgpu_device`` that the caller began and will end and submit itself.
 
         For wgpu code that wraps poolgpu's dispatches in its own pass, e.g. between the
         pass's timestamp writes (the bench times ops so).  Nothing is submitted inside, so
-        reading a tensor back or ``synchronize()`` there raises."""
+        reading a tensor back or ``synchronize()`` there raises.
+
+        Parameters
+        ----------
+        compute_pass : wgpu.GPUComputePassEncoder
+            A pass the caller began on ``wgpu_device``.
+
+        Returns
+        -------
+        context manager
+            Yielding this Device.
+
+        Raises
+        ------
+        RuntimeError
+            Inside ``batch()`` or another ``recording_into()``.
+        """
         local = self._local
         if getattr(local, "compute_pass", None) is not None:
             raise RuntimeError("recording_into() cannot be used inside batch() or another recording_into()")
@@ -364,7 +489,16 @@ class Device:
         return memoryview(data)[offset - start: offset - start + size]
 
     def synchronize(self) -> None:
-        """Wait until all work submitted to this device has finished."""
+        """Wait until all work submitted to this device has finished (submitting the calling
+        thread's open ``batch()`` first).
+
+        Raises
+        ------
+        RuntimeError
+            Inside ``recording_into()``.
+        DeviceError
+            The device is lost.
+        """
         self._flush()
         poll = getattr(self.wgpu_device, "_poll_wait", None)
         if poll is None:  # another backend: a read-back waits for everything submitted before it
@@ -380,7 +514,18 @@ _default_lock = threading.Lock()
 
 def default_device() -> Device:
     """The shared Device, made on first use (and again after the device is lost);
-    POOLGPU_BACKEND / POOLGPU_ADAPTER choose it."""
+    the environment variables POOLGPU_BACKEND / POOLGPU_ADAPTER choose it as ``backend=``
+    and ``adapter=`` do.
+
+    Returns
+    -------
+    Device
+
+    Raises
+    ------
+    DeviceError
+        No adapter matches, or no device opens.
+    """
     global _default_device
     if _default_device is None or _default_device.lost:
         with _default_lock:

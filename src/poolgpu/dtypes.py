@@ -9,14 +9,26 @@ type needs ``shader-f16`` or ``shader-int64``.
 from __future__ import annotations
 
 import enum
+from typing import Union
 
 import numpy as np
 
 from .errors import ValidationError
 
+__all__ = ["DataType"]
+
 
 class DataType(enum.IntEnum):
-    # Values are DirectML's DML_TENSOR_DATA_TYPE numbers.
+    """DirectML's tensor data types, numbered as DML_TENSOR_DATA_TYPE: FLOAT32, FLOAT16,
+    UINT32, UINT16, UINT8, INT32, INT16, INT8, UINT64, INT64.
+
+    Parameters
+    ----------
+    value : int
+        DirectML's number of the type (``DataType(1) is DataType.FLOAT32``); use
+        :meth:`DataType.of` to convert a NumPy dtype or a name.
+    """
+
     FLOAT32 = 1
     FLOAT16 = 2
     UINT32 = 3
@@ -30,6 +42,7 @@ class DataType(enum.IntEnum):
 
     @property
     def numpy(self) -> np.dtype:
+        """The NumPy dtype of the elements."""
         return np.dtype(self.name.lower())
 
     @property
@@ -39,15 +52,35 @@ class DataType(enum.IntEnum):
 
     @property
     def storage(self) -> str:
+        """How shaders store the elements in u32 words: ``"b8"``, ``"b16"``, ``"b32"`` or ``"b64"``."""
         return f"b{8 * self.size}"
 
     @property
     def is_float(self) -> bool:
+        """Whether the type is FLOAT32 or FLOAT16."""
         return self in (DataType.FLOAT32, DataType.FLOAT16)
 
     @classmethod
-    def of(cls, value, field: str = "data_type") -> "DataType":
-        """A DataType from a DataType, a NumPy dtype or scalar type, or a name."""
+    def of(cls, value: Union["DataType", str, np.dtype, type], field: str = "data_type") -> "DataType":
+        """A DataType from a DataType, a NumPy dtype or scalar type, or a name.
+
+        Parameters
+        ----------
+        value : DataType, numpy.dtype, NumPy scalar type or str
+            E.g. ``DataType.UINT8``, ``np.uint8``, ``np.dtype("uint8")``, ``"uint8"`` or
+            ``"UINT8"``.
+        field : str, default "data_type"
+            The field or argument named in the error.
+
+        Returns
+        -------
+        DataType
+
+        Raises
+        ------
+        ValidationError
+            Naming ``field`` where ``value`` is no type DirectML has (float64, bool, ...).
+        """
         if isinstance(value, DataType):
             return value
         if isinstance(value, str):

@@ -1,11 +1,22 @@
 """The two exceptions of the public contract."""
 
+__all__ = ["ValidationError", "DeviceError"]
+
 
 class ValidationError(ValueError):
     """A description (or a call's tensors) that DirectML would reject or that breaks a rule
-    of the contract.  Raised before any GPU work; the message names the offending field."""
+    of the contract.  Raised before any GPU work; the message names the offending field.
 
-    def __init__(self, field: str, message: str):
+    Parameters
+    ----------
+    field : str
+        The offending field or argument (e.g. ``"window_size"``, ``"output.sizes"``); kept
+        as ``e.field``.
+    message : str
+        What was expected; the message is ``f"{field}: {message}"``.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
         self.field = field
         super().__init__(f"{field}: {message}")
 

@@ -23,6 +23,12 @@ from .errors import ValidationError
 from .interop import answer, on_device, unsigned_indices
 from .tensor import Tensor
 
+__all__ = [
+    "max_pool", "average_pool", "lp_pool", "roi_pool", "adaptive_max_pool", "adaptive_average_pool",
+    "max_pool_grad", "average_pool_grad", "max_unpool", "adaptive_max_pool_grad", "adaptive_average_pool_grad",
+    "max_unpool_grad", "ArrayLike", "Result",
+]
+
 # An ndarray, a Tensor, or anything NumPy reads through __array__ or __dlpack__.
 ArrayLike = Any
 Result = Union[np.ndarray, Tensor]

@@ -6,8 +6,12 @@ back; ``pg.Tensor`` s stay on their device and come back as Tensors."""
 
 from __future__ import annotations
 
+from typing import Any, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
 from .arguments import array
-from .device import default_device
+from .device import Device, default_device
 from .dtypes import DataType
 from .tensor import Tensor
 from .tensor_desc import TensorDesc
@@ -15,11 +19,40 @@ from .tensor_desc import TensorDesc
 __all__ = ["on_device", "answer", "unsigned_indices"]
 
 
-def on_device(inputs, device, names=("x",)):
+def on_device(inputs: Sequence[Any], device: Optional[Device],
+              names: Sequence[str] = ("x",)) -> Tuple[list, Device, bool]:
     """(tensors, device, as_numpy): non-Tensor inputs read as NumPy arrays
     (:func:`poolgpu.arguments.array`; ``names`` name them in errors) and uploaded packed to
     ``device`` (default: the default device); Tensor inputs kept, on their own device unless
-    one is given."""
+    one is given.
+
+    Parameters
+    ----------
+    inputs : sequence
+        A call's array arguments: ``pg.Tensor`` s, NumPy arrays, or anything NumPy reads
+        through ``__array__`` or ``__dlpack__``.  The first one decides the kind of answer.
+    device : Device or None
+        Where to upload; None: the first input's device if it is a Tensor, else
+        ``pg.default_device()``.
+    names : sequence of str, default ("x",)
+        The inputs' names in errors (``f"input {i}"`` beyond them).
+
+    Returns
+    -------
+    tensors : list of Tensor
+        One per input.
+    device : Device
+        The device the call runs on.
+    as_numpy : bool
+        Whether the first input was not a Tensor (pass it to :func:`answer`).
+
+    Raises
+    ------
+    ValidationError
+        Naming the input NumPy cannot read, of a type DirectML lacks, or of 0 elements.
+    DeviceError
+        The device is lost or out of memory.
+    """
     as_numpy = not isinstance(inputs[0], Tensor)
     arrays = [x if isinstance(x, Tensor) else array(x, names[i] if i < len(names) else f"input {i}")
               for i, x in enumerate(inputs)]
@@ -29,8 +62,22 @@ def on_device(inputs, device, names=("x",)):
     return tensors, device, as_numpy
 
 
-def answer(outputs, as_numpy: bool):
-    """Outputs in kind: read back to NumPy when the inputs were NumPy arrays."""
+def answer(outputs: Union[Tensor, Tuple[Tensor, ...]],
+           as_numpy: bool) -> Union[Tensor, np.ndarray, tuple]:
+    """Outputs in kind: read back to NumPy when the inputs were NumPy arrays.
+
+    Parameters
+    ----------
+    outputs : Tensor or tuple of Tensor
+        An op's results.
+    as_numpy : bool
+        :func:`on_device`'s third result.
+
+    Returns
+    -------
+    Tensor, ndarray or tuple of them
+        ``outputs`` itself, or each read back to a new NumPy array.
+    """
     if not as_numpy:
         return outputs
     if isinstance(outputs, Tensor):
@@ -41,10 +88,26 @@ def answer(outputs, as_numpy: bool):
 _UNSIGNED_INDICES = {DataType.INT32: DataType.UINT32, DataType.INT64: DataType.UINT64}
 
 
-def unsigned_indices(indices):
+def unsigned_indices(indices: Any) -> Union[Tensor, np.ndarray]:
     """Signed indices (PyTorch's and ONNX's int64) as their unsigned bits, no copy: a
     negative index becomes one far outside any output.  A Tensor gives a Tensor over the
-    same buffer, anything else an array (:func:`poolgpu.arguments.array`) or its view."""
+    same buffer, anything else an array (:func:`poolgpu.arguments.array`) or its view.
+
+    Parameters
+    ----------
+    indices : Tensor or array-like
+        INT32 or INT64 indices are reinterpreted as UINT32 or UINT64; others returned as
+        they are.
+
+    Returns
+    -------
+    Tensor or numpy.ndarray
+
+    Raises
+    ------
+    ValidationError
+        Naming ``indices`` where NumPy cannot read it or its type is one DirectML lacks.
+    """
     if isinstance(indices, Tensor):
         unsigned = _UNSIGNED_INDICES.get(indices.data_type)
         if unsigned is None:

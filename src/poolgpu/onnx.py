@@ -32,13 +32,14 @@ from __future__ import annotations
 
 import contextlib
 import math
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 from .arguments import COORDINATE_MAX, array, choice, flag, integers, number
 from .descs import AveragePooling1Desc, LpPooling1Desc, MaxPooling2Desc, MaxUnpoolingDesc, described
+from .device import Device
 from .dtypes import DataType
 from .errors import ValidationError
-from .functional import roi_pool
+from .functional import ArrayLike, Result, roi_pool
 from .interop import answer, on_device, unsigned_indices
 from .tensor import Tensor
 from .tensor_desc import TensorDesc
@@ -133,9 +134,10 @@ def _onnx_names():
         raise ValidationError(_ONNX_NAMES[head] + dot + rest, str(exc).split(": ", 1)[1]) from None
 
 
-def max_pool(x, kernel_shape: Sequence[int], auto_pad: str = "NOTSET", ceil_mode: int = 0,
+def max_pool(x: ArrayLike, kernel_shape: Sequence[int], auto_pad: str = "NOTSET", ceil_mode: int = 0,
              dilations: Optional[Sequence[int]] = None, pads: Optional[Sequence[int]] = None, storage_order: int = 0,
-             strides: Optional[Sequence[int]] = None, return_indices: bool = False, device=None):
+             strides: Optional[Sequence[int]] = None, return_indices: bool = False,
+             device: Optional[Device] = None) -> Union[Result, tuple]:
     """ONNX MaxPool.
 
     Parameters
@@ -191,9 +193,10 @@ def max_pool(x, kernel_shape: Sequence[int], auto_pad: str = "NOTSET", ceil_mode
     return answer((y, int64), as_numpy)
 
 
-def average_pool(x, kernel_shape: Sequence[int], auto_pad: str = "NOTSET", ceil_mode: int = 0,
+def average_pool(x: ArrayLike, kernel_shape: Sequence[int], auto_pad: str = "NOTSET", ceil_mode: int = 0,
                  count_include_pad: int = 0, dilations: Optional[Sequence[int]] = None,
-                 pads: Optional[Sequence[int]] = None, strides: Optional[Sequence[int]] = None, device=None):
+                 pads: Optional[Sequence[int]] = None, strides: Optional[Sequence[int]] = None,
+                 device: Optional[Device] = None) -> Result:
     """ONNX AveragePool.
 
     Parameters
@@ -225,9 +228,9 @@ def average_pool(x, kernel_shape: Sequence[int], auto_pad: str = "NOTSET", ceil_
     return answer(device.compile(desc)(x), as_numpy)
 
 
-def lp_pool(x, kernel_shape: Sequence[int], auto_pad: str = "NOTSET", ceil_mode: int = 0,
+def lp_pool(x: ArrayLike, kernel_shape: Sequence[int], auto_pad: str = "NOTSET", ceil_mode: int = 0,
             dilations: Optional[Sequence[int]] = None, pads: Optional[Sequence[int]] = None, p: float = 2,
-            strides: Optional[Sequence[int]] = None, device=None):
+            strides: Optional[Sequence[int]] = None, device: Optional[Device] = None) -> Result:
     """ONNX LpPool (padding contributes nothing to the sum).
 
     Parameters
@@ -270,7 +273,7 @@ def _desc(x, name: str = "x") -> TensorDesc:
     return TensorDesc(DataType.of(x.dtype, name), x.shape)
 
 
-def global_max_pool(x, device=None):
+def global_max_pool(x: ArrayLike, device: Optional[Device] = None) -> Result:
     """ONNX GlobalMaxPool: the max over all spatial dimensions, kept as size 1.
 
     Parameters
@@ -294,21 +297,59 @@ def global_max_pool(x, device=None):
     return max_pool(x, _spatial(x), device=device)
 
 
-def global_average_pool(x, device=None):
-    """ONNX GlobalAveragePool; parameters and errors as for :func:`global_max_pool`."""
+def global_average_pool(x: ArrayLike, device: Optional[Device] = None) -> Result:
+    """ONNX GlobalAveragePool: the mean over all spatial dimensions, kept as size 1.
+
+    Parameters
+    ----------
+    x : array_like or Tensor
+        X, {N, C, D1, ...} with 1 to 3 spatial dimensions, float32 or float16.
+    device : Device, optional
+        As for :func:`max_pool`.
+
+    Returns
+    -------
+    Y
+        {N, C, 1, ...}.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``x`` where it is not such an array or Tensor.
+    """
     x = _input(x)
     return average_pool(x, _spatial(x), device=device)
 
 
-def global_lp_pool(x, p: float = 2, device=None):
-    """ONNX GlobalLpPool; ``p`` (default 2) a finite number >= 1, the rest as for
-    :func:`global_max_pool`."""
+def global_lp_pool(x: ArrayLike, p: float = 2, device: Optional[Device] = None) -> Result:
+    """ONNX GlobalLpPool: ``(sum |x|^p)^(1/p)`` over all spatial dimensions, kept as size 1.
+
+    Parameters
+    ----------
+    x : array_like or Tensor
+        X, {N, C, D1, ...} with 1 to 3 spatial dimensions, float32 or float16.
+    p : float, default 2
+        A finite number from 1 to 64.
+    device : Device, optional
+        As for :func:`max_pool`.
+
+    Returns
+    -------
+    Y
+        {N, C, 1, ...}.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``x`` or ``p``.
+    """
     x = _input(x)
     return lp_pool(x, _spatial(x), p=p, device=device)
 
 
-def max_unpool(x, indices, kernel_shape: Sequence[int], pads: Optional[Sequence[int]] = None,
-               strides: Optional[Sequence[int]] = None, output_shape: Optional[Sequence[int]] = None, device=None):
+def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Sequence[int], pads: Optional[Sequence[int]] = None,
+               strides: Optional[Sequence[int]] = None, output_shape: Optional[Sequence[int]] = None,
+               device: Optional[Device] = None) -> Result:
     """ONNX MaxUnpool: ``x`` scattered to its (int64) ``indices`` in zeros.
 
     Without ``output_shape`` the output has the inferred shape, MaxPool's input shape
@@ -367,7 +408,8 @@ def max_unpool(x, indices, kernel_shape: Sequence[int], pads: Optional[Sequence[
     return answer(device.compile(desc)(x, indices), as_numpy)
 
 
-def max_roi_pool(x, rois, pooled_shape: Sequence[int], spatial_scale: float = 1.0, device=None):
+def max_roi_pool(x: ArrayLike, rois: ArrayLike, pooled_shape: Sequence[int], spatial_scale: float = 1.0,
+                 device: Optional[Device] = None) -> Result:
     """ONNX MaxRoiPool: ``x`` (N, C, H, W), ``rois`` (num_rois, 5) of
     ``[batch_id, x1, y1, x2, y2]`` -> Y (num_rois, C, pooled_shape[0], pooled_shape[1]).
 

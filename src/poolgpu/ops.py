@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
-from typing import Optional
+from typing import TYPE_CHECKING, Optional, Union
 
 import wgpu
 
@@ -13,6 +13,12 @@ from .errors import DeviceError, ValidationError
 from .tensor import Tensor
 from .tensor_desc import TensorDesc
 from .tuning import Tuning
+
+if TYPE_CHECKING:
+    from .descs import Description
+    from .device import Device
+
+__all__ = ["Op"]
 
 _BIND_GROUP_CACHE_SIZE = 16
 
@@ -36,9 +42,19 @@ class Op:
     Its program is chunked where a tensor exceeds the device's largest storage binding
     (kernels.chunked).  Concurrent calls may share its scratch tensors: a call's passes are
     recorded together into one command buffer, and the queue runs command buffers one after
-    another."""
+    another.  Made by ``Device.compile``, which caches them.
 
-    def __init__(self, device: "Device", desc, tuning: Optional[Tuning] = None):  # noqa: F821 (device.py imports ops)
+    Parameters
+    ----------
+    device : Device
+        The device it runs on (``op.device``).
+    desc : MaxPoolingDesc, MaxPooling1Desc, ... (any operator description)
+        What it computes (``op.desc``).
+    tuning : Tuning, optional
+        Which kernels; default None: ``device.tuning``.
+    """
+
+    def __init__(self, device: "Device", desc: "Description", tuning: Optional[Tuning] = None) -> None:
         self.device = device
         self.desc = desc
         self.tuning = device.tuning if tuning is None else tuning
@@ -113,7 +129,37 @@ class Op:
                 f"{expected.data_type.name} {expected.sizes} strides {expected.strides}",
             )
 
-    def __call__(self, *inputs, out=None):
+    def __call__(self, *inputs: Tensor,
+                 out: Union[Tensor, tuple, None] = None) -> Union[Tensor, tuple]:
+        """Run the operator.
+
+        Parameters
+        ----------
+        *inputs : Tensor
+            The description's input tensors in the order of its fields (``input``; the max
+            gradient ``input, input_gradient``; unpooling ``input, indices``; ROI pooling
+            ``input, roi``), on this op's device, each matching its TensorDesc (type, sizes
+            and strides).
+        out : Tensor or tuple of Tensor, optional
+            Existing tensors to write the results into, matching the description's outputs;
+            default None: new ones.
+
+        Returns
+        -------
+        Tensor or tuple of Tensor
+            The output, or ``(output, output_indices)`` for max pooling with indices.  Work
+            is submitted when the call returns (or at the end of a ``batch()``).
+
+        Raises
+        ------
+        ValidationError
+            Naming the tensor that does not match its description, lives on another Device
+            or overlaps an output.
+        TypeError
+            The wrong number of inputs.
+        DeviceError
+            The device is lost or out of memory.
+        """
         memo = self._memo
         if memo is not None and out is not None:  # the hot path: the same tensors as last time
             outputs = (out,) if out.__class__ is Tensor else tuple(out)

@@ -19,7 +19,16 @@ __all__ = ["Window", "make_window", "pooling_output_sizes"]
 
 @dataclass(frozen=True)
 class Window:
-    """Validated per-dimension geometry; every tuple has ``dims`` entries."""
+    """Validated per-dimension geometry; every tuple has ``dims`` entries.  Made by
+    :func:`make_window`, which validates.
+
+    Parameters
+    ----------
+    window_size, strides, dilations : tuple of int
+        Positive, one per spatial dimension.
+    start_padding, end_padding : tuple of int
+        Non-negative, one per spatial dimension.
+    """
 
     window_size: tuple
     strides: tuple
@@ -29,10 +38,12 @@ class Window:
 
     @property
     def dims(self) -> int:
+        """The number of spatial dimensions."""
         return len(self.window_size)
 
     @property
     def extents(self) -> tuple:
+        """Each dimension's dilated window extent ``(window_size - 1) * dilations + 1``."""
         return tuple((k - 1) * d + 1 for k, d in zip(self.window_size, self.dilations))
 
     @property
@@ -45,10 +56,22 @@ class Window:
 
     @property
     def has_padding(self) -> bool:
+        """Whether any start or end padding is non-zero."""
         return any(self.start_padding) or any(self.end_padding)
 
     def output_spatial_sizes(self, input_spatial: Sequence[int], field: str = "window_size") -> tuple:
         """The output's spatial sizes for an input of ``input_spatial`` sizes.
+
+        Parameters
+        ----------
+        input_spatial : sequence of int
+            The input's spatial sizes, ``dims`` of them.
+        field : str, default "window_size"
+            The field named where a window exceeds the padded input.
+
+        Returns
+        -------
+        tuple of int
 
         Raises
         ------
@@ -79,7 +102,19 @@ class Window:
         return tuple(out)
 
     def check_windows_cover_input(self, input_spatial: Sequence[int]) -> None:
-        """Every window must cover at least one input element (padding is never data)."""
+        """Every window must cover at least one input element (padding is never data).
+
+        Parameters
+        ----------
+        input_spatial : sequence of int
+            The input's spatial sizes, ``dims`` of them.
+
+        Raises
+        ------
+        ValidationError
+            Naming ``window_size`` where a window covers only padding (or as
+            :meth:`output_spatial_sizes`).
+        """
         outputs = self.output_spatial_sizes(input_spatial)
         for i, (size, k, s, d, p0, out) in enumerate(
             zip(input_spatial, self.window_size, self.strides, self.dilations, self.start_padding, outputs)
@@ -103,17 +138,32 @@ class Window:
 
 
 def make_window(
-    window_size,
-    strides=None,
-    start_padding=None,
-    end_padding=None,
-    dilations=None,
+    window_size: Sequence[int],
+    strides: Optional[Sequence[int]] = None,
+    start_padding: Optional[Sequence[int]] = None,
+    end_padding: Optional[Sequence[int]] = None,
+    dilations: Optional[Sequence[int]] = None,
     dims: Optional[int] = None,
 ) -> Window:
     """A validated :class:`Window`: ``window_size``, ``strides`` and ``dilations`` positive,
     paddings non-negative, every value at most 2^32 - 1 (DirectML's UINT fields), the
     extents ``(window_size - 1) * dilations + 1`` at most 2^31 - 1; ``None`` fields get
     their defaults (strides and dilations 1, paddings 0).
+
+    Parameters
+    ----------
+    window_size : sequence of int
+        One to three positive ints.
+    strides, dilations : sequence of int, optional
+        Positive; default None: all 1.
+    start_padding, end_padding : sequence of int, optional
+        Non-negative; default None: all 0.
+    dims : int, optional
+        The number of spatial dimensions expected; default None: ``len(window_size)``.
+
+    Returns
+    -------
+    Window
 
     Raises
     ------
@@ -149,7 +199,10 @@ def make_window(
     return window
 
 
-def pooling_output_sizes(input_sizes, window_size, strides=None, start_padding=None, end_padding=None, dilations=None) -> tuple:
+def pooling_output_sizes(input_sizes: Sequence[int], window_size: Sequence[int],
+                         strides: Optional[Sequence[int]] = None, start_padding: Optional[Sequence[int]] = None,
+                         end_padding: Optional[Sequence[int]] = None,
+                         dilations: Optional[Sequence[int]] = None) -> tuple:
     """Output sizes ``{N, C, spatial...}`` of a fixed-window pooling of ``input_sizes``.
 
     Parameters

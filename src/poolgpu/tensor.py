@@ -2,23 +2,43 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
+import numpy.typing as npt
 
 from .dtypes import DataType
 from .tensor_desc import TensorDesc
 
 if TYPE_CHECKING:  # (device imports this module)
+    import wgpu
+
     from .device import Device
+
+__all__ = ["Tensor"]
 
 
 class Tensor:
-    """A tensor in a GPU buffer: ``desc`` says how its logical values sit from ``offset``."""
+    """A tensor in a GPU buffer: ``desc`` says how its logical values sit from ``offset``.
+
+    Made by ``Device.upload``, ``Device.empty``, ``Device.wrap`` and by ops; it stays on its
+    device until read back (``t.numpy()``, ``np.asarray(t)``).
+
+    Parameters
+    ----------
+    device : Device
+        The device whose buffer holds it.
+    desc : TensorDesc
+        Its data type, sizes and strides.
+    buffer : wgpu.GPUBuffer
+        A buffer of ``device`` with STORAGE usage.
+    offset : int, default 0
+        Bytes from the buffer's start to element 0.
+    """
 
     __slots__ = ("device", "desc", "buffer", "offset", "__weakref__")
 
-    def __init__(self, device: "Device", desc: TensorDesc, buffer, offset: int = 0):
+    def __init__(self, device: "Device", desc: TensorDesc, buffer: "wgpu.GPUBuffer", offset: int = 0) -> None:
         self.device = device
         self.desc = desc
         self.buffer = buffer
@@ -26,10 +46,12 @@ class Tensor:
 
     @property
     def sizes(self) -> tuple:
+        """The logical sizes ``{N, C, spatial...}``."""
         return self.desc.sizes
 
     @property
     def data_type(self) -> DataType:
+        """The elements' DataType."""
         return self.desc.data_type
 
     # NumPy habits: ``t.shape``, ``t.dtype`` and ``np.asarray(t)`` (a read-back), as for arrays.
@@ -44,16 +66,41 @@ class Tensor:
         """The NumPy dtype of the elements."""
         return self.desc.data_type.numpy
 
-    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+    def __array__(self, dtype: Optional[npt.DTypeLike] = None, copy: Optional[bool] = None) -> np.ndarray:
         """``np.asarray(t)``: the values read back (always a new array, so ``copy=False``
-        cannot be honoured and raises, as NumPy 2 asks)."""
+        cannot be honoured and raises, as NumPy 2 asks).
+
+        Parameters
+        ----------
+        dtype : dtype, optional
+            Convert to it; default None: the tensor's own.
+        copy : bool, optional
+            None or True; False raises ValueError.
+
+        Returns
+        -------
+        numpy.ndarray
+        """
         if copy is False:
             raise ValueError("a poolgpu Tensor lives on the GPU: reading it back always copies (use copy=None)")
         array = self.numpy()
         return array if dtype is None else array.astype(dtype, copy=False)
 
     def numpy(self) -> np.ndarray:
-        """The logical values, as a new packed array of ``sizes``."""
+        """The logical values, as a new packed array of ``sizes`` (waits for the work that
+        writes them, submitting the calling thread's open ``batch()`` first).
+
+        Returns
+        -------
+        numpy.ndarray
+
+        Raises
+        ------
+        RuntimeError
+            Inside ``Device.recording_into()``.
+        DeviceError
+            The device is lost.
+        """
         desc = self.desc
         raw = self.device._read(self.buffer, self.offset, desc.total_size_in_bytes)
         item = desc.data_type.size

@@ -25,7 +25,16 @@ _EXACT_ALIAS_CHECK_LIMIT = 1 << 24
 
 
 def packed_strides(sizes: Sequence[int]) -> tuple:
-    """Row-major strides in elements."""
+    """Row-major strides in elements.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+
+    Returns
+    -------
+    tuple of int
+    """
     strides, step = [], 1
     for size in reversed(sizes):
         strides.append(step)
@@ -34,7 +43,19 @@ def packed_strides(sizes: Sequence[int]) -> tuple:
 
 
 def calc_buffer_tensor_size(data_type: DataType, sizes: Sequence[int], strides: Sequence[int]) -> int:
-    """DirectML's DMLCalcBufferTensorSize: bytes spanned by the tensor, rounded up to 4."""
+    """DirectML's DMLCalcBufferTensorSize: bytes spanned by the tensor, rounded up to 4.
+
+    Parameters
+    ----------
+    data_type : DataType
+    sizes, strides : sequence of int
+        Strides in elements.
+
+    Returns
+    -------
+    int
+        ``(1 + sum((size - 1) * stride)) * element_size``, rounded up to a multiple of 4.
+    """
     last = sum((s - 1) * st for s, st in zip(sizes, strides))
     size = (1 + last) * data_type.size
     return (size + 3) & ~3
@@ -118,7 +139,17 @@ class TensorDesc:
 
     @classmethod
     def packed(cls, data_type: Any, sizes: Sequence[int]) -> "TensorDesc":
-        """A packed row-major tensor of ``sizes`` (the same as ``TensorDesc(data_type, sizes)``)."""
+        """A packed row-major tensor of ``sizes`` (the same as ``TensorDesc(data_type, sizes)``).
+
+        Parameters
+        ----------
+        data_type : DataType, NumPy dtype or str
+        sizes : sequence of int
+
+        Returns
+        -------
+        TensorDesc
+        """
         return cls(data_type, sizes)
 
     @property
@@ -145,6 +176,11 @@ class TensorDesc:
     def check_no_aliasing(self, field: str) -> None:
         """Raise unless every element has its own memory (required of outputs).
 
+        Parameters
+        ----------
+        field : str
+            The field named in the error (e.g. ``"output.strides"``).
+
         Raises
         ------
         ValidationError
@@ -159,7 +195,17 @@ class TensorDesc:
 
 
 def strides_alias(sizes: Sequence[int], strides: Sequence[int]) -> bool:
-    """Whether two distinct indices map to the same element offset."""
+    """Whether two distinct indices map to the same element offset.
+
+    Parameters
+    ----------
+    sizes, strides : sequence of int
+        Strides in elements.
+
+    Returns
+    -------
+    bool
+    """
     dims = sorted((st, s) for s, st in zip(sizes, strides) if s > 1)
     reach = 0  # the largest offset reachable with the dimensions seen so far
     for stride, size in dims:

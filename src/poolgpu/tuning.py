@@ -11,6 +11,9 @@ from dataclasses import dataclass, fields
 
 from .errors import ValidationError
 
+__all__ = ["Tuning", "WALKS"]
+
+#: The values of ``Tuning.walk``.
 WALKS = ("auto", "general", "rows", "rows_tail", "channels", "plane")
 
 
@@ -63,6 +66,14 @@ class Tuning:
         Adaptive pooling whose bins are one fixed window (each input size a multiple of the
         output's) runs the fixed-window kernels where output rows hold at least this many
         outputs (else the bin kernels, which pack outputs flat).
+
+    Every field has the default of :meth:`for_cpu`; :meth:`for_gpu` lists where the GPU
+    preset differs.
+
+    Raises
+    ------
+    ValidationError
+        Naming the field whose value is out of range or of the wrong type.
     """
 
     target: str = "cpu"
@@ -78,7 +89,7 @@ class Tuning:
     windows_first: bool = True
     fixed_window_min_row: int = 8
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.target not in ("cpu", "gpu"):
             raise ValidationError("target", f"expected 'cpu' or 'gpu', got {self.target!r}")
         if self.walk not in WALKS:
@@ -100,7 +111,13 @@ class Tuning:
     @classmethod
     def for_cpu(cls) -> "Tuning":
         """The choices for software adapters: the rows walks, one output per invocation of
-        the general walk."""
+        the general walk.
+
+        Returns
+        -------
+        Tuning
+            ``Tuning()``: every field at its default.
+        """
         return cls()
 
     @classmethod
@@ -108,12 +125,34 @@ class Tuning:
         """The choices for GPUs: no rows walks (measured on an H100, case A: 2-4x slower
         than the general walk), two outputs per invocation of the general walk (1.2-1.6x
         faster than one; four were 0.8-0.9x as fast as two), the plane walk for global
-        pooling."""
+        pooling.
+
+        Returns
+        -------
+        Tuning
+            ``target="gpu"``, ``rows_walks=False``, ``plane_walk=True``,
+            ``outputs_per_invocation=2``; the other fields as :meth:`for_cpu`'s.
+        """
         return cls(target="gpu", rows_walks=False, plane_walk=True, outputs_per_invocation=2)
 
     @classmethod
     def preset(cls, target: str) -> "Tuning":
-        """``for_cpu()`` or ``for_gpu()`` by name ("cpu" or "gpu")."""
+        """``for_cpu()`` or ``for_gpu()`` by name.
+
+        Parameters
+        ----------
+        target : {"cpu", "gpu"}
+            The preset's name.
+
+        Returns
+        -------
+        Tuning
+
+        Raises
+        ------
+        ValidationError
+            Naming ``target`` where it is neither.
+        """
         if target not in ("cpu", "gpu"):
             raise ValidationError("target", f"expected 'cpu' or 'gpu', got {target!r}")
         return cls.for_gpu() if target == "gpu" else cls.for_cpu()

@@ -1,0 +1,36 @@
+"""Operator descriptions: frozen dataclasses named after DirectML's structs.
+
+Each description validates itself when it is made (raising ValidationError naming the
+field) and fills in what was left out: per-dimension defaults and inferred output tensors.
+A made description is therefore always valid, and the kernel layer reads it without
+re-checking.  Besides its public fields every description answers:
+
+- ``kernel``: the registry key of the shader variant that computes it;
+- ``input_tensors()`` / ``output_tensors()``: ``(role, TensorDesc or None)`` pairs in call
+  and return order (None for an optional output that was not asked for);
+- ``window``: the validated :class:`~poolgpu.shapes.Window` (fixed-window operators).
+"""
+
+from typing import Union
+
+from ._common import described
+from .binned import AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, RoiPoolingDesc
+from .gradients import (AdaptiveAveragePoolingGradDesc, AdaptiveMaxPoolingGradDesc, AveragePoolingGradDesc,
+                        MaxPoolingGradDesc, MaxUnpoolingDesc, MaxUnpoolingGradDesc)
+from .pooling import (AveragePooling1Desc, AveragePoolingDesc, LpPooling1Desc, LpPoolingDesc, MaxPooling1Desc,
+                      MaxPooling2Desc, MaxPoolingDesc)
+
+#: Any operator description: what ``Device.compile`` takes (for annotations).
+Description = Union[
+    MaxPoolingDesc, MaxPooling1Desc, MaxPooling2Desc, AveragePoolingDesc, AveragePooling1Desc, LpPoolingDesc,
+    LpPooling1Desc, RoiPoolingDesc, AdaptiveMaxPoolingDesc, AdaptiveAveragePoolingDesc, MaxPoolingGradDesc,
+    AveragePoolingGradDesc, MaxUnpoolingDesc, AdaptiveMaxPoolingGradDesc, AdaptiveAveragePoolingGradDesc,
+    MaxUnpoolingGradDesc,
+]
+
+__all__ = [
+    "MaxPoolingDesc", "MaxPooling1Desc", "MaxPooling2Desc", "AveragePoolingDesc", "AveragePooling1Desc",
+    "LpPoolingDesc", "LpPooling1Desc", "RoiPoolingDesc", "AdaptiveMaxPoolingDesc", "AdaptiveAveragePoolingDesc",
+    "MaxPoolingGradDesc", "AveragePoolingGradDesc", "MaxUnpoolingDesc", "AdaptiveMaxPoolingGradDesc",
+    "AdaptiveAveragePoolingGradDesc", "MaxUnpoolingGradDesc", "Description", "described",
+]

@@ -1,0 +1,159 @@
+"""What the descriptions share: checks of their tensors, inferred outputs and indices, the
+fixed-window fields, and the average's divisor fields (forward and gradient alike)."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ..arguments import integer, integers
+from ..dtypes import INDEX_TYPES, DataType
+from ..errors import ValidationError
+from ..shapes import Window, make_window
+from ..tensor_desc import TensorDesc
+
+__all__ = ["described"]
+
+#: ``(role, TensorDesc or None)`` pairs, as ``input_tensors()``/``output_tensors()`` give them.
+Roles = Tuple[Tuple[str, Optional[TensorDesc]], ...]
+
+
+class _Description:
+    """What every operator description answers besides its fields."""
+
+    #: The registry key of the kernel layer's builder for this operator.
+    kernel: str
+
+    def input_tensors(self) -> Roles:
+        """The tensors an op of this description takes, in call order.
+
+        Returns
+        -------
+        tuple of (str, TensorDesc)
+            ``(role, TensorDesc)`` pairs; the role is the field's name.
+        """
+        raise NotImplementedError
+
+    def output_tensors(self) -> Roles:
+        """The tensors an op of this description returns, in return order.
+
+        Returns
+        -------
+        tuple of (str, TensorDesc or None)
+            ``(role, TensorDesc)`` pairs; None for an optional output not asked for
+            (``output_indices``).
+        """
+        raise NotImplementedError
+
+
+def _set(desc, **fields) -> None:
+    for name, value in fields.items():
+        object.__setattr__(desc, name, value)
+
+
+def _check_tensor(value, field: str) -> TensorDesc:
+    if not isinstance(value, TensorDesc):
+        raise ValidationError(field, f"expected a TensorDesc, got {type(value).__name__}")
+    return value
+
+
+def described(data_type: Union[DataType, str, np.dtype, type], sizes: Sequence[int], field: str) -> TensorDesc:
+    """A packed TensorDesc of ``sizes`` that poolgpu infers (an output, a function's
+    ``output_sizes``), its errors about the sizes named ``field`` (e.g. ``output.sizes``):
+    the field or argument the sizes come from.
+
+    Parameters
+    ----------
+    data_type : DataType, NumPy dtype or str
+    sizes : sequence of int
+    field : str
+        The field or argument the sizes come from, named in errors.
+
+    Returns
+    -------
+    TensorDesc
+
+    Raises
+    ------
+    ValidationError
+        Naming ``field`` where the sizes make no tensor (e.g. over 2^32 - 1 elements).
+    """
+    try:
+        return TensorDesc(data_type, sizes)
+    except ValidationError as exc:
+        if exc.field != "sizes":
+            raise
+        raise ValidationError(field, str(exc).split(": ", 1)[1]) from None
+
+
+def _check_type(tensor: TensorDesc, field: str, allowed) -> None:
+    if tensor.data_type not in allowed:
+        names = ", ".join(t.name for t in DataType if t in allowed)
+        raise ValidationError(
+            f"{field}.data_type", f"{tensor.data_type.name} is not supported here; expected one of {names}"
+        )
+
+
+def _output_like(value, field: str, sizes: tuple, data_type: DataType) -> TensorDesc:
+    """The given output (checked against the expected sizes and type) or a packed inferred one."""
+    if value is None:
+        return described(data_type, sizes, f"{field}.sizes")
+    tensor = _check_tensor(value, field)
+    if tensor.data_type != data_type:
+        raise ValidationError(
+            f"{field}.data_type", f"expected {data_type.name}, got {tensor.data_type.name}"
+        )
+    if tensor.sizes != sizes:
+        raise ValidationError(f"{field}.sizes", f"expected {sizes} (from the pooling formula), got {tensor.sizes}")
+    tensor.check_no_aliasing(f"{field}.strides")
+    return tensor
+
+
+def _indices_like(value, sizes: tuple) -> Optional[TensorDesc]:
+    """output_indices: None (not computed), a TensorDesc, or a data type (a packed tensor of it)."""
+    if value is None:
+        return None
+    if not isinstance(value, TensorDesc):
+        value = described(DataType.of(value, "output_indices"), sizes, "output_indices.sizes")
+    _check_type(value, "output_indices", INDEX_TYPES)
+    return _output_like(value, "output_indices", sizes, value.data_type)
+
+
+def _pooling_window(desc, input: TensorDesc, dilations=None) -> Window:
+    """Validate the window fields of a fixed-window pooling description against its input."""
+    window = make_window(desc.window_size, desc.strides, desc.start_padding, desc.end_padding, dilations)
+    if window.dims != input.rank - 2:
+        raise ValidationError(
+            "window_size",
+            f"{window.dims} spatial dimensions given, but the input {input.sizes} has {input.rank - 2} "
+            f"(dimension_count must equal the input's rank - 2)",
+        )
+    window.check_windows_cover_input(input.sizes[2:])
+    _set(
+        desc,
+        window_size=window.window_size,
+        strides=window.strides,
+        start_padding=window.start_padding,
+        end_padding=window.end_padding,
+    )
+    return window
+
+
+def _check_divisor_fields(desc, window: Window) -> None:
+    """Validate and fill in the average descriptions' divisor extensions:
+    ``counted_end_padding`` (None: all of ``end_padding``) and ``divisor_override``."""
+    counted = desc.counted_end_padding
+    if counted is None:
+        counted = window.end_padding
+    else:
+        counted = integers(counted, "counted_end_padding", window.dims, minimum=0)
+        if any(c < 0 or c > e for c, e in zip(counted, window.end_padding)):
+            raise ValidationError(
+                "counted_end_padding",
+                f"every value must lie between 0 and the end padding {window.end_padding}, got {counted}",
+            )
+    override = desc.divisor_override
+    if override is not None:
+        override = integer(override, "divisor_override", minimum=1)
+    _set(desc, counted_end_padding=counted, divisor_override=override)
