@@ -1,0 +1,110 @@
+"""Adaptive pooling: ``adaptive_max_pool*``, ``adaptive_avg_pool*``."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from .. import functional as _functional
+from ..descs import AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc
+from ..device import Device, Tensor
+from ..dtypes import DataType
+from ..errors import ValidationError
+from ._arguments import integer_arg
+from ._call import FLOATS, MAX_TYPES, Call, Input, Size, empty_result, plane_indices
+
+__all__ = ["adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
+           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d"]
+
+
+def _adaptive_sizes(call: Call, dims: int, output_size) -> tuple:
+    f = call.function
+    if not isinstance(output_size, (str, bytes)) and hasattr(output_size, "__len__"):
+        if len(output_size) != dims:
+            raise ValidationError("output_size", f"{f}: expected an int or {dims} sizes, got {tuple(output_size)}")
+        sizes = tuple(n if s is None else integer_arg(s, "output_size", f) for s, n in zip(output_size, call.sizes[2:]))
+    else:
+        sizes = (integer_arg(output_size, "output_size", f),) * dims
+    if any(s < 0 for s in sizes):
+        raise ValidationError("output_size", f"{f}: output sizes must be non-negative, got {sizes}")
+    if any(n == 0 for n in call.sizes[2:]):
+        raise ValidationError("input", f"{f}: the input's spatial sizes must be positive, got {call.sizes[2:]}")
+    return sizes
+
+
+def _adaptive_max_pool(dims, function, input, output_size, return_indices, device):
+    call = Call(input, function, dims, MAX_TYPES, device)
+    sizes = _adaptive_sizes(call, dims, output_size)
+    out_sizes = call.sizes[:2] + sizes
+
+    def forward():
+        if 0 in out_sizes:
+            return empty_result(out_sizes, call.dtype), empty_result(out_sizes, np.int64)
+        x = call.tensor()
+        desc = AdaptiveMaxPoolingDesc(x.desc, output_indices=DataType.UINT32 if return_indices else None,
+                                      output_size=sizes)
+        result = call.device.compile(desc)(x)
+        if not return_indices:
+            return (result,)
+        return result[0], plane_indices(result[1], math.prod(call.sizes[2:]))
+
+    def backward(dy: Tensor) -> Tensor:
+        return _functional.adaptive_max_pool_grad(call.tensor(), dy)
+
+    results = call.run(forward, backward)
+    return results if return_indices else results[0]
+
+
+def adaptive_max_pool1d(input: Input, output_size: Size, return_indices: bool = False, *,
+                        device: Optional[Device] = None):
+    """``torch.nn.functional.adaptive_max_pool1d`` on poolgpu: output ``i`` pools input
+    ``[floor(i * L / out), ceil((i + 1) * L / out))``; indices as :func:`max_pool1d`'s."""
+    return _adaptive_max_pool(1, "adaptive_max_pool1d", input, output_size, return_indices, device)
+
+
+def adaptive_max_pool2d(input: Input, output_size: Size, return_indices: bool = False, *,
+                        device: Optional[Device] = None):
+    """``torch.nn.functional.adaptive_max_pool2d`` on poolgpu; ``None`` in ``output_size``
+    keeps the input's size."""
+    return _adaptive_max_pool(2, "adaptive_max_pool2d", input, output_size, return_indices, device)
+
+
+def adaptive_max_pool3d(input: Input, output_size: Size, return_indices: bool = False, *,
+                        device: Optional[Device] = None):
+    """``torch.nn.functional.adaptive_max_pool3d`` on poolgpu; see :func:`adaptive_max_pool2d`."""
+    return _adaptive_max_pool(3, "adaptive_max_pool3d", input, output_size, return_indices, device)
+
+
+def _adaptive_avg_pool(dims, function, input, output_size, device):
+    call = Call(input, function, dims, FLOATS, device)
+    sizes = _adaptive_sizes(call, dims, output_size)
+    out_sizes = call.sizes[:2] + sizes
+
+    def forward():
+        if 0 in out_sizes:
+            return (empty_result(out_sizes, call.dtype),)
+        x = call.tensor()
+        return (call.device.compile(AdaptiveAveragePoolingDesc(x.desc, output_size=sizes))(x),)
+
+    def backward(dy: Tensor) -> Tensor:
+        return _functional.adaptive_average_pool_grad(dy, call.sizes)
+
+    return call.run(forward, backward)[0]
+
+
+def adaptive_avg_pool1d(input: Input, output_size: Size, *, device: Optional[Device] = None):
+    """``torch.nn.functional.adaptive_avg_pool1d`` on poolgpu (float32, float16)."""
+    return _adaptive_avg_pool(1, "adaptive_avg_pool1d", input, output_size, device)
+
+
+def adaptive_avg_pool2d(input: Input, output_size: Size, *, device: Optional[Device] = None):
+    """``torch.nn.functional.adaptive_avg_pool2d`` on poolgpu; ``None`` in ``output_size``
+    keeps the input's size."""
+    return _adaptive_avg_pool(2, "adaptive_avg_pool2d", input, output_size, device)
+
+
+def adaptive_avg_pool3d(input: Input, output_size: Size, *, device: Optional[Device] = None):
+    """``torch.nn.functional.adaptive_avg_pool3d`` on poolgpu; see :func:`adaptive_avg_pool2d`."""
+    return _adaptive_avg_pool(3, "adaptive_avg_pool3d", input, output_size, device)

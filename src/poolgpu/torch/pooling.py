@@ -1,0 +1,186 @@
+"""Fixed-window pooling: ``max_pool*``, ``avg_pool*``, ``lp_pool*``."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from ..descs import AveragePooling1Desc, AveragePoolingGradDesc, LpPooling1Desc, MaxPooling2Desc, MaxPoolingGradDesc
+from ..device import Device, Tensor
+from ..dtypes import DataType
+from ..errors import ValidationError
+from ..tensor_desc import TensorDesc
+from ._arguments import integer_arg, window
+from ._call import FLOATS, MAX_TYPES, Call, Input, Size, empty_result, plane_indices
+
+__all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+           "lp_pool1d", "lp_pool2d", "lp_pool3d"]
+
+
+def _max_pool(dims, function, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, device):
+    call = Call(input, function, dims, MAX_TYPES, device)
+    call.require_nonzero()
+    fields, out = window(call, dims, kernel_size, stride, padding, dilation, ceil_mode)
+    out_sizes = call.sizes[:2] + out
+
+    def forward():
+        if call.sizes[0] == 0:
+            return empty_result(out_sizes, call.dtype), empty_result(out_sizes, np.int64)
+        x = call.tensor()
+        desc = MaxPooling2Desc(x.desc, output_indices=DataType.UINT32 if return_indices else None, **fields)
+        result = call.device.compile(desc)(x)
+        if not return_indices:
+            return (result,)
+        return result[0], plane_indices(result[1], math.prod(call.sizes[2:]))
+
+    def backward(dy: Tensor) -> Tensor:
+        x = call.tensor()
+        return call.device.compile(MaxPoolingGradDesc(x.desc, dy.desc, **fields))(x, dy)
+
+    results = call.run(forward, backward)
+    return results if return_indices else results[0]
+
+
+def max_pool1d(input: Input, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0, dilation: Size = 1,
+               ceil_mode: bool = False, return_indices: bool = False, *, device: Optional[Device] = None):
+    """``torch.nn.functional.max_pool1d`` on poolgpu: input (N, C, L) or (C, L).
+
+    Returns the maxima, and with ``return_indices`` also their int64 positions within each
+    (n, c) plane.  Ties go to the first maximum in the window; a window holding NaN gives
+    NaN and the index of its first NaN (PyTorch's CPU: its last)."""
+    return _max_pool(1, "max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
+                     device)
+
+
+def max_pool2d(input: Input, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0, dilation: Size = 1,
+               ceil_mode: bool = False, return_indices: bool = False, *, device: Optional[Device] = None):
+    """``torch.nn.functional.max_pool2d`` on poolgpu: input (N, C, H, W) or (C, H, W); see
+    :func:`max_pool1d`."""
+    return _max_pool(2, "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
+                     device)
+
+
+def max_pool3d(input: Input, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0, dilation: Size = 1,
+               ceil_mode: bool = False, return_indices: bool = False, *, device: Optional[Device] = None):
+    """``torch.nn.functional.max_pool3d`` on poolgpu: input (N, C, D, H, W) or (C, D, H, W);
+    see :func:`max_pool1d`."""
+    return _max_pool(3, "max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
+                     device)
+
+
+# ---------------------------------------------------------------------------------------
+# Average pooling
+
+
+def _avg_pool(dims, function, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
+              device):
+    call = Call(input, function, dims, FLOATS, device)
+    call.require_nonzero()
+    fields, out = window(call, dims, kernel_size, stride, padding, 1, ceil_mode, check_input_size=dims == 3)
+    if divisor_override is not None:
+        divisor_override = integer_arg(divisor_override, "divisor_override", function)
+        if divisor_override == 0:
+            raise ValidationError("divisor_override", f"{function}: divisor_override must not be zero")
+    divisor = dict(include_padding=bool(count_include_pad), counted_end_padding=fields["start_padding"],
+                   divisor_override=divisor_override)
+    out_sizes = call.sizes[:2] + out
+
+    def forward():
+        if call.sizes[0] == 0:
+            return (empty_result(out_sizes, call.dtype),)
+        x = call.tensor()
+        return (call.device.compile(AveragePooling1Desc(x.desc, **divisor, **fields))(x),)
+
+    def backward(dy: Tensor) -> Tensor:
+        dx = TensorDesc(dy.data_type, call.sizes)
+        return call.device.compile(AveragePoolingGradDesc(dy.desc, dx, **divisor, **fields))(dy)
+
+    return call.run(forward, backward)[0]
+
+
+def avg_pool1d(input: Input, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True, *, device: Optional[Device] = None):
+    """``torch.nn.functional.avg_pool1d`` on poolgpu (float32, float16): input (N, C, L) or
+    (C, L).  With ``count_include_pad`` a window's divisor counts it clipped to the padded
+    input (ceil_mode's extra windows do not count past the padding), else the input
+    elements it covers."""
+    return _avg_pool(1, "avg_pool1d", input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, device)
+
+
+def avg_pool2d(input: Input, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: Optional[int] = None, *,
+               device: Optional[Device] = None):
+    """``torch.nn.functional.avg_pool2d`` on poolgpu; see :func:`avg_pool1d`.
+    ``divisor_override``, if given, divides every window's sum."""
+    return _avg_pool(2, "avg_pool2d", input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, device)
+
+
+def avg_pool3d(input: Input, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: Optional[int] = None, *,
+               device: Optional[Device] = None):
+    """``torch.nn.functional.avg_pool3d`` on poolgpu; see :func:`avg_pool2d`."""
+    return _avg_pool(3, "avg_pool3d", input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, device)
+
+
+# ---------------------------------------------------------------------------------------
+# Lp pooling
+
+
+def _lp_pool(dims, function, input, norm_type, kernel_size, stride, ceil_mode, device):
+    call = Call(input, function, dims, FLOATS, device)
+    call.require_nonzero()
+    fields, out = window(call, dims, kernel_size, stride, 0, 1, ceil_mode, check_input_size=dims == 3)
+    if isinstance(norm_type, (bool, np.bool_)) or not isinstance(norm_type, (int, float, np.integer, np.floating)):
+        raise ValidationError("norm_type", f"{function}: expected a number, got {norm_type!r}")
+    p = float(norm_type)
+    if not p >= 1:
+        raise ValidationError("norm_type", f"{function}: poolgpu computes Lp pooling for norm_type >= 1 "
+                                           f"(or inf), got {norm_type!r}")
+    out_sizes = call.sizes[:2] + out
+
+    def forward():
+        if call.sizes[0] == 0:
+            return (empty_result(out_sizes, call.dtype),)
+        if math.isinf(p):  # PyTorch: max_pool of |x|
+            x = call.device.upload(np.abs(call.host()))
+            return (call.device.compile(MaxPooling2Desc(x.desc, **fields))(x),)
+        x = call.tensor()
+        y = call.device.compile(LpPooling1Desc(x.desc, p=p, **fields))(x)
+        if fields["end_padding"] == fields["start_padding"]:  # no window clipped by ceil_mode
+            return (y,)
+        # PyTorch scales (sum |x|^p / covered * prod(kernel)) ** (1/p): a clipped window by
+        # (prod(kernel) / covered) ** (1/p).
+        covered = np.ones((1,) * len(out), np.float64)
+        for axis, (n, k, s, o) in enumerate(zip(call.sizes[2:], fields["window_size"], fields["strides"], out)):
+            starts = np.arange(o) * s
+            counts = np.minimum(starts + k, n) - starts
+            covered = covered * counts.reshape((-1,) + (1,) * (len(out) - 1 - axis))
+        scale = (math.prod(fields["window_size"]) / covered) ** (1 / p)
+        return ((y.numpy().astype(np.float64) * scale).astype(call.dtype),)
+
+    return call.run(forward, None, "Lp pooling is not differentiated here")[0]
+
+
+def lp_pool1d(input: Input, norm_type: float, kernel_size: int, stride: Optional[Size] = None,
+              ceil_mode: bool = False, *, device: Optional[Device] = None):
+    """``torch.nn.functional.lp_pool1d`` on poolgpu (float32, float16): PyTorch's result for
+    non-negative inputs and even integer ``norm_type`` (poolgpu sums ``|x| ** p``).  A window
+    ``ceil_mode`` clips is scaled by ``(kernel_size / covered) ** (1 / p)`` as PyTorch does.
+    Not differentiable: backward raises."""
+    return _lp_pool(1, "lp_pool1d", input, norm_type, kernel_size, stride, ceil_mode, device)
+
+
+def lp_pool2d(input: Input, norm_type: float, kernel_size: Size, stride: Optional[Size] = None,
+              ceil_mode: bool = False, *, device: Optional[Device] = None):
+    """``torch.nn.functional.lp_pool2d`` on poolgpu; see :func:`lp_pool1d`."""
+    return _lp_pool(2, "lp_pool2d", input, norm_type, kernel_size, stride, ceil_mode, device)
+
+
+def lp_pool3d(input: Input, norm_type: float, kernel_size: Size, stride: Optional[Size] = None,
+              ceil_mode: bool = False, *, device: Optional[Device] = None):
+    """``torch.nn.functional.lp_pool3d`` on poolgpu; see :func:`lp_pool1d`."""
+    return _lp_pool(3, "lp_pool3d", input, norm_type, kernel_size, stride, ceil_mode, device)

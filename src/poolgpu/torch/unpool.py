@@ -1,0 +1,106 @@
+"""Max unpooling: ``max_unpool*``, taking PyTorch's per-plane int64 indices."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+import torch
+
+from .. import functional as _functional
+from ..descs import MaxUnpoolingDesc
+from ..device import Device, Tensor
+from ..errors import ValidationError
+from ..tensor_desc import TensorDesc
+from ._arguments import integer_arg, sizes_arg
+from ._call import MAX_TYPES, Call, Input, Size, empty_result
+
+__all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d"]
+
+
+def _host_indices(indices, call: Call) -> np.ndarray:
+    """PyTorch's int64 indices as a batched host array of the input's sizes."""
+    f = call.function
+    if isinstance(indices, torch.Tensor):
+        if indices.dtype != torch.int64:
+            raise ValidationError("indices", f"{f}: expected int64 indices (as max_pool returns), got {indices.dtype}")
+        array = indices.detach().cpu().numpy()
+    else:
+        array = indices.numpy() if isinstance(indices, Tensor) else np.asarray(indices)
+        if array.dtype != np.int64:
+            raise ValidationError("indices", f"{f}: expected int64 indices (as max_pool returns), got {array.dtype}")
+    if call.unbatched:
+        array = array[None]
+    if array.shape != call.sizes:
+        shape = call.sizes[1:] if call.unbatched else call.sizes
+        raise ValidationError("indices", f"{f}: expected indices of the input's shape {shape}, got {np.shape(indices)}")
+    return array
+
+
+def _max_unpool(dims, function, input, indices, kernel_size, stride, padding, output_size, device):
+    call = Call(input, function, dims, MAX_TYPES, device)
+    kernel = sizes_arg(kernel_size, dims, "kernel_size", function)
+    strides = kernel if stride is None else sizes_arg(stride, dims, "stride", function)
+    padding = sizes_arg(padding, dims, "padding", function)
+    default = tuple((n - 1) * s + k - 2 * p for n, s, k, p in zip(call.sizes[2:], strides, kernel, padding))
+    if output_size is None:
+        sizes = default
+    else:
+        sizes = tuple(integer_arg(s, "output_size", function) for s in output_size)
+        if len(sizes) == dims + 2:
+            sizes = sizes[2:]
+        if len(sizes) != dims:
+            raise ValidationError("output_size", f"{function}: expected {dims} or {dims + 2} sizes, got {sizes}")
+        for d, (o, s, size) in enumerate(zip(sizes, strides, default)):
+            if not size - s < o < size + s:
+                raise ValidationError("output_size", f"{function}: invalid output_size {sizes} (dimension {d} "
+                                                     f"must be between {size - s} and {size + s}, exclusive)")
+    if any(s < 0 for s in sizes):
+        raise ValidationError("output_size", f"{function}: output sizes must be non-negative, got {sizes}")
+    out_sizes = call.sizes[:2] + sizes
+    plane = math.prod(sizes)
+    host = _host_indices(indices, call)
+    bad = (host < 0) | (host >= plane)
+    if bad.any():
+        raise ValidationError("indices", f"{function}: found an invalid max index {host[bad].flat[0]} (the output "
+                                         f"planes have {plane} elements, {sizes})")
+    index_type = np.uint32 if math.prod(out_sizes) < 2**32 else np.uint64
+    holder = {}
+
+    def global_indices() -> Tensor:  # each plane's indices moved to its place in the whole output (on the host)
+        if "indices" not in holder:
+            offsets = np.arange(math.prod(call.sizes[:2]), dtype=np.int64).reshape(call.sizes[:2] + (1,) * dims)
+            holder["indices"] = call.device.upload((host + offsets * plane).astype(index_type))
+        return holder["indices"]
+
+    def forward():
+        if 0 in out_sizes or 0 in call.sizes:
+            return (empty_result(out_sizes, call.dtype),)
+        x, idx = call.tensor(), global_indices()
+        return (call.device.compile(MaxUnpoolingDesc(x.desc, idx.desc, TensorDesc(x.data_type, out_sizes)))(x, idx),)
+
+    def backward(dy: Tensor) -> Tensor:
+        return _functional.max_unpool_grad(dy, global_indices())
+
+    return call.run(forward, backward)[0]
+
+
+def max_unpool1d(input: Input, indices: Input, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0,
+                 output_size: Optional[Sequence[int]] = None, *, device: Optional[Device] = None):
+    """``torch.nn.functional.max_unpool1d`` on poolgpu: zeros except each value at its
+    (int64, per-plane) index, as max_pool1d returns them.  Where indices repeat the last
+    value wins (as on PyTorch's CPU); an index outside the output plane is an error."""
+    return _max_unpool(1, "max_unpool1d", input, indices, kernel_size, stride, padding, output_size, device)
+
+
+def max_unpool2d(input: Input, indices: Input, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0,
+                 output_size: Optional[Sequence[int]] = None, *, device: Optional[Device] = None):
+    """``torch.nn.functional.max_unpool2d`` on poolgpu; see :func:`max_unpool1d`."""
+    return _max_unpool(2, "max_unpool2d", input, indices, kernel_size, stride, padding, output_size, device)
+
+
+def max_unpool3d(input: Input, indices: Input, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0,
+                 output_size: Optional[Sequence[int]] = None, *, device: Optional[Device] = None):
+    """``torch.nn.functional.max_unpool3d`` on poolgpu; see :func:`max_unpool1d`."""
+    return _max_unpool(3, "max_unpool3d", input, indices, kernel_size, stride, padding, output_size, device)
