@@ -3,40 +3,45 @@
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
 from .. import functional as _functional
+from ..arguments import shown
 from ..descs import AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc
 from ..device import Device, Tensor
 from ..dtypes import DataType
 from ..errors import ValidationError
-from ._arguments import integer_arg
+from ._arguments import return_flag, sizes_arg
 from ._call import FLOATS, MAX_TYPES, Call, Input, Size, empty_result, plane_indices
 
 __all__ = ["adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d"]
 
 
-def _adaptive_sizes(call: Call, dims: int, output_size) -> tuple:
+def _adaptive_sizes(call: Call, dims: int, output_size: Any) -> tuple:
+    """PyTorch's output_size: adaptive_*_pool1d's is an int[1] (an int or one int);
+    2d and 3d take an int (a Python int) or a tuple or list of ``dims`` entries, each an int
+    or None for the input's size."""
     f = call.function
-    if not isinstance(output_size, (str, bytes)) and hasattr(output_size, "__len__"):
-        if len(output_size) != dims:
-            raise ValidationError("output_size", f"{f}: expected an int or {dims} sizes, got {tuple(output_size)}")
-        sizes = tuple(n if s is None else integer_arg(s, "output_size", f) for s, n in zip(output_size, call.sizes[2:]))
-    else:
-        sizes = (integer_arg(output_size, "output_size", f),) * dims
-    if any(s < 0 for s in sizes):
-        raise ValidationError("output_size", f"{f}: output sizes must be non-negative, got {sizes}")
     if any(n == 0 for n in call.sizes[2:]):
         raise ValidationError("input", f"{f}: the input's spatial sizes must be positive, got {call.sizes[2:]}")
-    return sizes
+    if dims == 1:
+        return sizes_arg(output_size, 1, "output_size", f, minimum=0)
+    if isinstance(output_size, int) and not isinstance(output_size, bool):
+        return sizes_arg(output_size, dims, "output_size", f, minimum=0)
+    if not isinstance(output_size, (tuple, list)) or len(output_size) != dims:
+        raise ValidationError("output_size", f"{f}: expected an int or a tuple of {dims} ints or Nones, "
+                                             f"got {shown(output_size)}")
+    sizes = tuple(n if s is None else s for s, n in zip(output_size, call.sizes[2:]))
+    return sizes_arg(sizes, dims, "output_size", f, minimum=0, lengths=(dims,))
 
 
 def _adaptive_max_pool(dims, function, input, output_size, return_indices, device):
     call = Call(input, function, dims, MAX_TYPES, device)
     sizes = _adaptive_sizes(call, dims, output_size)
+    return_indices = return_flag(return_indices, function)
     out_sizes = call.sizes[:2] + sizes
 
     def forward():

@@ -7,12 +7,12 @@ from typing import Optional
 
 import numpy as np
 
+from ..arguments import number
 from ..descs import AveragePooling1Desc, AveragePoolingGradDesc, LpPooling1Desc, MaxPooling2Desc, MaxPoolingGradDesc
 from ..device import Device, Tensor
 from ..dtypes import DataType
-from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
-from ._arguments import integer_arg, window
+from ._arguments import boolean, checked, integer_arg, return_flag, sizes_arg, window
 from ._call import FLOATS, MAX_TYPES, Call, Input, Size, empty_result, plane_indices
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
@@ -23,6 +23,7 @@ def _max_pool(dims, function, input, kernel_size, stride, padding, dilation, cei
     call = Call(input, function, dims, MAX_TYPES, device)
     call.require_nonzero()
     fields, out = window(call, dims, kernel_size, stride, padding, dilation, ceil_mode)
+    return_indices = return_flag(return_indices, function)
     out_sizes = call.sizes[:2] + out
 
     def forward():
@@ -79,12 +80,10 @@ def _avg_pool(dims, function, input, kernel_size, stride, padding, ceil_mode, co
     call = Call(input, function, dims, FLOATS, device)
     call.require_nonzero()
     fields, out = window(call, dims, kernel_size, stride, padding, 1, ceil_mode, check_input_size=dims == 3)
-    if divisor_override is not None:
-        divisor_override = integer_arg(divisor_override, "divisor_override", function)
-        if divisor_override == 0:
-            raise ValidationError("divisor_override", f"{function}: divisor_override must not be zero")
-    divisor = dict(include_padding=bool(count_include_pad), counted_end_padding=fields["start_padding"],
-                   divisor_override=divisor_override)
+    if divisor_override is not None:  # PyTorch takes any int but 0; DirectML's divisor is positive
+        divisor_override = integer_arg(divisor_override, "divisor_override", function, minimum=1)
+    divisor = dict(include_padding=boolean(count_include_pad, "count_include_pad", function),
+                   counted_end_padding=fields["start_padding"], divisor_override=divisor_override)
     out_sizes = call.sizes[:2] + out
 
     def forward():
@@ -133,13 +132,13 @@ def avg_pool3d(input: Input, kernel_size: Size, stride: Optional[Size] = None, p
 def _lp_pool(dims, function, input, norm_type, kernel_size, stride, ceil_mode, device):
     call = Call(input, function, dims, FLOATS, device)
     call.require_nonzero()
-    fields, out = window(call, dims, kernel_size, stride, 0, 1, ceil_mode, check_input_size=dims == 3)
-    if isinstance(norm_type, (bool, np.bool_)) or not isinstance(norm_type, (int, float, np.integer, np.floating)):
-        raise ValidationError("norm_type", f"{function}: expected a number, got {norm_type!r}")
-    p = float(norm_type)
-    if not p >= 1:
-        raise ValidationError("norm_type", f"{function}: poolgpu computes Lp pooling for norm_type >= 1 "
-                                           f"(or inf), got {norm_type!r}")
+    # PyTorch's lp_pool1d multiplies by kernel_size (an int); lp_pool2d/3d unpack it into 2 or 3
+    kernel = sizes_arg(kernel_size, dims, "kernel_size", function, lengths=(dims,) if dims > 1 else ())
+    fields, out = window(call, dims, kernel_size, stride, 0, 1, ceil_mode, check_input_size=dims == 3, kernel=kernel)
+    if isinstance(norm_type, (int, float)) and norm_type == math.inf:  # PyTorch's test for its max_pool path
+        p = math.inf
+    else:  # poolgpu's Lp pooling needs p >= 1 (and refuses a p whose powers overflow)
+        p = checked(function, number, norm_type, "norm_type", minimum=1)
     out_sizes = call.sizes[:2] + out
 
     def forward():

@@ -9,11 +9,12 @@ import numpy as np
 import torch
 
 from .. import functional as _functional
+from ..arguments import shown
 from ..descs import MaxUnpoolingDesc
 from ..device import Device, Tensor
 from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
-from ._arguments import integer_arg, sizes_arg
+from ._arguments import sizes_arg
 from ._call import MAX_TYPES, Call, Input, Size, empty_result
 
 __all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d"]
@@ -26,10 +27,13 @@ def _host_indices(indices, call: Call) -> np.ndarray:
         if indices.dtype != torch.int64:
             raise ValidationError("indices", f"{f}: expected int64 indices (as max_pool returns), got {indices.dtype}")
         array = indices.detach().cpu().numpy()
-    else:
-        array = indices.numpy() if isinstance(indices, Tensor) else np.asarray(indices)
+    elif isinstance(indices, (Tensor, np.ndarray)):
+        array = indices.numpy() if isinstance(indices, Tensor) else indices
         if array.dtype != np.int64:
             raise ValidationError("indices", f"{f}: expected int64 indices (as max_pool returns), got {array.dtype}")
+    else:
+        raise ValidationError("indices", f"{f}: expected the int64 indices max_pool returns (a tensor or array), "
+                                         f"got {shown(indices)}")
     if call.unbatched:
         array = array[None]
     if array.shape != call.sizes:
@@ -42,16 +46,16 @@ def _max_unpool(dims, function, input, indices, kernel_size, stride, padding, ou
     call = Call(input, function, dims, MAX_TYPES, device)
     kernel = sizes_arg(kernel_size, dims, "kernel_size", function)
     strides = kernel if stride is None else sizes_arg(stride, dims, "stride", function)
-    padding = sizes_arg(padding, dims, "padding", function)
+    padding = sizes_arg(padding, dims, "padding", function, minimum=0)
     default = tuple((n - 1) * s + k - 2 * p for n, s, k, p in zip(call.sizes[2:], strides, kernel, padding))
     if output_size is None:
         sizes = default
-    else:
-        sizes = tuple(integer_arg(s, "output_size", function) for s in output_size)
-        if len(sizes) == dims + 2:
-            sizes = sizes[2:]
-        if len(sizes) != dims:
-            raise ValidationError("output_size", f"{function}: expected {dims} or {dims + 2} sizes, got {sizes}")
+    else:  # PyTorch: a sequence of dims (or dims + 2) Python ints, each within the stride of the default
+        if not isinstance(output_size, (tuple, list)) or len(output_size) not in (dims, dims + 2) \
+                or not all(isinstance(s, int) and not isinstance(s, bool) for s in output_size):
+            raise ValidationError("output_size", f"{function}: expected a tuple of {dims} or {dims + 2} ints "
+                                                 f"(e.g. the pooled input's shape), got {shown(output_size)}")
+        sizes = tuple(output_size[-dims:])
         for d, (o, s, size) in enumerate(zip(sizes, strides, default)):
             if not size - s < o < size + s:
                 raise ValidationError("output_size", f"{function}: invalid output_size {sizes} (dimension {d} "
