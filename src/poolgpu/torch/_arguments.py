@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from ..arguments import flag, integer, is_integer, per_dimension, shown
+from ..arguments import COORDINATE_MAX, flag, integer, is_integer, per_dimension, shown
 from ..errors import ValidationError
 from ._call import Call
 
@@ -59,7 +59,8 @@ def integer_arg(value: Any, name: str, function: str, *, minimum: Optional[int] 
 def sizes_arg(value: Any, dims: int, name: str, function: str, *, minimum: int = 1,
               lengths: Optional[tuple] = None) -> tuple:
     """An ``int[]`` argument: an int, or a tuple or list of 1 or ``dims`` ints (``lengths``
-    where given: the lengths a sequence may have), as ``dims`` ints of at least ``minimum``."""
+    where given: the lengths a sequence may have), as ``dims`` ints of at least ``minimum``
+    and at most 2**31 - 1 (PyTorch's pooling reads them as 32-bit ints)."""
     value = _from_tensor(value)
     lengths = (1, dims) if lengths is None else lengths
     if isinstance(value, (tuple, list)) and lengths:
@@ -70,7 +71,7 @@ def sizes_arg(value: Any, dims: int, name: str, function: str, *, minimum: int =
     elif not is_integer(value):
         want = f"an int or a tuple of {dims} ints" if lengths else "an int"
         raise ValidationError(name, f"{function}: expected {want}, got {shown(value)}")
-    return checked(function, per_dimension, value, name, dims, minimum=minimum)
+    return checked(function, per_dimension, value, name, dims, minimum=minimum, maximum=COORDINATE_MAX)
 
 
 def no_stride(stride: Any) -> bool:

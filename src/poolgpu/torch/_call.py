@@ -10,10 +10,10 @@ import numpy as np
 import torch
 from torch.autograd.function import once_differentiable
 
-from ..arguments import array
+from ..arguments import array, shown
 from ..device import Device, Tensor, default_device
 from ..errors import ValidationError
-from ..tensor_desc import TensorDesc
+from ..tensor_desc import MAX_ELEMENTS, TensorDesc
 
 Input = Union[torch.Tensor, np.ndarray, Tensor]
 Size = Union[int, Sequence[int]]
@@ -47,9 +47,12 @@ class Call:
             self.torch_device = input.device
         elif isinstance(input, Tensor):
             kind, name, shape = "tensor", input.dtype.name, input.sizes
-        else:
+        elif isinstance(input, np.ndarray):
             input = array(input, "input", ranks=None, empty=True)
             kind, name, shape = "numpy", input.dtype.name, input.shape
+        else:  # as PyTorch refuses lists and scalars
+            raise ValidationError("input", f"{function} takes a torch.Tensor, a NumPy array or a pg.Tensor, "
+                                           f"got {shown(input)}")
         if name not in types:
             raise _type_error(function, name, types, kind)
         ranks = ranks or (dims + 1, dims + 2)
@@ -71,6 +74,14 @@ class Call:
         if any(s == 0 for s in self.sizes[first:]):
             shape = self.sizes[1:] if self.unbatched else self.sizes
             raise ValidationError("input", f"{self.function}: only the batch dimension may be empty, got shape {shape}")
+
+    def check_output(self, sizes: tuple, name: str) -> None:
+        """Refuse a batched output of ``sizes`` larger than a poolgpu tensor holds, naming the
+        argument that sets it (PyTorch fails allocating it)."""
+        if math.prod(sizes) > MAX_ELEMENTS:
+            shape = sizes[1:] if self.unbatched else sizes
+            raise ValidationError(name, f"{self.function}: the output {shape} would have more than 2^32 - 1 elements, "
+                                        f"the most a poolgpu tensor holds")
 
     def host(self) -> np.ndarray:
         """The input's values as a batched NumPy array (a view where possible)."""

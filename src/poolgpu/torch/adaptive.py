@@ -28,14 +28,17 @@ def _adaptive_sizes(call: Call, dims: int, output_size: Any) -> tuple:
     if any(n == 0 for n in call.sizes[2:]):
         raise ValidationError("input", f"{f}: the input's spatial sizes must be positive, got {call.sizes[2:]}")
     if dims == 1:
-        return sizes_arg(output_size, 1, "output_size", f, minimum=0)
-    if isinstance(output_size, int) and not isinstance(output_size, bool):
-        return sizes_arg(output_size, dims, "output_size", f, minimum=0)
-    if not isinstance(output_size, (tuple, list)) or len(output_size) != dims:
+        sizes = sizes_arg(output_size, 1, "output_size", f, minimum=0)
+    elif isinstance(output_size, int) and not isinstance(output_size, bool):
+        sizes = sizes_arg(output_size, dims, "output_size", f, minimum=0)
+    elif isinstance(output_size, (tuple, list)) and len(output_size) == dims:
+        sizes = tuple(n if s is None else s for s, n in zip(output_size, call.sizes[2:]))
+        sizes = sizes_arg(sizes, dims, "output_size", f, minimum=0, lengths=(dims,))
+    else:
         raise ValidationError("output_size", f"{f}: expected an int or a tuple of {dims} ints or Nones, "
                                              f"got {shown(output_size)}")
-    sizes = tuple(n if s is None else s for s, n in zip(output_size, call.sizes[2:]))
-    return sizes_arg(sizes, dims, "output_size", f, minimum=0, lengths=(dims,))
+    call.check_output(call.sizes[:2] + sizes, "output_size")
+    return sizes
 
 
 def _adaptive_max_pool(dims, function, input, output_size, return_indices, device):

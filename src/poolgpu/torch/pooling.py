@@ -8,7 +8,8 @@ from typing import Optional
 import numpy as np
 
 from ..arguments import number
-from ..descs import AveragePooling1Desc, AveragePoolingGradDesc, LpPooling1Desc, MaxPooling2Desc, MaxPoolingGradDesc
+from ..descs import (LP_MAX_P, AveragePooling1Desc, AveragePoolingGradDesc, LpPooling1Desc, MaxPooling2Desc,
+                     MaxPoolingGradDesc)
 from ..device import Device, Tensor
 from ..dtypes import DataType
 from ..tensor_desc import TensorDesc
@@ -138,7 +139,7 @@ def _lp_pool(dims, function, input, norm_type, kernel_size, stride, ceil_mode, d
     if isinstance(norm_type, (int, float)) and norm_type == math.inf:  # PyTorch's test for its max_pool path
         p = math.inf
     else:  # poolgpu's Lp pooling needs p >= 1 (and refuses a p whose powers overflow)
-        p = checked(function, number, norm_type, "norm_type", minimum=1)
+        p = checked(function, number, norm_type, "norm_type", minimum=1, maximum=LP_MAX_P)
     out_sizes = call.sizes[:2] + out
 
     def forward():

@@ -63,6 +63,7 @@ def _max_unpool(dims, function, input, indices, kernel_size, stride, padding, ou
     if any(s < 0 for s in sizes):
         raise ValidationError("output_size", f"{function}: output sizes must be non-negative, got {sizes}")
     out_sizes = call.sizes[:2] + sizes
+    call.check_output(out_sizes, "output_size" if output_size is not None else "kernel_size")
     plane = math.prod(sizes)
     host = _host_indices(indices, call)
     bad = (host < 0) | (host >= plane)
