@@ -14,8 +14,11 @@ import: ``F.max_pool2d(x, 3, 2, 1)`` becomes ``pgt.max_pool2d(x, 3, 2, 1)``.
 - Autograd: where the input requires grad, the max, average, adaptive and unpooling
   functions are differentiable through poolgpu's deterministic gradient kernels; the
   backward of ``lp_pool*`` and ``roi_pool`` raises.
-- Invalid arguments raise ``pg.ValidationError`` naming the PyTorch argument, where
-  PyTorch raises.
+- Arguments as PyTorch takes them (bools only ``True``/``False``; sizes ints, NumPy ints or
+  tuples and lists of them).  Invalid arguments raise ``pg.ValidationError`` naming the
+  PyTorch argument, where PyTorch raises; values PyTorch takes without a meaning (a
+  negative stride or padding in ``max_unpool*``, a tuple longer than it reads) and values
+  beyond poolgpu's kernels (``norm_type`` above 64) are refused too.
 
 This is the one poolgpu package that imports torch; ``import poolgpu`` does not.
 """

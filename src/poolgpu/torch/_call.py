@@ -4,7 +4,7 @@ given back in the input's kind (torch, NumPy, poolgpu), and the autograd node.""
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence, Union
+from typing import Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -15,7 +15,11 @@ from ..device import Device, Tensor, default_device
 from ..errors import ValidationError
 from ..tensor_desc import MAX_ELEMENTS, TensorDesc
 
+#: What the functions take and give: a result is of its input's kind.
 Input = Union[torch.Tensor, np.ndarray, Tensor]
+Output = Union[torch.Tensor, np.ndarray, Tensor]
+#: A result, or (result, indices) with ``return_indices``.
+Result = Union[Output, Tuple[Output, Output]]
 Size = Union[int, Sequence[int]]
 
 FLOATS = ("float32", "float16")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
@@ -14,7 +14,7 @@ from ..device import Device, Tensor
 from ..dtypes import DataType
 from ..errors import ValidationError
 from ._arguments import return_flag, sizes_arg
-from ._call import FLOATS, MAX_TYPES, Call, Input, Size, empty_result, plane_indices
+from ._call import FLOATS, MAX_TYPES, Call, Input, Output, Result, Size, empty_result, plane_indices
 
 __all__ = ["adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d"]
@@ -66,22 +66,87 @@ def _adaptive_max_pool(dims, function, input, output_size, return_indices, devic
 
 
 def adaptive_max_pool1d(input: Input, output_size: Size, return_indices: bool = False, *,
-                        device: Optional[Device] = None):
-    """``torch.nn.functional.adaptive_max_pool1d`` on poolgpu: output ``i`` pools input
-    ``[floor(i * L / out), ceil((i + 1) * L / out))``; indices as :func:`max_pool1d`'s."""
+                        device: Optional[Device] = None) -> Result:
+    """``torch.nn.functional.adaptive_max_pool1d`` on poolgpu: output ``i`` is the maximum of
+    input ``[floor(i * L / out), ceil((i + 1) * L / out))``.
+
+    Parameters
+    ----------
+    input : torch.Tensor, numpy.ndarray or pg.Tensor
+        (N, C, L) or unbatched (C, L); float32, float16, int8, uint8, int16, int32 or int64.
+    output_size : int or tuple of int
+        The output length: an int or a tuple of one int (0 gives an empty output).
+    return_indices : bool, default False
+        Also return the maxima's int64 positions within each (n, c) plane.
+    device : pg.Device, optional, keyword-only
+        Where to run: default the pg.Tensor input's device, else ``pg.default_device()``.
+
+    Returns
+    -------
+    output, or (output, indices)
+        Of the input's kind and data type; indices int64.
+
+    Raises
+    ------
+    pg.ValidationError
+        Where PyTorch raises (naming the argument), and for a data type poolgpu lacks.
+    """
     return _adaptive_max_pool(1, "adaptive_max_pool1d", input, output_size, return_indices, device)
 
 
-def adaptive_max_pool2d(input: Input, output_size: Size, return_indices: bool = False, *,
-                        device: Optional[Device] = None):
-    """``torch.nn.functional.adaptive_max_pool2d`` on poolgpu; ``None`` in ``output_size``
-    keeps the input's size."""
+def adaptive_max_pool2d(input: Input, output_size: Union[int, Sequence[Optional[int]]], return_indices: bool = False,
+                        *, device: Optional[Device] = None) -> Result:
+    """``torch.nn.functional.adaptive_max_pool2d`` on poolgpu; see :func:`adaptive_max_pool1d`.
+
+    Parameters
+    ----------
+    input : torch.Tensor, numpy.ndarray or pg.Tensor
+        (N, C, H, W) or unbatched (C, H, W); the types of :func:`adaptive_max_pool1d`.
+    output_size : int or tuple of (int or None)
+        An int for both dimensions, or (H_out, W_out); None keeps the input's size.
+    return_indices : bool, default False
+        As :func:`adaptive_max_pool1d`'s.
+    device : pg.Device, optional, keyword-only
+        Where to run (see :func:`adaptive_max_pool1d`).
+
+    Returns
+    -------
+    output, or (output, indices)
+        As :func:`adaptive_max_pool1d`'s.
+
+    Raises
+    ------
+    pg.ValidationError
+        Where PyTorch raises, naming the argument; for a data type poolgpu lacks.
+    """
     return _adaptive_max_pool(2, "adaptive_max_pool2d", input, output_size, return_indices, device)
 
 
-def adaptive_max_pool3d(input: Input, output_size: Size, return_indices: bool = False, *,
-                        device: Optional[Device] = None):
-    """``torch.nn.functional.adaptive_max_pool3d`` on poolgpu; see :func:`adaptive_max_pool2d`."""
+def adaptive_max_pool3d(input: Input, output_size: Union[int, Sequence[Optional[int]]], return_indices: bool = False,
+                        *, device: Optional[Device] = None) -> Result:
+    """``torch.nn.functional.adaptive_max_pool3d`` on poolgpu; see :func:`adaptive_max_pool1d`.
+
+    Parameters
+    ----------
+    input : torch.Tensor, numpy.ndarray or pg.Tensor
+        (N, C, D, H, W) or unbatched (C, D, H, W); the types of :func:`adaptive_max_pool1d`.
+    output_size : int or tuple of (int or None)
+        An int for every dimension, or (D_out, H_out, W_out); None keeps the input's size.
+    return_indices : bool, default False
+        As :func:`adaptive_max_pool1d`'s.
+    device : pg.Device, optional, keyword-only
+        Where to run (see :func:`adaptive_max_pool1d`).
+
+    Returns
+    -------
+    output, or (output, indices)
+        As :func:`adaptive_max_pool1d`'s.
+
+    Raises
+    ------
+    pg.ValidationError
+        Where PyTorch raises, naming the argument; for a data type poolgpu lacks.
+    """
     return _adaptive_max_pool(3, "adaptive_max_pool3d", input, output_size, return_indices, device)
 
 
@@ -102,17 +167,79 @@ def _adaptive_avg_pool(dims, function, input, output_size, device):
     return call.run(forward, backward)[0]
 
 
-def adaptive_avg_pool1d(input: Input, output_size: Size, *, device: Optional[Device] = None):
-    """``torch.nn.functional.adaptive_avg_pool1d`` on poolgpu (float32, float16)."""
+def adaptive_avg_pool1d(input: Input, output_size: Size, *, device: Optional[Device] = None) -> Output:
+    """``torch.nn.functional.adaptive_avg_pool1d`` on poolgpu: output ``i`` is the average of
+    input ``[floor(i * L / out), ceil((i + 1) * L / out))``.
+
+    Parameters
+    ----------
+    input : torch.Tensor, numpy.ndarray or pg.Tensor
+        (N, C, L) or unbatched (C, L); float32 or float16.
+    output_size : int or tuple of int
+        The output length: an int or a tuple of one int (0 gives an empty output).
+    device : pg.Device, optional, keyword-only
+        Where to run: default the pg.Tensor input's device, else ``pg.default_device()``.
+
+    Returns
+    -------
+    output
+        Of the input's kind and data type.
+
+    Raises
+    ------
+    pg.ValidationError
+        Where PyTorch raises (naming the argument), and for a data type poolgpu lacks.
+    """
     return _adaptive_avg_pool(1, "adaptive_avg_pool1d", input, output_size, device)
 
 
-def adaptive_avg_pool2d(input: Input, output_size: Size, *, device: Optional[Device] = None):
-    """``torch.nn.functional.adaptive_avg_pool2d`` on poolgpu; ``None`` in ``output_size``
-    keeps the input's size."""
+def adaptive_avg_pool2d(input: Input, output_size: Union[int, Sequence[Optional[int]]], *,
+                        device: Optional[Device] = None) -> Output:
+    """``torch.nn.functional.adaptive_avg_pool2d`` on poolgpu; see :func:`adaptive_avg_pool1d`.
+
+    Parameters
+    ----------
+    input : torch.Tensor, numpy.ndarray or pg.Tensor
+        (N, C, H, W) or unbatched (C, H, W); float32 or float16.
+    output_size : int or tuple of (int or None)
+        An int for both dimensions, or (H_out, W_out); None keeps the input's size.
+    device : pg.Device, optional, keyword-only
+        Where to run (see :func:`adaptive_avg_pool1d`).
+
+    Returns
+    -------
+    output
+        Of the input's kind and data type.
+
+    Raises
+    ------
+    pg.ValidationError
+        Where PyTorch raises, naming the argument; for a data type poolgpu lacks.
+    """
     return _adaptive_avg_pool(2, "adaptive_avg_pool2d", input, output_size, device)
 
 
-def adaptive_avg_pool3d(input: Input, output_size: Size, *, device: Optional[Device] = None):
-    """``torch.nn.functional.adaptive_avg_pool3d`` on poolgpu; see :func:`adaptive_avg_pool2d`."""
+def adaptive_avg_pool3d(input: Input, output_size: Union[int, Sequence[Optional[int]]], *,
+                        device: Optional[Device] = None) -> Output:
+    """``torch.nn.functional.adaptive_avg_pool3d`` on poolgpu; see :func:`adaptive_avg_pool1d`.
+
+    Parameters
+    ----------
+    input : torch.Tensor, numpy.ndarray or pg.Tensor
+        (N, C, D, H, W) or unbatched (C, D, H, W); float32 or float16.
+    output_size : int or tuple of (int or None)
+        An int for every dimension, or (D_out, H_out, W_out); None keeps the input's size.
+    device : pg.Device, optional, keyword-only
+        Where to run (see :func:`adaptive_avg_pool1d`).
+
+    Returns
+    -------
+    output
+        Of the input's kind and data type.
+
+    Raises
+    ------
+    pg.ValidationError
+        Where PyTorch raises, naming the argument; for a data type poolgpu lacks.
+    """
     return _adaptive_avg_pool(3, "adaptive_avg_pool3d", input, output_size, device)

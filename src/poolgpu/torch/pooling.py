@@ -14,7 +14,7 @@ from ..device import Device, Tensor
 from ..dtypes import DataType
 from ..tensor_desc import TensorDesc
 from ._arguments import boolean, checked, integer_arg, return_flag, sizes_arg, window
-from ._call import FLOATS, MAX_TYPES, Call, Input, Size, empty_result, plane_indices
+from ._call import FLOATS, MAX_TYPES, Call, Input, Output, Result, Size, empty_result, plane_indices
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
            "lp_pool1d", "lp_pool2d", "lp_pool3d"]
@@ -46,28 +46,108 @@ def _max_pool(dims, function, input, kernel_size, stride, padding, dilation, cei
 
 
 def max_pool1d(input: Input, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0, dilation: Size = 1,
-               ceil_mode: bool = False, return_indices: bool = False, *, device: Optional[Device] = None):
-    """``torch.nn.functional.max_pool1d`` on poolgpu: input (N, C, L) or (C, L).
+               ceil_mode: bool = False, return_indices: bool = False, *,
+               device: Optional[Device] = None) -> Result:
+    """``torch.nn.functional.max_pool1d`` on poolgpu: the maximum of each window.
 
-    Returns the maxima, and with ``return_indices`` also their int64 positions within each
-    (n, c) plane.  Ties go to the first maximum in the window; a window holding NaN gives
-    NaN and the index of its first NaN (PyTorch's CPU: its last)."""
+    Ties go to the first maximum in the window; a window holding NaN gives NaN and the index
+    of its first NaN (PyTorch's CPU: its last).
+
+    Parameters
+    ----------
+    input : torch.Tensor, numpy.ndarray or pg.Tensor
+        (N, C, L) or unbatched (C, L); float32, float16, int8, uint8, int16, int32 or int64.
+    kernel_size : int or tuple of int
+        The window: an int, or a tuple of one int.
+    stride : int or tuple of int, optional
+        The window's step; None (default) or ``()`` is ``kernel_size``.
+    padding : int or tuple of int, default 0
+        Implicit -inf padding on both ends, at most half of ``kernel_size``.
+    dilation : int or tuple of int, default 1
+        The spacing of the window's elements.
+    ceil_mode : bool, default False
+        Round the output size up; a window that would start in the end padding is dropped.
+    return_indices : bool, default False
+        Also return the maxima's int64 positions within each (n, c) plane (what
+        :func:`max_unpool1d` takes).
+    device : pg.Device, optional, keyword-only
+        Where to run: default the pg.Tensor input's device, else ``pg.default_device()``.
+
+    Returns
+    -------
+    output, or (output, indices)
+        Of the input's kind (torch, NumPy or poolgpu) and data type; indices int64.
+
+    Raises
+    ------
+    pg.ValidationError
+        Where PyTorch raises (naming the argument), and for a data type poolgpu lacks
+        (saying what to convert to).
+    """
     return _max_pool(1, "max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
                      device)
 
 
 def max_pool2d(input: Input, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0, dilation: Size = 1,
-               ceil_mode: bool = False, return_indices: bool = False, *, device: Optional[Device] = None):
-    """``torch.nn.functional.max_pool2d`` on poolgpu: input (N, C, H, W) or (C, H, W); see
-    :func:`max_pool1d`."""
+               ceil_mode: bool = False, return_indices: bool = False, *,
+               device: Optional[Device] = None) -> Result:
+    """``torch.nn.functional.max_pool2d`` on poolgpu: the maximum of each window.
+
+    Parameters
+    ----------
+    input : torch.Tensor, numpy.ndarray or pg.Tensor
+        (N, C, H, W) or unbatched (C, H, W); the types of :func:`max_pool1d`.
+    kernel_size : int or tuple of int
+        One size for both dimensions, or (kH, kW).
+    stride, padding, dilation : int or tuple of int, optional
+        As :func:`max_pool1d`'s, one value or one per dimension (defaults None, 0, 1).
+    ceil_mode, return_indices : bool, default False
+        As :func:`max_pool1d`'s.
+    device : pg.Device, optional, keyword-only
+        Where to run (see :func:`max_pool1d`).
+
+    Returns
+    -------
+    output, or (output, indices)
+        As :func:`max_pool1d`'s.
+
+    Raises
+    ------
+    pg.ValidationError
+        Where PyTorch raises, naming the argument; for a data type poolgpu lacks.
+    """
     return _max_pool(2, "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
                      device)
 
 
 def max_pool3d(input: Input, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0, dilation: Size = 1,
-               ceil_mode: bool = False, return_indices: bool = False, *, device: Optional[Device] = None):
-    """``torch.nn.functional.max_pool3d`` on poolgpu: input (N, C, D, H, W) or (C, D, H, W);
-    see :func:`max_pool1d`."""
+               ceil_mode: bool = False, return_indices: bool = False, *,
+               device: Optional[Device] = None) -> Result:
+    """``torch.nn.functional.max_pool3d`` on poolgpu: the maximum of each window.
+
+    Parameters
+    ----------
+    input : torch.Tensor, numpy.ndarray or pg.Tensor
+        (N, C, D, H, W) or unbatched (C, D, H, W); the types of :func:`max_pool1d`.
+    kernel_size : int or tuple of int
+        One size for every dimension, or (kD, kH, kW).
+    stride, padding, dilation : int or tuple of int, optional
+        As :func:`max_pool1d`'s, one value or one per dimension (defaults None, 0, 1).
+    ceil_mode, return_indices : bool, default False
+        As :func:`max_pool1d`'s.
+    device : pg.Device, optional, keyword-only
+        Where to run (see :func:`max_pool1d`).
+
+    Returns
+    -------
+    output, or (output, indices)
+        As :func:`max_pool1d`'s.
+
+    Raises
+    ------
+    pg.ValidationError
+        Where PyTorch raises, naming the argument; for a data type poolgpu lacks.
+    """
     return _max_pool(3, "max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
                      device)
 
@@ -101,27 +181,108 @@ def _avg_pool(dims, function, input, kernel_size, stride, padding, ceil_mode, co
 
 
 def avg_pool1d(input: Input, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0,
-               ceil_mode: bool = False, count_include_pad: bool = True, *, device: Optional[Device] = None):
-    """``torch.nn.functional.avg_pool1d`` on poolgpu (float32, float16): input (N, C, L) or
-    (C, L).  With ``count_include_pad`` a window's divisor counts it clipped to the padded
-    input (ceil_mode's extra windows do not count past the padding), else the input
-    elements it covers."""
+               ceil_mode: bool = False, count_include_pad: bool = True, *,
+               device: Optional[Device] = None) -> Output:
+    """``torch.nn.functional.avg_pool1d`` on poolgpu: the average of each window.
+
+    Parameters
+    ----------
+    input : torch.Tensor, numpy.ndarray or pg.Tensor
+        (N, C, L) or unbatched (C, L); float32 or float16.
+    kernel_size : int or tuple of int
+        The window: an int, or a tuple of one int.
+    stride : int or tuple of int, optional
+        The window's step; None (default) or ``()`` is ``kernel_size``.
+    padding : int or tuple of int, default 0
+        Implicit zero padding on both ends, at most half of ``kernel_size``.
+    ceil_mode : bool, default False
+        Round the output size up; a window that would start in the end padding is dropped.
+    count_include_pad : bool, default True
+        Divide by the window clipped to the padded input (``ceil_mode``'s extra end does not
+        count); False: by the input elements the window covers.
+    device : pg.Device, optional, keyword-only
+        Where to run: default the pg.Tensor input's device, else ``pg.default_device()``.
+
+    Returns
+    -------
+    output
+        Of the input's kind and data type; sums accumulate in float32.
+
+    Raises
+    ------
+    pg.ValidationError
+        Where PyTorch raises (naming the argument), and for a data type poolgpu lacks.
+    """
     return _avg_pool(1, "avg_pool1d", input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, device)
 
 
 def avg_pool2d(input: Input, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0,
                ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: Optional[int] = None, *,
-               device: Optional[Device] = None):
-    """``torch.nn.functional.avg_pool2d`` on poolgpu; see :func:`avg_pool1d`.
-    ``divisor_override``, if given, divides every window's sum."""
+               device: Optional[Device] = None) -> Output:
+    """``torch.nn.functional.avg_pool2d`` on poolgpu: the average of each window.
+
+    Parameters
+    ----------
+    input : torch.Tensor, numpy.ndarray or pg.Tensor
+        (N, C, H, W) or unbatched (C, H, W); float32 or float16.
+    kernel_size : int or tuple of int
+        One size for both dimensions, or (kH, kW).
+    stride, padding : int or tuple of int, optional
+        As :func:`avg_pool1d`'s, one value or one per dimension (defaults None, 0).
+    ceil_mode : bool, default False
+        As :func:`avg_pool1d`'s.
+    count_include_pad : bool, default True
+        As :func:`avg_pool1d`'s.
+    divisor_override : int, optional
+        If given, every window's sum is divided by it (poolgpu: a positive int).
+    device : pg.Device, optional, keyword-only
+        Where to run (see :func:`avg_pool1d`).
+
+    Returns
+    -------
+    output
+        Of the input's kind and data type.
+
+    Raises
+    ------
+    pg.ValidationError
+        Where PyTorch raises, naming the argument; for a data type poolgpu lacks.
+    """
     return _avg_pool(2, "avg_pool2d", input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                      divisor_override, device)
 
 
 def avg_pool3d(input: Input, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0,
                ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: Optional[int] = None, *,
-               device: Optional[Device] = None):
-    """``torch.nn.functional.avg_pool3d`` on poolgpu; see :func:`avg_pool2d`."""
+               device: Optional[Device] = None) -> Output:
+    """``torch.nn.functional.avg_pool3d`` on poolgpu: the average of each window.
+
+    Parameters
+    ----------
+    input : torch.Tensor, numpy.ndarray or pg.Tensor
+        (N, C, D, H, W) or unbatched (C, D, H, W); float32 or float16; each spatial size
+        at least the kernel's (as PyTorch checks).
+    kernel_size : int or tuple of int
+        One size for every dimension, or (kD, kH, kW).
+    stride, padding : int or tuple of int, optional
+        As :func:`avg_pool1d`'s, one value or one per dimension (defaults None, 0).
+    ceil_mode, count_include_pad : bool, defaults False, True
+        As :func:`avg_pool1d`'s.
+    divisor_override : int, optional
+        As :func:`avg_pool2d`'s.
+    device : pg.Device, optional, keyword-only
+        Where to run (see :func:`avg_pool1d`).
+
+    Returns
+    -------
+    output
+        Of the input's kind and data type.
+
+    Raises
+    ------
+    pg.ValidationError
+        Where PyTorch raises, naming the argument; for a data type poolgpu lacks.
+    """
     return _avg_pool(3, "avg_pool3d", input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                      divisor_override, device)
 
@@ -166,21 +327,103 @@ def _lp_pool(dims, function, input, norm_type, kernel_size, stride, ceil_mode, d
 
 
 def lp_pool1d(input: Input, norm_type: float, kernel_size: int, stride: Optional[Size] = None,
-              ceil_mode: bool = False, *, device: Optional[Device] = None):
-    """``torch.nn.functional.lp_pool1d`` on poolgpu (float32, float16): PyTorch's result for
-    non-negative inputs and even integer ``norm_type`` (poolgpu sums ``|x| ** p``).  A window
-    ``ceil_mode`` clips is scaled by ``(kernel_size / covered) ** (1 / p)`` as PyTorch does.
-    Not differentiable: backward raises."""
+              ceil_mode: bool = False, *, device: Optional[Device] = None) -> Output:
+    """``torch.nn.functional.lp_pool1d`` on poolgpu: ``(sum x ** p) ** (1 / p)`` over each window.
+
+    PyTorch's result for non-negative inputs and even integer ``norm_type`` (poolgpu sums
+    ``|x| ** p``).  PyTorch computes ``(avg_pool(x ** p) * kernel_size) ** (1 / p)``, so a
+    window ``ceil_mode`` clips is scaled by ``(kernel_size / covered) ** (1 / p)``; so is
+    poolgpu's.  Not differentiable: ``backward`` raises.
+
+    Parameters
+    ----------
+    input : torch.Tensor, numpy.ndarray or pg.Tensor
+        (N, C, L) or unbatched (C, L); float32 or float16.
+    norm_type : float
+        ``p``, from 1 to 64, or ``math.inf`` (the maximum of ``|x|``).
+    kernel_size : int
+        The window (an int, as PyTorch multiplies by it).
+    stride : int or tuple of int, optional
+        The window's step; None (default) or ``()`` is ``kernel_size``.
+    ceil_mode : bool, default False
+        Round the output size up; a window that would start past the input is dropped.
+    device : pg.Device, optional, keyword-only
+        Where to run: default the pg.Tensor input's device, else ``pg.default_device()``.
+
+    Returns
+    -------
+    output
+        Of the input's kind and data type.
+
+    Raises
+    ------
+    pg.ValidationError
+        Where PyTorch raises (naming the argument), for ``norm_type`` below 1 or above 64,
+        and for a data type poolgpu lacks.
+    """
     return _lp_pool(1, "lp_pool1d", input, norm_type, kernel_size, stride, ceil_mode, device)
 
 
 def lp_pool2d(input: Input, norm_type: float, kernel_size: Size, stride: Optional[Size] = None,
-              ceil_mode: bool = False, *, device: Optional[Device] = None):
-    """``torch.nn.functional.lp_pool2d`` on poolgpu; see :func:`lp_pool1d`."""
+              ceil_mode: bool = False, *, device: Optional[Device] = None) -> Output:
+    """``torch.nn.functional.lp_pool2d`` on poolgpu; see :func:`lp_pool1d`.
+
+    Parameters
+    ----------
+    input : torch.Tensor, numpy.ndarray or pg.Tensor
+        (N, C, H, W) or unbatched (C, H, W); float32 or float16.
+    norm_type : float
+        As :func:`lp_pool1d`'s.
+    kernel_size : int or tuple of int
+        An int, or (kH, kW) (two values, as PyTorch unpacks it).
+    stride : int or tuple of int, optional
+        One value or one per dimension; None (default) or ``()`` is ``kernel_size``.
+    ceil_mode : bool, default False
+        As :func:`lp_pool1d`'s.
+    device : pg.Device, optional, keyword-only
+        Where to run (see :func:`lp_pool1d`).
+
+    Returns
+    -------
+    output
+        Of the input's kind and data type.
+
+    Raises
+    ------
+    pg.ValidationError
+        As :func:`lp_pool1d`.
+    """
     return _lp_pool(2, "lp_pool2d", input, norm_type, kernel_size, stride, ceil_mode, device)
 
 
 def lp_pool3d(input: Input, norm_type: float, kernel_size: Size, stride: Optional[Size] = None,
-              ceil_mode: bool = False, *, device: Optional[Device] = None):
-    """``torch.nn.functional.lp_pool3d`` on poolgpu; see :func:`lp_pool1d`."""
+              ceil_mode: bool = False, *, device: Optional[Device] = None) -> Output:
+    """``torch.nn.functional.lp_pool3d`` on poolgpu; see :func:`lp_pool1d`.
+
+    Parameters
+    ----------
+    input : torch.Tensor, numpy.ndarray or pg.Tensor
+        (N, C, D, H, W) or unbatched (C, D, H, W); float32 or float16; each spatial size at
+        least the kernel's.
+    norm_type : float
+        As :func:`lp_pool1d`'s.
+    kernel_size : int or tuple of int
+        An int, or (kD, kH, kW).
+    stride : int or tuple of int, optional
+        One value or one per dimension; None (default) or ``()`` is ``kernel_size``.
+    ceil_mode : bool, default False
+        As :func:`lp_pool1d`'s.
+    device : pg.Device, optional, keyword-only
+        Where to run (see :func:`lp_pool1d`).
+
+    Returns
+    -------
+    output
+        Of the input's kind and data type.
+
+    Raises
+    ------
+    pg.ValidationError
+        As :func:`lp_pool1d`.
+    """
     return _lp_pool(3, "lp_pool3d", input, norm_type, kernel_size, stride, ceil_mode, device)

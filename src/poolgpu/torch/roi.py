@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -13,7 +13,7 @@ from ..dtypes import DataType
 from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
 from ._arguments import sizes_arg
-from ._call import FLOATS, Call, Input, Size, empty_result
+from ._call import FLOATS, Call, Input, Output, Size, empty_result
 
 __all__ = ["roi_pool"]
 
@@ -61,17 +61,42 @@ def _bins(start: np.ndarray, end: np.ndarray, pooled: int, size: int) -> tuple:
     return np.clip(lo, 0, size), np.clip(hi, 0, size)
 
 
-def roi_pool(input: Input, boxes, output_size: Size, spatial_scale: float = 1.0, *,
-             device: Optional[Device] = None):
-    """``torchvision.ops.roi_pool`` on poolgpu (float32, float16): the max over each of
-    ``output_size`` = (h, w) bins of each box.
+def roi_pool(input: Input, boxes: Union[Input, Sequence[Input]], output_size: Size, spatial_scale: float = 1.0, *,
+             device: Optional[Device] = None) -> Output:
+    """``torchvision.ops.roi_pool`` on poolgpu: the maximum over each of ``output_size``
+    = (h, w) bins of each box.
 
-    ``boxes`` is a (K, 5) tensor of ``[batch, x1, y1, x2, y2]`` or a list of (L, 4) tensors,
-    one per image, in input coordinates.  The bins are torchvision's, in float32: corners
-    ``round(c * spatial_scale)`` (halves away from zero), region ``max(end - start + 1, 1)``,
-    bin size ``region / output_size``, bin ``[floor(i * bin) + start, ceil((i + 1) * bin) +
-    start)`` clamped to the input; an empty bin gives 0.  A bin holding NaN gives NaN.
-    Not differentiable: backward raises."""
+    The bins are torchvision's, in float32: corners ``round(c * spatial_scale)`` (halves
+    away from zero), region ``max(end - start + 1, 1)``, bin size ``region / output_size``,
+    bin ``[floor(i * bin) + start, ceil((i + 1) * bin) + start)`` clamped to the input; an
+    empty bin gives 0.  A bin holding NaN gives NaN.  Not differentiable: ``backward``
+    raises.
+
+    Parameters
+    ----------
+    input : torch.Tensor, numpy.ndarray or pg.Tensor
+        (N, C, H, W); float32 or float16.
+    boxes : tensor, or list of tensors
+        A (K, 5) tensor of ``[batch, x1, y1, x2, y2]``, or a list of (L, 4) tensors
+        ``[x1, y1, x2, y2]``, one per image; in input coordinates (before ``spatial_scale``).
+    output_size : int or tuple of int
+        (h, w), or one int for both.
+    spatial_scale : float, default 1.0
+        Scales the box corners to the input's coordinates.
+    device : pg.Device, optional, keyword-only
+        Where to run: default the pg.Tensor input's device, else ``pg.default_device()``.
+
+    Returns
+    -------
+    output
+        (K, C, h, w), of the input's kind and data type.
+
+    Raises
+    ------
+    pg.ValidationError
+        For boxes of a wrong shape or a batch index outside the input, a non-positive
+        ``output_size``, a ``spatial_scale`` that is no number, and a data type poolgpu lacks.
+    """
     call = Call(input, "roi_pool", 2, FLOATS, device, ranks=(4,))
     call.require_nonzero()
     pooled_h, pooled_w = sizes_arg(output_size, 2, "output_size", "roi_pool")

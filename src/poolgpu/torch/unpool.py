@@ -15,7 +15,7 @@ from ..device import Device, Tensor
 from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
 from ._arguments import sizes_arg
-from ._call import MAX_TYPES, Call, Input, Size, empty_result
+from ._call import MAX_TYPES, Call, Input, Output, Size, empty_result
 
 __all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d"]
 
@@ -92,20 +92,103 @@ def _max_unpool(dims, function, input, indices, kernel_size, stride, padding, ou
 
 
 def max_unpool1d(input: Input, indices: Input, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0,
-                 output_size: Optional[Sequence[int]] = None, *, device: Optional[Device] = None):
-    """``torch.nn.functional.max_unpool1d`` on poolgpu: zeros except each value at its
-    (int64, per-plane) index, as max_pool1d returns them.  Where indices repeat the last
-    value wins (as on PyTorch's CPU); an index outside the output plane is an error."""
+                 output_size: Optional[Sequence[int]] = None, *, device: Optional[Device] = None) -> Output:
+    """``torch.nn.functional.max_unpool1d`` on poolgpu: zeros except each input value at its
+    index, as :func:`max_pool1d` returns them.
+
+    Where indices repeat, the last value wins (as on PyTorch's CPU).
+
+    Parameters
+    ----------
+    input : torch.Tensor, numpy.ndarray or pg.Tensor
+        (N, C, L) or unbatched (C, L); float32, float16, int8, uint8, int16, int32 or int64.
+    indices : torch.Tensor, numpy.ndarray or pg.Tensor
+        int64 positions within each (n, c) output plane, of the input's shape.
+    kernel_size : int or tuple of int
+        The pooling's window.
+    stride : int or tuple of int, optional
+        The pooling's step; None (default) is ``kernel_size``.
+    padding : int or tuple of int, default 0
+        The pooling's padding (non-negative).
+    output_size : tuple of int, optional
+        The output's spatial size (or its whole shape), each within ``stride`` of the
+        default ``(L - 1) * stride + kernel_size - 2 * padding``; None: the default.
+    device : pg.Device, optional, keyword-only
+        Where to run: default the pg.Tensor input's device, else ``pg.default_device()``.
+
+    Returns
+    -------
+    output
+        Of the input's kind and data type.
+
+    Raises
+    ------
+    pg.ValidationError
+        Where PyTorch raises (naming the argument: an index outside its plane is an
+        ``indices`` error), and for a data type poolgpu lacks.
+    """
     return _max_unpool(1, "max_unpool1d", input, indices, kernel_size, stride, padding, output_size, device)
 
 
 def max_unpool2d(input: Input, indices: Input, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0,
-                 output_size: Optional[Sequence[int]] = None, *, device: Optional[Device] = None):
-    """``torch.nn.functional.max_unpool2d`` on poolgpu; see :func:`max_unpool1d`."""
+                 output_size: Optional[Sequence[int]] = None, *, device: Optional[Device] = None) -> Output:
+    """``torch.nn.functional.max_unpool2d`` on poolgpu; see :func:`max_unpool1d`.
+
+    Parameters
+    ----------
+    input : torch.Tensor, numpy.ndarray or pg.Tensor
+        (N, C, H, W) or unbatched (C, H, W); the types of :func:`max_unpool1d`.
+    indices : torch.Tensor, numpy.ndarray or pg.Tensor
+        int64 positions within each (n, c) output plane, as :func:`max_pool2d` returns them.
+    kernel_size : int or tuple of int
+        The pooling's window, one value or (kH, kW).
+    stride, padding : int or tuple of int, optional
+        The pooling's, one value or one per dimension (defaults None, 0).
+    output_size : tuple of int, optional
+        (H, W) or (N, C, H, W), as :func:`max_unpool1d`'s.
+    device : pg.Device, optional, keyword-only
+        Where to run (see :func:`max_unpool1d`).
+
+    Returns
+    -------
+    output
+        Of the input's kind and data type.
+
+    Raises
+    ------
+    pg.ValidationError
+        As :func:`max_unpool1d`.
+    """
     return _max_unpool(2, "max_unpool2d", input, indices, kernel_size, stride, padding, output_size, device)
 
 
 def max_unpool3d(input: Input, indices: Input, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0,
-                 output_size: Optional[Sequence[int]] = None, *, device: Optional[Device] = None):
-    """``torch.nn.functional.max_unpool3d`` on poolgpu; see :func:`max_unpool1d`."""
+                 output_size: Optional[Sequence[int]] = None, *, device: Optional[Device] = None) -> Output:
+    """``torch.nn.functional.max_unpool3d`` on poolgpu; see :func:`max_unpool1d`.
+
+    Parameters
+    ----------
+    input : torch.Tensor, numpy.ndarray or pg.Tensor
+        (N, C, D, H, W) or unbatched (C, D, H, W); the types of :func:`max_unpool1d`.
+    indices : torch.Tensor, numpy.ndarray or pg.Tensor
+        int64 positions within each (n, c) output plane, as :func:`max_pool3d` returns them.
+    kernel_size : int or tuple of int
+        The pooling's window, one value or (kD, kH, kW).
+    stride, padding : int or tuple of int, optional
+        The pooling's, one value or one per dimension (defaults None, 0).
+    output_size : tuple of int, optional
+        (D, H, W) or (N, C, D, H, W), as :func:`max_unpool1d`'s.
+    device : pg.Device, optional, keyword-only
+        Where to run (see :func:`max_unpool1d`).
+
+    Returns
+    -------
+    output
+        Of the input's kind and data type.
+
+    Raises
+    ------
+    pg.ValidationError
+        As :func:`max_unpool1d`.
+    """
     return _max_unpool(3, "max_unpool3d", input, indices, kernel_size, stride, padding, output_size, device)
