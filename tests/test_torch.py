@@ -245,6 +245,7 @@ REFUSED = [
     ("adaptive_avg_pool2d", (X2, np.int64(3)), {}, "output_size"),
     ("adaptive_avg_pool2d", (X2, (True, 3)), {}, "output_size"),
     ("max_unpool1d", (Y1, I1, 2), dict(output_size=6), "output_size"),
+    ("max_unpool2d", F.max_pool2d(X2, 2, return_indices=True) + ((2,),), {}, "kernel_size"),
     ("max_unpool1d", (Y1, I1, 2), dict(output_size=(6.0,)), "output_size"),
     ("max_unpool1d", (Y1, I1, 2), dict(output_size=(None,)), "output_size"),
     ("max_pool1d", ([[1.0, 2.0]], 2), {}, "input"),

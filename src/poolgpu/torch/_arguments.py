@@ -5,7 +5,7 @@ experiment): a bool argument takes only ``True`` or ``False`` (not 0, 1 or NumPy
 an ``int`` or ``int[]`` argument takes Python and NumPy integers and integer tensors of one
 element (an ``int[]`` also a tuple or list of them, or a 1-D integer tensor), never a bool
 or a float.  Where PyTorch takes a value without a meaning (a negative ``max_unpool``
-padding, a zero stride, a longer tuple whose extra entries it ignores) poolgpu refuses it.
+stride or padding, a longer tuple whose extra entries it ignores) poolgpu refuses it.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def return_flag(value: Any, function: str) -> bool:
 
 
 def integer_arg(value: Any, name: str, function: str, *, minimum: Optional[int] = None) -> int:
-    """An ``int`` argument (``divisor_override``, ``lp_pool1d``'s ``kernel_size``)."""
+    """An ``int`` argument (``divisor_override``)."""
     return checked(function, integer, _from_tensor(value), name, minimum=minimum)
 
 

@@ -44,9 +44,11 @@ def _host_indices(indices, call: Call) -> np.ndarray:
 
 def _max_unpool(dims, function, input, indices, kernel_size, stride, padding, output_size, device):
     call = Call(input, function, dims, MAX_TYPES, device)
-    kernel = sizes_arg(kernel_size, dims, "kernel_size", function)
-    strides = kernel if stride is None else sizes_arg(stride, dims, "stride", function)
-    padding = sizes_arg(padding, dims, "padding", function, minimum=0)
+    # PyTorch's max_unpool reads these with _pair/_triple, which repeat an int but not a tuple of one
+    one_each = (dims,)
+    kernel = sizes_arg(kernel_size, dims, "kernel_size", function, lengths=one_each)
+    strides = kernel if stride is None else sizes_arg(stride, dims, "stride", function, lengths=one_each)
+    padding = sizes_arg(padding, dims, "padding", function, minimum=0, lengths=one_each)
     default = tuple((n - 1) * s + k - 2 * p for n, s, k, p in zip(call.sizes[2:], strides, kernel, padding))
     if output_size is None:
         sizes = default
@@ -141,9 +143,9 @@ def max_unpool2d(input: Input, indices: Input, kernel_size: Size, stride: Option
     indices : torch.Tensor, numpy.ndarray or pg.Tensor
         int64 positions within each (n, c) output plane, as :func:`max_pool2d` returns them.
     kernel_size : int or tuple of int
-        The pooling's window, one value or (kH, kW).
+        The pooling's window, an int or (kH, kW).
     stride, padding : int or tuple of int, optional
-        The pooling's, one value or one per dimension (defaults None, 0).
+        The pooling's: an int, or one per dimension (defaults None, 0).
     output_size : tuple of int, optional
         (H, W) or (N, C, H, W), as :func:`max_unpool1d`'s.
     device : pg.Device, optional, keyword-only
@@ -173,9 +175,9 @@ def max_unpool3d(input: Input, indices: Input, kernel_size: Size, stride: Option
     indices : torch.Tensor, numpy.ndarray or pg.Tensor
         int64 positions within each (n, c) output plane, as :func:`max_pool3d` returns them.
     kernel_size : int or tuple of int
-        The pooling's window, one value or (kD, kH, kW).
+        The pooling's window, an int or (kD, kH, kW).
     stride, padding : int or tuple of int, optional
-        The pooling's, one value or one per dimension (defaults None, 0).
+        The pooling's: an int, or one per dimension (defaults None, 0).
     output_size : tuple of int, optional
         (D, H, W) or (N, C, D, H, W), as :func:`max_unpool1d`'s.
     device : pg.Device, optional, keyword-only
