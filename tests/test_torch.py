@@ -220,6 +220,65 @@ def test_bad_arguments_name_pytorch_arguments():
         assert e.value.field == field, (field, str(e.value))
 
 
+# Argument forms PyTorch's parser refuses (bools only True/False, no None in a 1d output_size,
+# lp_pool's kernel_size as it unpacks it, ...), each with the argument poolgpu names.
+X1, X2 = torch.zeros(1, 2, 6), torch.zeros(1, 2, 6, 6)
+Y1, I1 = F.max_pool1d(X1, 2, return_indices=True)
+REFUSED = [
+    ("max_pool1d", (X1, 2), dict(ceil_mode="x"), "ceil_mode"),
+    ("max_pool2d", (X2, 2), dict(ceil_mode=1), "ceil_mode"),
+    ("max_pool2d", (X2, 2), dict(ceil_mode=np.bool_(True)), "ceil_mode"),
+    ("avg_pool1d", (X1, 2), dict(count_include_pad=(1,)), "count_include_pad"),
+    ("avg_pool2d", (X2, 2), dict(ceil_mode=1.5), "ceil_mode"),
+    ("max_pool1d", (X1, (2, 2)), {}, "kernel_size"),
+    ("max_pool2d", (X2, 2.0), {}, "kernel_size"),
+    ("max_pool2d", (X2, True), {}, "kernel_size"),
+    ("max_pool2d", (X2, range(2, 4)), {}, "kernel_size"),
+    ("max_pool2d", (X2, 2), dict(padding=()), "padding"),
+    ("avg_pool2d", (X2, 2), dict(divisor_override=2.0), "divisor_override"),
+    ("lp_pool1d", (X1, 2, (2,)), {}, "kernel_size"),
+    ("lp_pool2d", (X2, 2, (2,)), {}, "kernel_size"),
+    ("lp_pool2d", (X2, 2, 2), dict(ceil_mode=np.array([2.0, 2.0])), "ceil_mode"),
+    ("lp_pool1d", (X1, "2", 2), {}, "norm_type"),
+    ("adaptive_avg_pool1d", (X1, (None,)), {}, "output_size"),
+    ("adaptive_max_pool1d", (X1, 3.0), {}, "output_size"),
+    ("adaptive_avg_pool2d", (X2, np.int64(3)), {}, "output_size"),
+    ("adaptive_avg_pool2d", (X2, (True, 3)), {}, "output_size"),
+    ("max_unpool1d", (Y1, I1, 2), dict(output_size=6), "output_size"),
+    ("max_unpool2d", F.max_pool2d(X2, 2, return_indices=True) + ((2,),), {}, "kernel_size"),
+    ("max_unpool1d", (Y1, I1, 2), dict(output_size=(6.0,)), "output_size"),
+    ("max_unpool1d", (Y1, I1, 2), dict(output_size=(None,)), "output_size"),
+    ("max_pool1d", ([[1.0, 2.0]], 2), {}, "input"),
+    ("max_unpool1d", (Y1, I1.tolist(), 2), {}, "indices"),
+]
+
+
+@pytest.mark.parametrize("name, args, kwargs, field", REFUSED, ids=lambda v: v if isinstance(v, str) else "")
+def test_argument_forms_pytorch_refuses_are_refused(name, args, kwargs, field):
+    with pytest.raises((TypeError, ValueError, RuntimeError, AttributeError)):
+        getattr(F, name)(*args, **kwargs)
+    with pytest.raises(pg.ValidationError) as e:
+        getattr(pgt, name)(*args, **kwargs)
+    assert e.value.field == field, str(e.value)
+
+
+def test_argument_forms_pytorch_takes_give_its_results(device):
+    x = distinct((1, 2, 6, 6))
+    calls = [("max_pool2d", (x, np.int64(3)), dict(stride=[2], padding=(1,), ceil_mode=True)),
+             ("max_pool2d", (x, torch.tensor(2)), dict(stride=(), return_indices=True)),
+             ("avg_pool2d", (x, [3, 2]), dict(stride=np.int32(2), divisor_override=np.int64(5))),
+             ("lp_pool2d", (x.abs(), np.float32(2), (2, 3)), dict(stride=[])),
+             ("lp_pool1d", (x[0].abs(), 4, np.int64(3)), {}),
+             ("adaptive_max_pool2d", (x, [None, 4]), dict(return_indices=True)),
+             ("adaptive_avg_pool1d", (x[0], torch.Size([4])), {}),
+             ("max_unpool2d", F.max_pool2d(x, 2, return_indices=True) + (2,),
+              dict(output_size=torch.Size([1, 2, 7, 7])))]
+    for name, args, kwargs in calls:
+        want, got = getattr(F, name)(*args, **kwargs), getattr(pgt, name)(*args, **kwargs, device=device)
+        for w, g in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)):
+            torch.testing.assert_close(g, w, msg=name)
+
+
 @pytest.mark.parametrize("dims", [1, 2, 3])
 def test_pytorch_raises_where_poolgpu_raises(dims):
     """Over a grid of window arguments, poolgpu.torch refuses exactly what PyTorch refuses,

@@ -1,0 +1,151 @@
+"""torchvision's ``roi_pool`` on poolgpu's ROI pooling."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+import numpy as np
+import torch
+
+from ..descs import RoiPoolingDesc
+from ..device import Device
+from ..tensor import Tensor
+from ..dtypes import DataType
+from ..errors import ValidationError
+from ..tensor_desc import TensorDesc
+from ._arguments import sizes_arg
+from ._call import FLOATS, Call, Input, Output, Size, empty_result
+
+__all__ = ["roi_pool"]
+
+
+def _boxes_array(boxes) -> np.ndarray:
+    """torchvision's boxes, a (K, 5) tensor or a list of (L, 4) tensors (one per image),
+    as a (K, 5) float32 array of [batch, x1, y1, x2, y2]."""
+
+    def host(b) -> np.ndarray:
+        if isinstance(b, torch.Tensor):
+            b = b.detach().cpu()
+            b = b.float() if b.dtype == torch.bfloat16 else b
+            return b.numpy()
+        return b.numpy() if isinstance(b, Tensor) else np.asarray(b)
+
+    if isinstance(boxes, (list, tuple)):
+        parts = []
+        for i, b in enumerate(boxes):
+            b = host(b)
+            if b.ndim != 2 or b.shape[1] != 4:
+                raise ValidationError("boxes", f"roi_pool: each tensor of a list of boxes is (L, 4), got {b.shape}")
+            parts.append(np.concatenate([np.full((len(b), 1), i, np.float32), b.astype(np.float32)], axis=1))
+        return np.concatenate(parts) if parts else np.zeros((0, 5), np.float32)
+    array = host(boxes)
+    if array.ndim != 2 or array.shape[1] != 5:
+        raise ValidationError("boxes", f"roi_pool: expected a (K, 5) tensor of [batch, x1, y1, x2, y2] or a list of "
+                                       f"(L, 4) tensors, got shape {array.shape}")
+    return array.astype(np.float32)
+
+
+def _round_half_away(v: np.ndarray) -> np.ndarray:
+    """C's round() of float32 values (halves away from zero), exact in float64."""
+    v = v.astype(np.float64)
+    return np.copysign(np.floor(np.abs(v) + 0.5), v)
+
+
+def _bins(start: np.ndarray, end: np.ndarray, pooled: int, size: int) -> tuple:
+    """torchvision's bins along one dimension, (K, pooled) [lo, hi) clamped to [0, size]:
+    float32 bin size and products, as its CPU kernel computes them."""
+    region = np.maximum(end - start + 1, 1)
+    bin_size = region.astype(np.float32) / np.float32(pooled)
+    i = np.arange(pooled, dtype=np.float32)
+    lo = np.floor(i[None, :] * bin_size[:, None]).astype(np.int64) + start[:, None]
+    hi = np.ceil((i[None, :] + np.float32(1)) * bin_size[:, None]).astype(np.int64) + start[:, None]
+    return np.clip(lo, 0, size), np.clip(hi, 0, size)
+
+
+def roi_pool(input: Input, boxes: Union[Input, Sequence[Input]], output_size: Size, spatial_scale: float = 1.0, *,
+             device: Optional[Device] = None) -> Output:
+    """``torchvision.ops.roi_pool`` on poolgpu: the maximum over each of ``output_size``
+    = (h, w) bins of each box.
+
+    The bins are torchvision's, in float32: corners ``round(c * spatial_scale)`` (halves
+    away from zero), region ``max(end - start + 1, 1)``, bin size ``region / output_size``,
+    bin ``[floor(i * bin) + start, ceil((i + 1) * bin) + start)`` clamped to the input; an
+    empty bin gives 0.  A bin holding NaN gives NaN.  Not differentiable: ``backward``
+    raises.
+
+    Parameters
+    ----------
+    input : torch.Tensor, numpy.ndarray or pg.Tensor
+        (N, C, H, W); float32 or float16.
+    boxes : tensor, or list of tensors
+        A (K, 5) tensor of ``[batch, x1, y1, x2, y2]``, or a list of (L, 4) tensors
+        ``[x1, y1, x2, y2]``, one per image; in input coordinates (before ``spatial_scale``).
+    output_size : int or tuple of int
+        (h, w), or one int for both.
+    spatial_scale : float, default 1.0
+        Scales the box corners to the input's coordinates.
+    device : pg.Device, optional, keyword-only
+        Where to run: default the pg.Tensor input's device, else ``pg.default_device()``.
+
+    Returns
+    -------
+    output
+        (K, C, h, w), of the input's kind and data type.
+
+    Raises
+    ------
+    pg.ValidationError
+        For boxes of a wrong shape or a batch index outside the input, a non-positive
+        ``output_size``, a ``spatial_scale`` that is no number, and a data type poolgpu lacks.
+    """
+    call = Call(input, "roi_pool", 2, FLOATS, device, ranks=(4,))
+    call.require_nonzero()
+    pooled_h, pooled_w = sizes_arg(output_size, 2, "output_size", "roi_pool")
+    if pooled_h <= 0 or pooled_w <= 0:
+        raise ValidationError("output_size", f"roi_pool: output_size must be positive, got {(pooled_h, pooled_w)}")
+    if isinstance(spatial_scale, bool) or not isinstance(spatial_scale, (int, float, np.integer, np.floating)):
+        raise ValidationError("spatial_scale", f"roi_pool: expected a number, got {spatial_scale!r}")
+    rois = _boxes_array(boxes)
+    n, c, height, width = call.sizes
+    count = len(rois)
+    with np.errstate(all="ignore"):
+        batch = np.trunc(rois[:, 0].astype(np.float64))
+        scaled = rois[:, 1:] * np.float32(spatial_scale)  # float32 products, as torchvision's
+        finite = np.isfinite(scaled).all(axis=1) & np.isfinite(batch)
+    if not ((batch >= 0) & (batch < n) | ~np.isfinite(batch)).all():
+        raise ValidationError("boxes", f"roi_pool: a box's batch index is outside the input's {n} images")
+    corners = np.clip(np.nan_to_num(_round_half_away(scaled)), -2**40, 2**40).astype(np.int64)
+    h_lo, h_hi = _bins(corners[:, 1], corners[:, 3], pooled_h, height)
+    w_lo, w_hi = _bins(corners[:, 0], corners[:, 2], pooled_w, width)
+    out_sizes = (count, c, pooled_h, pooled_w)
+
+    def forward():
+        if count == 0 or n == 0:
+            return (empty_result(out_sizes, call.dtype),)
+        # One ROI per bin, its corners the bin's inclusive ends at scale 1, so DirectML's
+        # arithmetic gives torchvision's bins exactly; an empty bin (or a box with a
+        # non-finite value) gets an invalid batch, which pools nothing and gives 0.
+        shape = (count, pooled_h, pooled_w)
+        per_bin = np.empty(shape + (5,), np.float32)
+        empty = (h_hi <= h_lo)[:, :, None] | (w_hi <= w_lo)[:, None, :] | ~finite[:, None, None]
+        per_bin[..., 0] = np.where(empty, -1, np.broadcast_to(np.nan_to_num(batch)[:, None, None], shape))
+        per_bin[..., 1] = np.broadcast_to(w_lo[:, None, :], shape)
+        per_bin[..., 2] = np.broadcast_to(h_lo[:, :, None], shape)
+        per_bin[..., 3] = np.broadcast_to(w_hi[:, None, :] - 1, shape)
+        per_bin[..., 4] = np.broadcast_to(h_hi[:, :, None] - 1, shape)
+        x = call.tensor()
+        if x.data_type == DataType.FLOAT16 and max(height, width) > 2048:
+            # float16 holds integer corners exactly only up to 2048: pool a float32 copy
+            # (the maxima are float16 values, so converting back is exact)
+            x = call.device.upload(call.host().astype(np.float32))
+        rois_tensor = call.device.upload(per_bin.reshape(1, 1, -1, 5).astype(x.data_type.numpy))
+        desc = RoiPoolingDesc(x.desc, rois_tensor.desc, spatial_scale=1.0, pooled_size=(1, 1))
+        y = call.device.compile(desc)(x, rois_tensor)  # (K * bins, C, 1, 1): bins outer, channels inner
+        view = TensorDesc(y.data_type, out_sizes, (pooled_h * pooled_w * c, 1, pooled_w * c, c),
+                          y.desc.total_size_in_bytes)
+        y = call.device.wrap(y.buffer, view, y.offset)
+        if y.data_type != DataType.of(call.dtype):
+            return (y.numpy().astype(call.dtype),)
+        return (y,)
+
+    return call.run(forward, None, "torchvision's roi_pool backward is not implemented here")[0]
