@@ -1,7 +1,7 @@
 """What the bench measures: the standard cases (shapes and windows) and the operators run
 on them, each as a :class:`Problem` (inputs, the poolgpu calls, expected outputs).
 
-Case names and shapes are fixed by the bench issue so that results stay comparable across
+Case names and shapes are fixed so that results stay comparable across
 runs and machines; ``tiny`` shapes keep the same windows for plumbing tests.  Expected
 outputs come from the independent NumPy reference (``tests/reference.py``), computed once
 per operator, case and data type, and shared by every layout and peer.
@@ -47,7 +47,7 @@ class Case:
         )
 
 
-# What poolgpu must have for each operator (names in the contract): a row whose names are
+# What poolgpu must have for each operator (names as in docs/api.md): a row whose names are
 # missing is reported "not available", so operators light up as they land.
 NEEDS = {
     "max": ("MaxPoolingDesc",),

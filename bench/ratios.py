@@ -1,4 +1,4 @@
-"""The performance issue's ratio targets, each measured in one submission.
+"""The bench's ratio targets, each measured in one submission.
 
 Max with indices, average, Lp and max pooling's forward plus gradient are each compared
 with max pooling on the same case, data type and layout.  The bench's rows time each

@@ -18,14 +18,6 @@ FILES = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 FENCE = re.compile(r"^```(\S*)([^\n]*)\n(.*?)^```", re.S | re.M)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
-# Documented APIs that this branch does not have yet: their blocks are expected to fail
-# here, until merged.
-UNMERGED = {  # until merged
-}
-# Pages of docs/ that other branches write.  # until merged
-OTHER_DOCS = set()
-
-
 def _blocks():
     found = []
     for path in FILES:
@@ -38,19 +30,9 @@ def _blocks():
             if language != "python" or "no-run" in info:
                 continue
             line = text.count("\n", 0, match.start()) + 1
-            found.append(pytest.param(path, index, code, id=f"{path.relative_to(ROOT).as_posix()}:{line}",
-                                      marks=_marks(code)))
+            found.append(pytest.param(path, index, code, id=f"{path.relative_to(ROOT).as_posix()}:{line}"))
             index += 1
     return found
-
-
-def _marks(code: str):
-    marks = []
-    reasons = sorted({why for needle, why in UNMERGED.items() if needle in code})
-    if reasons:
-        reason = "not on this branch yet: " + ", ".join(reasons)
-        marks.append(pytest.mark.xfail(reason=reason, strict=False))  # until merged
-    return marks
 
 
 BLOCKS = _blocks()
@@ -82,6 +64,4 @@ def test_relative_links_point_at_files(path):
         file = (path.parent / target.split("#")[0]).resolve()
         if not file.exists():
             missing.append(target)
-    if missing and all(Path(m.split("#")[0]).name in OTHER_DOCS for m in missing):
-        pytest.xfail(f"written on other branches: {missing}")  # until merged
     assert not missing, f"{path.name} links to missing files: {missing}"

@@ -1,5 +1,5 @@
 """Tests of the NumPy reference itself (tests/reference.py): hand-checked cases, a scalar
-brute-force oracle written straight from the contract's wording, and PyTorch cross-checks
+brute-force oracle written straight from the wording of docs/semantics.md, and PyTorch cross-checks
 where the semantics coincide.  Nothing here touches the GPU or poolgpu's code."""
 
 import itertools
@@ -50,7 +50,7 @@ def _flat(sizes, n, c, pos):
 
 
 def _beats(a, ia, b, ib):
-    """Does candidate (a, ia) beat the current best (b, ib) under the contract's rule?"""
+    """Does candidate (a, ia) beat the current best (b, ib) under the documented rule?"""
     a_nan = isinstance(a, float) and math.isnan(a)
     b_nan = isinstance(b, float) and math.isnan(b)
     if a_nan or b_nan:

@@ -1,7 +1,7 @@
 """Robustness: no byte written outside an output whatever the (valid) layout, device loss and
 out-of-memory as DeviceError, one Device shared by threads, no leaks, bounded caches.
 
-POOLGPU_STRESS=1 runs the full counts of the issue (8 threads x 500 operations, 10,000
+POOLGPU_STRESS=1 runs the full counts (8 threads x 500 operations, 10,000
 functional calls); the default counts keep CI quick."""
 
 import gc

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import wgpu
 
-from . import _native, kernels
+from . import _native, arguments, kernels
 from .adapters import _LIMITS, _OPTIONAL_FEATURES, _describe, _pick_adapter, list_adapters  # noqa: F401 (re-exported)
 from .descs import Description
 from .dtypes import DataType
@@ -235,7 +235,7 @@ class Device:
         DeviceError
             The device is lost or out of memory.
         """
-        array = np.asarray(array)
+        array = arguments.array(array, "array", ranks=None)
         data_type = DataType.of(array.dtype, "array")
         desc = TensorDesc(data_type, array.shape, strides)
         item = data_type.size
@@ -273,7 +273,10 @@ class Device:
         """
         if not isinstance(desc, TensorDesc):
             raise ValidationError("desc", f"expected a TensorDesc, got {type(desc).__name__}")
-        if offset < 0 or offset % desc.data_type.size:
+        if not isinstance(buffer, wgpu.GPUBuffer):
+            raise ValidationError("buffer", f"expected a wgpu GPUBuffer, got {type(buffer).__name__}")
+        offset = arguments.integer(offset, "offset", minimum=0, maximum=None)
+        if offset % desc.data_type.size:
             raise ValidationError("offset", f"{offset} must be a non-negative multiple of the element size {desc.data_type.size}")
         if offset + desc.total_size_in_bytes > buffer.size:
             raise ValidationError(
@@ -307,6 +310,8 @@ class Device:
         DeviceError
             The device is lost, or a tensor's (n, c) plane exceeds a storage binding.
         """
+        if not hasattr(desc, "kernel"):
+            raise ValidationError("desc", f"{type(desc).__name__} is not an operator description")
         tuning = self._tuning
         key = (desc, tuning)
         with self._lock:
@@ -314,8 +319,6 @@ class Device:
             if op is not None:
                 self._ops.move_to_end(key)
                 return op
-        if not hasattr(desc, "kernel"):
-            raise ValidationError("desc", f"{type(desc).__name__} is not an operator description")
         self._check_alive()
         op = Op(self, desc, tuning)  # outside the lock: other threads' calls go on meanwhile
         with self._lock:

@@ -1,11 +1,11 @@
-"""The two exceptions of the public contract."""
+"""poolgpu's two exceptions: ValidationError (bad input) and DeviceError (the device)."""
 
 __all__ = ["ValidationError", "DeviceError"]
 
 
 class ValidationError(ValueError):
     """A description (or a call's tensors) that DirectML would reject or that breaks a rule
-    of the contract.  Raised before any GPU work; the message names the offending field.
+    of docs/semantics.md.  Raised before any GPU work; the message names the offending field.
 
     Parameters
     ----------

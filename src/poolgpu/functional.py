@@ -156,7 +156,7 @@ def lp_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Sequence
     start_padding, end_padding : sequence of int, optional
         Default all 0; padding adds nothing to the sum.
     p : float, default 2
-        Any finite number >= 1.
+        A number from 1 to 64 (larger orders lose the smaller terms in float32).
     device : Device, optional
         Where to run (see :func:`max_pool`).
 
@@ -167,7 +167,7 @@ def lp_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Sequence
     Raises
     ------
     ValidationError
-        For an unsupported type, ``p < 1`` or an invalid window.
+        For an unsupported type, ``p`` outside 1 to 64 or an invalid window.
     """
 
     def describe(input):

@@ -240,7 +240,7 @@ def lp_pool(x: ArrayLike, kernel_shape: Sequence[int], auto_pad: str = "NOTSET",
     kernel_shape, auto_pad, ceil_mode, dilations, pads, strides, device
         As for :func:`max_pool`.
     p : number, default 2
-        The norm's order, a finite number >= 1.
+        The norm's order, a number from 1 to 64.
 
     Returns
     -------

@@ -2,7 +2,9 @@
 
 A description fixes what an operator computes; a :class:`Tuning` fixes how: which window
 walk, how many outputs an invocation computes, workgroup sizes.  Every tuning computes the
-same bits; only speed differs.  ``pg.Device`` picks the preset for its adapter's type.
+same maxima, indices and integer results, bit for bit; average and Lp sums over a global
+window may differ in their last bit where a walk merges a workgroup's lanes
+(docs/semantics.md).  ``pg.Device`` picks the preset for its adapter's type.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ class Tuning:
     llvmpipe: SIMD lanes that load one by one, so several outputs per invocation sharing
     their loads win) and :meth:`for_gpu` for GPUs (neighbouring lanes on neighbouring
     elements).  ``dataclasses.replace(Tuning.for_gpu(), outputs_per_invocation=1)`` changes
-    one choice.  Results are bit-identical under every tuning.
+    one choice.  Maxima, indices and integer results are bit-identical under every tuning;
+    a global window's average or Lp sum may differ in its last bit.
 
     Parameters
     ----------

@@ -7,13 +7,14 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import torch
 
+from ..arguments import array, number
 from ..descs import RoiPoolingDesc
 from ..device import Device
 from ..tensor import Tensor
 from ..dtypes import DataType
 from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
-from ._arguments import sizes_arg
+from ._arguments import checked, sizes_arg
 from ._call import FLOATS, Call, Input, Output, Size, empty_result
 
 __all__ = ["roi_pool"]
@@ -28,7 +29,7 @@ def _boxes_array(boxes) -> np.ndarray:
             b = b.detach().cpu()
             b = b.float() if b.dtype == torch.bfloat16 else b
             return b.numpy()
-        return b.numpy() if isinstance(b, Tensor) else np.asarray(b)
+        return b.numpy() if isinstance(b, Tensor) else array(b, "boxes", ranks=None, typed=False, empty=True)
 
     if isinstance(boxes, (list, tuple)):
         parts = []
@@ -38,11 +39,11 @@ def _boxes_array(boxes) -> np.ndarray:
                 raise ValidationError("boxes", f"roi_pool: each tensor of a list of boxes is (L, 4), got {b.shape}")
             parts.append(np.concatenate([np.full((len(b), 1), i, np.float32), b.astype(np.float32)], axis=1))
         return np.concatenate(parts) if parts else np.zeros((0, 5), np.float32)
-    array = host(boxes)
-    if array.ndim != 2 or array.shape[1] != 5:
+    rois = host(boxes)
+    if rois.ndim != 2 or rois.shape[1] != 5:
         raise ValidationError("boxes", f"roi_pool: expected a (K, 5) tensor of [batch, x1, y1, x2, y2] or a list of "
-                                       f"(L, 4) tensors, got shape {array.shape}")
-    return array.astype(np.float32)
+                                       f"(L, 4) tensors, got shape {rois.shape}")
+    return rois.astype(np.float32)
 
 
 def _round_half_away(v: np.ndarray) -> np.ndarray:
@@ -96,15 +97,12 @@ def roi_pool(input: Input, boxes: Union[Input, Sequence[Input]], output_size: Si
     ------
     pg.ValidationError
         For boxes of a wrong shape or a batch index outside the input, a non-positive
-        ``output_size``, a ``spatial_scale`` that is no number, and a data type poolgpu lacks.
+        ``output_size``, a ``spatial_scale`` that is no finite number, and a data type poolgpu lacks.
     """
     call = Call(input, "roi_pool", 2, FLOATS, device, ranks=(4,))
     call.require_nonzero()
     pooled_h, pooled_w = sizes_arg(output_size, 2, "output_size", "roi_pool")
-    if pooled_h <= 0 or pooled_w <= 0:
-        raise ValidationError("output_size", f"roi_pool: output_size must be positive, got {(pooled_h, pooled_w)}")
-    if isinstance(spatial_scale, bool) or not isinstance(spatial_scale, (int, float, np.integer, np.floating)):
-        raise ValidationError("spatial_scale", f"roi_pool: expected a number, got {spatial_scale!r}")
+    spatial_scale = checked("roi_pool", number, spatial_scale, "spatial_scale")
     rois = _boxes_array(boxes)
     n, c, height, width = call.sizes
     count = len(rois)

@@ -1,6 +1,6 @@
 // FLOAT32 values.  Max pooling compares exact integer keys, never floats: WGSL lets
 // implementations assume no NaN in float arithmetic, GPUs may flush subnormals in float
-// compares, and the contract needs NaN above +inf and -0 == +0.  A key is the value's
+// compares, and poolgpu's rules need NaN above +inf and -0 == +0.  A key is the value's
 // magnitude bits, negated for negative values (so -0 and +0 are both 0), NaN the largest
 // key; KEY_FLOOR is below every key, so padding never wins.
 alias Raw = u32;
