@@ -11,6 +11,7 @@ import math
 from functools import partial
 
 from ..dtypes import DataType
+from ..tuning import WALKS as TUNING_WALKS
 from ..tuning import Tuning
 from .core import Kernel, Pass, Program, Slot, Split
 from .grids import (IN_SIZES, LINES_GRID, OUT_SIZES, as_3d, as_5d, contiguous_along, fold_groups, lines_grid,
@@ -29,6 +30,8 @@ WALKS = {  # walk -> (its files in wgsl/common, its slots)
     "channels": (("window_walk_channels.wgsl",), _CHUNKED),
     "plane": (("window_walk_plane.wgsl",), (Slot("x", False), Slot("y", True), Slot("idx", True))),
 }
+if set(WALKS) != set(TUNING_WALKS) - {"auto"}:  # Tuning validates walk names against its own list
+    raise ImportError(f"kernels.window.WALKS {sorted(WALKS)} and tuning.WALKS {TUNING_WALKS} name different walks")
 CHUNKED_WALKS = ("rows", "rows_tail", "channels")  # the walks that need 4-element aligned tensors
 ROWS_MAX_CHUNKS = 8  # window_walk_rows.wgsl's span holds 32 elements
 
