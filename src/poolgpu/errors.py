@@ -18,7 +18,25 @@ class ValidationError(ValueError):
 
     def __init__(self, field: str, message: str) -> None:
         self.field = field
+        self.reason = message
         super().__init__(f"{field}: {message}")
+
+    def renamed(self, field: str, prefix: str = "") -> "ValidationError":
+        """The same error naming ``field`` instead (e.g. a front end's argument for a
+        description's field), its reason after ``prefix``.
+
+        Parameters
+        ----------
+        field : str
+            The field or argument the new error names.
+        prefix : str, default ""
+            Put before the reason (e.g. ``"max_pool2d: "``).
+
+        Returns
+        -------
+        ValidationError
+        """
+        return ValidationError(field, prefix + self.reason)
 
 
 class DeviceError(RuntimeError):

@@ -131,7 +131,7 @@ def _onnx_names():
         head, dot, rest = exc.field.partition(".")
         if head not in _ONNX_NAMES:
             raise
-        raise ValidationError(_ONNX_NAMES[head] + dot + rest, str(exc).split(": ", 1)[1]) from None
+        raise exc.renamed(_ONNX_NAMES[head] + dot + rest) from None
 
 
 def max_pool(x: ArrayLike, kernel_shape: Sequence[int], auto_pad: str = "NOTSET", ceil_mode: int = 0,

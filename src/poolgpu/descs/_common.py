@@ -47,6 +47,15 @@ class _Description:
         raise NotImplementedError
 
 
+class _WindowedDescription(_Description):
+    """A description with a ``window_size`` field: fixed-window pooling and its gradients."""
+
+    @property
+    def dimension_count(self) -> int:
+        """The number of spatial dimensions, ``len(window_size)``."""
+        return len(self.window_size)
+
+
 def _set(desc, **fields) -> None:
     for name, value in fields.items():
         object.__setattr__(desc, name, value)
@@ -84,7 +93,7 @@ def described(data_type: Union[DataType, str, np.dtype, type], sizes: Sequence[i
     except ValidationError as exc:
         if exc.field != "sizes":
             raise
-        raise ValidationError(field, str(exc).split(": ", 1)[1]) from None
+        raise exc.renamed(field) from None
 
 
 def _check_type(tensor: TensorDesc, field: str, allowed) -> None:

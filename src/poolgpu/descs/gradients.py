@@ -11,7 +11,7 @@ from ..dtypes import ALL_TYPES, FLOAT_TYPES, INDEX_TYPES, DataType
 from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
 from ._common import (Roles, _check_divisor_fields, _check_tensor, _check_type, _Description, _output_like,
-                      _pooling_window, _set)
+                      _pooling_window, _set, _WindowedDescription)
 from .binned import AdaptiveMaxPoolingDesc
 from .pooling import MaxPooling2Desc
 
@@ -36,7 +36,7 @@ def _input_gradient(value, sizes: tuple, data_type: DataType) -> TensorDesc:
 
 
 @dataclass(frozen=True)
-class MaxPoolingGradDesc(_Description):
+class MaxPoolingGradDesc(_WindowedDescription):
     """DML_MAX_POOLING_GRAD_OPERATOR_DESC: ``output_gradient`` (dx, the forward input's sizes)
     is zero except that each window's ``input_gradient`` (dy) is added at the window's argmax
     under the forward max rule.  ``forward`` is the MaxPooling2 description (with UINT32
@@ -90,11 +90,6 @@ class MaxPoolingGradDesc(_Description):
             window=window, forward=forward,
         )
 
-    @property
-    def dimension_count(self) -> int:
-        """The number of spatial dimensions, ``len(window_size)``."""
-        return len(self.window_size)
-
     def input_tensors(self) -> Roles:
         return (("input", self.input), ("input_gradient", self.input_gradient))
 
@@ -103,7 +98,7 @@ class MaxPoolingGradDesc(_Description):
 
 
 @dataclass(frozen=True)
-class AveragePoolingGradDesc(_Description):
+class AveragePoolingGradDesc(_WindowedDescription):
     """DML_AVERAGE_POOLING_GRAD_OPERATOR_DESC: each window's ``input_gradient`` (dy) divided
     by the window's divisor is added to every input element the window covers.
     ``output_gradient`` (dx) must be given: its sizes are the forward input's, which the
@@ -160,11 +155,6 @@ class AveragePoolingGradDesc(_Description):
             window=window,
         )
         _check_divisor_fields(self, window)
-
-    @property
-    def dimension_count(self) -> int:
-        """The number of spatial dimensions, ``len(window_size)``."""
-        return len(self.window_size)
 
     def input_tensors(self) -> Roles:
         return (("input_gradient", self.input_gradient),)

@@ -8,8 +8,8 @@ from typing import Optional
 from ..arguments import flag, number
 from ..dtypes import ALL_TYPES, FLOAT_TYPES
 from ..tensor_desc import TensorDesc
-from ._common import (Roles, _check_divisor_fields, _check_tensor, _check_type, _Description, _indices_like,
-                      _output_like, _pooling_window, _set)
+from ._common import (Roles, _check_divisor_fields, _check_tensor, _check_type, _indices_like, _output_like,
+                      _pooling_window, _set, _WindowedDescription)
 
 __all__ = [
     "MaxPoolingDesc", "MaxPooling1Desc", "MaxPooling2Desc", "AveragePoolingDesc", "AveragePooling1Desc",
@@ -17,14 +17,9 @@ __all__ = [
 ]
 
 
-class _FixedWindowPooling(_Description):
+class _FixedWindowPooling(_WindowedDescription):
     """Shared behaviour of the forward fixed-window pooling descriptions.  Versions with a
     ``dilations`` field get it validated and filled in; the others pool undilated."""
-
-    @property
-    def dimension_count(self) -> int:
-        """The number of spatial dimensions, ``len(window_size)``."""
-        return len(self.window_size)
 
     def _validate_forward(self, value_types) -> None:
         input = _check_tensor(self.input, "input")

@@ -26,7 +26,7 @@ def checked(function: str, check: Callable, *args, **kwargs):
     try:
         return check(*args, **kwargs)
     except ValidationError as exc:
-        raise ValidationError(exc.field, f"{function}: {exc.args[0].partition(': ')[2]}") from None
+        raise exc.renamed(exc.field, f"{function}: ") from None
 
 
 def _from_tensor(value: Any) -> Any:
