@@ -26,9 +26,9 @@ _CHUNKED = (
 )
 _PART = Slot("part", True, snippet="words_write.wgsl")  # a split walk's partial results
 WALKS = {  # walk -> (its files in wgsl/common, its slots)
-    "general": (("window_walk.wgsl", "store_one.wgsl"), (Slot("x", False), Slot("y", True), Slot("idx", True), _PART)),
+    "general": (("store_one.wgsl", "window_walk.wgsl"), (Slot("x", False), Slot("y", True), Slot("idx", True), _PART)),
     "rows": (("window_walk_rows.wgsl", "rows_store4.wgsl"), _CHUNKED),
-    "rows_tail": (("window_walk_rows.wgsl", "rows_store_tail.wgsl", "store_one.wgsl"),
+    "rows_tail": (("window_walk_rows.wgsl", "store_one.wgsl", "rows_store_tail.wgsl"),
                   (_CHUNKED[0], Slot("y", True), Slot("idx", True))),
     "channels": (("window_walk_channels.wgsl",), _CHUNKED),
     "plane": (("window_walk_plane.wgsl",), (Slot("x", False), Slot("y", True), Slot("idx", True))),
