@@ -153,7 +153,7 @@ def _fixed_window_for_bins(desc, tuning: Tuning):
     it (rows of at least ``tuning.fixed_window_min_row`` outputs, or where the tuning takes
     the plane walk, global pooling); else None."""
     in_spatial, out_spatial = desc.input.sizes[2:], desc.output.sizes[2:]
-    if tuning.plane_walk and plane_walk_fits(in_spatial, out_spatial):
+    if tuning.plane_walk and plane_walk_fits(in_spatial, out_spatial, tuning):
         return tuple(in_spatial)
     if any(i % o for i, o in zip(in_spatial, out_spatial)) or out_spatial[-1] < tuning.fixed_window_min_row:
         return None
