@@ -116,7 +116,7 @@ _WALK_LOOPS = {"general": general_loops, "rows": rows_loops, "rows_tail": rows_l
 
 def _pooling_kernels(accumulator: Accumulator) -> dict:
     """The operator's kernel under each walk, and the merge of its split walks ("merge")."""
-    shared = ("grid.wgsl", "window_constants.wgsl", "window_geometry.wgsl")
+    shared = ("grid.wgsl", "window_constants.wgsl", "window_geometry.wgsl", "taps.wgsl")
     kernels = {}
     for walk, (walk_files, slots) in WALKS.items():
         partials = (accumulator.partials,) if walk in SPLIT_WALKS else ()
