@@ -22,11 +22,17 @@ from .split import Accumulator, fewest_parts, gradient_merge_passes, iterations,
 from .window import (AVERAGE, AVERAGE_POOL, MAX, MAX_POOL, average_pool_program, max_pool_program,
                      plane_walk_fits)
 
+# The bins passes' loops: wide_int.wgsl's, a fixed number (div_wide: 32 bits; the 192-bit
+# Wide helpers: 6 words): adaptive_range's two div_wide; per ROI, its five values and four
+# corners (each rounded: a wide_negate and its wide_add), then one bin_range (wide_negate,
+# four wide_add, wide_is_zero, three wide_mul, two div_wide).
 ADAPTIVE_BINS = Kernel(
     "adaptive_bins.wgsl", (Slot("bins", True),), value_slot="bins",
     library=("wide_int.wgsl", "adaptive_range.wgsl", "flat_index.wgsl"),
     params=IN_SIZES + OUT_SIZES + ("total",),  # total: out_d + out_h + out_w bins
+    loops=lambda constants, params: {"bit": iterations(2, 32), "k": 0},
 )
+_WIDE = iterations(1, 6)  # one of the Wide helpers' loops
 ROI_BINS = Kernel(
     "roi_bins.wgsl", (Slot("roi", False), Slot("bins", True)), value_slot="roi",
     library=("wide_int.wgsl", "flat_index.wgsl"),
@@ -34,6 +40,8 @@ ROI_BINS = Kernel(
             "batches", "in_h", "in_w", "pooled_h", "pooled_w",
             "scale_bits",  # spatial_scale as f32 bits
             "total"),  # R * (1 + pooled_h + pooled_w)
+    loops=lambda constants, params: {"bit": iterations(2, 32),
+                                     "k": iterations(1, 5) + iterations(1, 4) + 4 * 2 * _WIDE + 10 * _WIDE},
 )
 def _longest_bins(roi: bool, params: dict) -> tuple:
     """The most taps of a bin along D, H and W: ROI bins are clamped to the input; adaptive
@@ -240,7 +248,8 @@ def adaptive_gather_loops(counts_bins: bool, constants: dict, params: dict) -> d
     if counts_bins:
         runs = {"d": d, "h": d * h, "w": d * h * w}
         bit += sum(iterations(2 * runs[a], 32) for a in "dhw" if wide[a])
-    return {"od": iterations(1, d), "oh": iterations(d, h), "ow": iterations(d * h, w), "bit": bit}
+    # (wide_int.wgsl's Wide helpers, "k", go unused)
+    return {"od": iterations(1, d), "oh": iterations(d, h), "ow": iterations(d * h, w), "bit": bit, "k": 0}
 
 
 ADAPTIVE_MAX_POOL_GRAD = Kernel(

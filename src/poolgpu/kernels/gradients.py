@@ -50,14 +50,15 @@ def disjoint_loops(lanes: int, constants: dict, params: dict) -> dict:
     kd, kh, kw, sd, sh, sw = (constants[name] for name in ("KD", "KH", "KW", "SD", "SH", "SW"))
     return {"kd": iterations(1, kd), "kh": iterations(kd, kh), "kw": iterations(kd * kh, kw),
             "i": iterations(kd * kh * kw, lanes) + iterations(1, lanes),
-            "rd": iterations(1, sd), "rh": iterations(sd, sh), "rw": iterations(sd * sh, sw)}
+            "rd": iterations(1, sd), "rh": iterations(sd, sh), "rw": iterations(sd * sh, sw),
+            "bit": 0}  # (windows_covering.wgsl's first_tap goes unused)
 
 
 def disjoint_rows_loops(constants: dict, params: dict) -> dict:
     """max_pool_grad_disjoint_rows.wgsl's loops (its span and taps are written out)."""
     kd, kh, sd, sh = (constants[name] for name in ("KD", "KH", "SD", "SH"))
     return {"kd": iterations(1, kd), "kh": iterations(kd, kh), "v": iterations(1, 4),
-            "rd": iterations(1, sd), "rh": iterations(sd, sh)}
+            "rd": iterations(1, sd), "rh": iterations(sd, sh), "bit": 0}  # (first_tap goes unused)
 
 
 def rows_gather_loops(constants: dict, params: dict) -> dict:

@@ -82,8 +82,7 @@ def _rows_walked(constants: dict) -> int:
 
 
 def rows_loops(constants: dict, params: dict) -> dict:
-    """window_walk_rows.wgsl's loops (fill_span_paired's, four_taps' per output row) and
-    rows_store_tail.wgsl's."""
+    """window_walk_rows.wgsl's loops (fill_span_paired's, four_taps' per output row)."""
     planes, rows = constants["KD"], _rows_walked(constants)
     chunks, paired = constants["CHUNKS"], constants.get("PAIRED", False)
     return {
@@ -92,8 +91,13 @@ def rows_loops(constants: dict, params: dict) -> dict:
         "j": iterations(planes * rows, chunks),
         "l": iterations(planes * rows * chunks, 4) if paired else 0,
         "kw": iterations(planes * rows * constants["ROWS"], constants["KW"]),
-        "k": iterations(constants["ROWS"], 4),
     }
+
+
+def rows_tail_loops(constants: dict, params: dict) -> dict:
+    """The rows walk's loops and rows_store_tail.wgsl's (its stores of four outputs, per
+    output row)."""
+    return dict(rows_loops(constants, params), k=iterations(constants["ROWS"], 4))
 
 
 def channels_loops(constants: dict, params: dict) -> dict:
@@ -110,7 +114,7 @@ def plane_loops(constants: dict, params: dict) -> dict:
     return {"q": iterations(1, -(-(span // 4 + 1) // lanes)), "half": iterations(1, lanes.bit_length() - 1)}
 
 
-_WALK_LOOPS = {"general": general_loops, "rows": rows_loops, "rows_tail": rows_loops,
+_WALK_LOOPS = {"general": general_loops, "rows": rows_loops, "rows_tail": rows_tail_loops,
                "channels": channels_loops, "plane": plane_loops}
 
 
@@ -231,8 +235,9 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
     """A pass of a window-walk kernel: `walk` picks the walk (see walk_for); the general
     walk computes ``tuning.outputs_per_invocation`` neighbouring outputs along W per
     invocation (window_walk.wgsl's OUTPUTS), or with ``parts`` (along D, H, W) one part
-    of one output's window; the plane walk with ``parts`` (one count), a part of a plane per
-    workgroup (split walks: their roles name the partial results' scratch "part" fourth)."""
+    of one output's window (one output per invocation, however many parts); the plane walk
+    with ``parts`` (one count), a part of a plane per workgroup (split walks: where they
+    have more than one part, their roles name the partial results' scratch "part" fourth)."""
     workgroup = tuning.lines_workgroup
     roles = (tuple(roles) + (None,) * 4)[:len(kernels_by_walk[walk].slots)]  # (only split walks save parts)
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
@@ -264,9 +269,8 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
                                                        workgroup)
         constants["ROWS"], constants["COLS"] = rows, cols
     else:  # (ow / OUTPUTS, oh, ((n, c, od), part))
-        parts = parts or (1, 1, 1)
-        count = math.prod(parts)
-        outputs = 1 if count > 1 else min(tuning.outputs_per_invocation, out_w)
+        count = math.prod(parts or (1, 1, 1))
+        outputs = 1 if parts else min(tuning.outputs_per_invocation, out_w)  # (split walks: one output each)
         grid_constants, grid_params, grid = lines_grid(-(-out_w // outputs), out_h, n * c * out_d * count, workgroup)
         constants["OUTPUTS"] = outputs
         if count > 1:
@@ -334,6 +338,8 @@ def window_walk_passes(kernels_by_walk: dict, accumulator: Accumulator, desc, ro
         parts = (_plane_parts(desc, tuning),)
     else:
         return (whole,), ()
+    if math.prod(parts) == 1:  # (the general walk's windows fit once it computes one output per invocation)
+        return (window_walk_pass(kernels_by_walk, desc, roles, tuning, walk, parts, **constants),), ()
     walk_pass = window_walk_pass(kernels_by_walk, desc, roles + ("part",), tuning, walk, parts, **constants)
     out_sizes = as_5d(desc.output.sizes, desc.output.strides)[0]
     merge_params = {key: walk_pass.params[key] for key in ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("y", "idx")}
