@@ -711,13 +711,15 @@ def test_gradient_first_taps_of_strides_above_65536(device, operator):
 
 
 @pytest.mark.parametrize("strides, axes", [
-    ((1,), ""), ((2, 2), ""), ((16, 16, 16), ""), ((64, 64), ""), ((4096,), ""), ((1, 4096, 1), ""),
+    ((1,), ""), ((2, 2), ""), ((16, 16, 16), ""), ((64, 64), ""), ((4096,), ""),
     ((4097,), "W"), ((65, 64), "H"), ((64, 65), "W"), ((17, 16, 16), "D"), ((40000, 1), "H"),
     ((40000, 40000), "HW"), ((3, 40000, 2**32 - 1), "HW"), ((2**32 - 1,) * 3, "DHW"), ((5000, 2, 3), "D"),
 ])
 def test_element_block_axes_bound_the_elements_an_invocation_visits(strides, axes):
     """The largest strides take element blocks until the others' product is at most
-    BLOCK_ELEMENTS_MAX; small strides keep their program exactly (no BY_ELEMENT_* constants)."""
+    BLOCK_ELEMENTS_MAX; small strides keep their program exactly (no BY_ELEMENT_* constants).
+    (The gathers' programs then take more where their loops would pass the loop budget:
+    test_element_blocks_keep_the_gathers_within_the_loop_budget.)"""
     from poolgpu.kernels.gradients import BLOCK_ELEMENTS_MAX, element_block_axes
     dims = len(strides)
     shape, geometry = (1, 1) + (3,) * dims, dict(window_size=(1,) * dims, strides=strides)
@@ -729,3 +731,17 @@ def test_element_block_axes_bound_the_elements_an_invocation_visits(strides, axe
     for tuning in ("cpu", "gpu"):
         constants = dict(kernels.program_for(desc, pg.Tuning.preset(tuning)).passes[-1].constants)
         assert {k for k in constants if k.startswith("BY_ELEMENT_")} == {f"BY_ELEMENT_{a}" for a in axes}
+
+
+
+def test_element_blocks_keep_the_gathers_within_the_loop_budget():
+    # a 1x4096x1 block (strides 1, 4096, 1: within BLOCK_ELEMENTS_MAX) loops about 37000
+    # times, past the default budget: element blocks along H, the largest stride
+    from poolgpu.kernels.gradients import BLOCK_ELEMENTS_MAX, element_block_axes
+    shape, geometry = (1, 1, 3, 3, 3), dict(window_size=(1, 1, 1), strides=(1, 4096, 1))
+    desc = pg.AveragePoolingGradDesc(pg.TensorDesc(F32, pg.pooling_output_sizes(shape, **geometry)),
+                                     pg.TensorDesc(F32, shape), **geometry)
+    assert element_block_axes(desc.window) == "" and 4096 <= BLOCK_ELEMENTS_MAX
+    for tuning in ("cpu", "gpu"):
+        constants = dict(kernels.program_for(desc, pg.Tuning.preset(tuning)).passes[-1].constants)
+        assert {k for k in constants if k.startswith("BY_ELEMENT_")} == {"BY_ELEMENT_H"}

@@ -75,6 +75,37 @@ def test_maxima_of_long_windows_keep_their_last_elements(preset):
     assert (y.item(), idx.item()) == (69999.0, int(np.argmax(v)))
 
 
+def test_the_onnx_and_pytorch_layers_pool_long_windows(preset):
+    from poolgpu import onnx as pgo
+    x = np.zeros((1, 1, 512, 512), np.float32)
+    x[0, 0, 256:] = 1
+    assert pgo.global_average_pool(x, device=preset).item() == 0.5
+    torch = pytest.importorskip("torch")
+    import poolgpu.torch as pgt
+    assert pgt.adaptive_avg_pool2d(torch.from_numpy(x), 1, device=preset).item() == 0.5
+    assert pgt.adaptive_avg_pool1d(torch.ones(1, 1, 100000), 1, device=preset).item() == 1.0
+    z = torch.zeros(1, 1, 300, 300, requires_grad=True)
+    with torch.no_grad():
+        z[0, 0, -1, -1] = 1
+    y, idx = pgt.adaptive_max_pool2d(z, 1, return_indices=True, device=preset)
+    assert idx.item() == 89999
+    y.sum().backward()
+    assert z.grad.flatten().nonzero().flatten().tolist() == [89999]
+
+
+def test_windows_of_more_than_2_to_the_32_elements_divide_by_their_count(preset):
+    # 70000 x 70000 taps, padding counted: a divisor past u32 (4.9e9).  Window (oh, ow)
+    # starts 69999 before the input and covers its rows up to oh and columns up to ow.
+    x = np.random.default_rng(4).standard_normal((1, 2, 3, 2)).astype(np.float32)
+    window = dict(window_size=(70000, 70000), start_padding=(69999, 69999), include_padding=True)
+    divisor = 70000.0 ** 2
+    want = x.astype(np.float64).cumsum(axis=2).cumsum(axis=3) / divisor
+    test_average_lp.assert_accurate(pg.average_pool(x, **window, device=preset), want, np.float32)
+    dy = np.random.default_rng(5).standard_normal(x.shape).astype(np.float32)
+    want = dy.astype(np.float64)[:, :, ::-1, ::-1].cumsum(axis=2).cumsum(axis=3)[:, :, ::-1, ::-1] / divisor
+    test_grad.assert_gradient_close(pg.average_pool_grad(dy, x.shape, **window, device=preset), want, dy)
+
+
 def test_a_long_strided_window(preset):
     x = np.random.default_rng(1).standard_normal((1, 2, 110000)).astype(np.float32)
     geometry = dict(window_size=(70000,), strides=(40000,))
@@ -238,16 +269,18 @@ def test_walks_that_just_fit_the_limit_are_exact(device):
         y, idx = pg.adaptive_max_pool(x[..., :size], 1, return_indices=True, device=device)
         y_ref, i_ref = reference.adaptive_max_pool(x[..., :size], (1,))
         assert same_bits(y, y_ref) and np.array_equal(idx, i_ref)
-        # the block gathers: every tap lands on each of 3 dx elements (3 windows, nearly all padding)
-        dy = rng.standard_normal((1, 2, 3)).astype(np.float32)
-
+        # the block gathers: 3 dx elements, each in every one of a window's n taps (windows
+        # o = 0 .. n + 1 over [o - n + 1, o], the rest padding)
         def window(n):
-            return dict(window_size=(n,), start_padding=(n - 1,))
+            return dict(window_size=(n,), start_padding=(n - 1,), end_padding=(n - 1,))
         taps, declared = _longest_unsplit(lambda n: pg.AveragePoolingGradDesc(
-            pg.TensorDesc("float32", (1, 2, 3)), pg.TensorDesc("float32", (1, 2, 3)), **window(n)), tuning)
+            pg.TensorDesc("float32", (1, 2, n + 2)), pg.TensorDesc("float32", (1, 2, 3)), **window(n)), tuning)
         assert declared >= 65530
-        test_grad.assert_gradient_close(pg.average_pool_grad(dy, (1, 2, 3), **window(taps), device=device),
-                                        reference.average_pool_grad(dy, (1, 2, 3), **window(taps)), dy)
+        dy = rng.standard_normal((1, 2, taps + 2)).astype(np.float32)
+        o = np.arange(taps + 2)
+        shares = dy / (np.minimum(o, 2) - np.maximum(o - taps + 1, 0) + 1)   # each window's dy / its input elements
+        want = np.stack([shares[..., e:e + taps].astype(np.float64).sum(axis=-1) for e in range(3)], axis=-1)
+        test_grad.assert_gradient_close(pg.average_pool_grad(dy, (1, 2, 3), **window(taps), device=device), want, dy)
         # the adaptive gathers: every bin covers the one element
         bins, declared = _longest_unsplit(lambda n: pg.AdaptiveAveragePoolingGradDesc(
             pg.TensorDesc("float32", (1, 2, n)), pg.TensorDesc("float32", (1, 2, 1))), tuning)

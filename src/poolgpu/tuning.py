@@ -106,7 +106,7 @@ class Tuning:
     row_gathers: bool = True
     windows_first: bool = True
     fixed_window_min_row: int = 8
-    loop_budget: int = 16384
+    loop_budget: int = 32768
 
     def __post_init__(self) -> None:
         if self.target not in ("cpu", "gpu"):

@@ -20,11 +20,14 @@ from .split import GRADIENT_MERGE, fewest_parts, gradient_merge_passes, iteratio
 from .window import (CHUNKED_WALKS, MAX, MAX_POOL, average_divisor_constants, pair_aligned, reads_pairs, walk_for,
                      window_walk_passes)
 
-def _landing(constants: dict, axis: str) -> int:
-    """The most taps of a window dimension landing on one dx element (windows_covering.wgsl's
-    tap loops: every tap_step taps from first_tap), of a split gather's part."""
+def _landing(constants: dict, params: dict, axis: str) -> int:
+    """The most taps of a window dimension that one dx element's tap loop visits (of a split
+    gather's part): windows_covering.wgsl's tap_run, every tap_step taps from first_tap, of
+    those whose windows exist; their windows lie dilation / gcd(dilation, stride) apart."""
     taps, step = constants[f"K{axis}"], min(constants[f"T{axis}"], constants[f"K{axis}"])
-    return -(-(-(-taps // step)) // constants.get(f"PARTS_{axis}", 1))
+    apart = constants[f"L{axis}"] // (constants[f"S{axis}"] // constants[f"T{axis}"])
+    visited = min(-(-taps // step), -(-params[f"out_{axis.lower()}"] // apart))
+    return -(-visited // constants.get(f"PARTS_{axis}", 1))
 
 
 def block_gather_loops(constants: dict, params: dict) -> dict:
@@ -36,7 +39,7 @@ def block_gather_loops(constants: dict, params: dict) -> dict:
     if constants.get("WINDOWS_FIRST", False):
         return dict.fromkeys(names, 0)
     bd, bh, bw = (1 if constants.get(f"BY_ELEMENT_{a}", False) else constants[f"S{a}"] for a in "DHW")
-    nd, nh, nw = (_landing(constants, a) for a in "DHW")
+    nd, nh, nw = (_landing(constants, params, a) for a in "DHW")
     elements = bd * bh * bw
     calls = {"D": elements, "H": elements * nd, "W": elements * nd * nh}  # first_tap's, per dimension
     return {"rd": iterations(1, bd), "rh": iterations(bd, bh), "rw": iterations(bd * bh, bw),
@@ -238,23 +241,28 @@ def _fits(p: Pass, tuning: Tuning) -> bool:
 def _block_gather_passes(kernel: Kernel, desc, tuning: Tuning, tensors: dict, constants: dict,
                          scratch: Optional[Mapping[str, TensorDesc]] = None) -> tuple:
     """(the passes of a one-lane block gather, the scratch they add): blocks as
-    element_block_axes makes them where their loops fit ``tuning.loop_budget``; else one dx
-    element per invocation; else, where more taps land on an element than that allows, the
-    split gather (each invocation sums a part of an element's taps) and its merge passes
-    (window_walk_merge.wgsl over gradient_sum.wgsl: the parts added in order)."""
-    whole = _gradient_block_pass(kernel, desc, tuning, tensors, constants, scratch=scratch)
-    if _fits(whole, tuning):
-        return (whole,), ()
-    elements = _gradient_block_pass(kernel, desc, tuning, tensors, constants, scratch=scratch, elements="DHW")
-    if _fits(elements, tuning):
-        return (elements,), ()
+    element_block_axes makes them, with element blocks along more dimensions (the largest
+    strides first) until their loops fit ``tuning.loop_budget``; else, where more taps land
+    on one element than that allows, the split gather (each invocation sums a part of an
+    element's taps) and its merge passes (window_walk_merge.wgsl over gradient_sum.wgsl:
+    the parts added in order)."""
+    axes = element_block_axes(desc.window)
+    strides = dict(zip("DHW", as_3d(desc.window.strides, 1)))
+    while True:
+        elements = _gradient_block_pass(kernel, desc, tuning, tensors, constants, scratch=scratch, elements=axes)
+        if _fits(elements, tuning):
+            return (elements,), ()
+        if len(axes) == 3:
+            break
+        axis = max((a for a in "DHW" if a not in axes), key=strides.get)
+        axes = "".join(a for a in "DHW" if a in axes or a == axis)
     base = dict(elements.constants)
 
     def trips(parts: tuple) -> int:
         cut = dict(base, **{f"PARTS_{axis}": p for axis, p in zip("DHW", parts)})
         return loop_total(kernel, cut, elements.params)
 
-    parts = fewest_parts(trips, tuple(_landing(base, axis) for axis in "DHW"), tuning.loop_budget)
+    parts = fewest_parts(trips, tuple(_landing(base, elements.params, axis) for axis in "DHW"), tuning.loop_budget)
     walk = _gradient_block_pass(kernel, desc, tuning, dict(tensors, part="dx_part"), constants, scratch=scratch,
                                 elements="DHW", parts=parts)
     merges, merge_scratch = gradient_merge_passes(desc.output_gradient, math.prod(parts), tuning.lines_workgroup,

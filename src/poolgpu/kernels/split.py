@@ -144,5 +144,5 @@ def gradient_merge_passes(dx: TensorDesc, parts: int, workgroup: int, budget: in
     params = {"channels": out_sizes[1], **dict(zip(IN_SIZES + OUT_SIZES, out_sizes[2:] * 2)),
               **tensor_stride_params("y", dx), **tensor_stride_params("idx", None)}
     merges, scratch = merge_passes(GRADIENT_MERGE, GRADIENT_SUM, out_sizes, parts, ("output_gradient", None), params, {},
-                                   workgroup, budget, names=("dx_part", "dx_merged"))
+                                   workgroup, budget, value_type=dx.data_type, names=("dx_part", "dx_merged"))
     return merges, (("dx_part", partials_desc(out_sizes, parts, GRADIENT_SUM.words)),) + scratch

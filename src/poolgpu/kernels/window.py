@@ -375,10 +375,13 @@ def average_divisor_constants(desc) -> dict:
     """The override constants of an average's divisor (avg_pool.wgsl, and for the gradients
     common/average_divisor.wgsl): INCLUDE_PADDING; with ``counted_end_padding`` short of the
     end padding (ceil_mode's extension), CLIP_DIVISOR and the counted end padding in ED, EH,
-    EW; or DIVISOR_OVERRIDE."""
+    EW; WIDE_DIVISOR where padding counts and a window has more than 2^32 - 1 elements; or
+    DIVISOR_OVERRIDE."""
     if desc.divisor_override is not None:  # include_padding is irrelevant: the cheaper count
         return {"INCLUDE_PADDING": True, "DIVISOR_OVERRIDE": desc.divisor_override}
     constants = {"INCLUDE_PADDING": desc.include_padding}
+    if desc.include_padding and desc.window.element_count > 2**32 - 1:
+        constants["WIDE_DIVISOR"] = True
     if desc.include_padding and desc.counted_end_padding != desc.window.end_padding:
         constants["CLIP_DIVISOR"] = True
         constants.update(zip(("ED", "EH", "EW"), as_3d(desc.counted_end_padding, 0)))

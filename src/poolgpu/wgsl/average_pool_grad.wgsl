@@ -21,8 +21,8 @@
 // dy's share of a window of `divisor` taps, rounded as in average_pool_grad_rows.wgsl: the
 // divisor and the quotient are kept as written (common/as_written.wgsl), so no driver turns
 // the division into a multiplication by a folded reciprocal, or fuses it into the sum.
-fn share_of(dy: Sum, divisor: u32) -> Sum {
-    let share = dy / divisor_as_written(window_divisor(divisor));
+fn share_of(dy: Sum, divisor: f32) -> Sum {
+    let share = dy / divisor;
     return bitcast<Sum>(bitcast<SumBits>(share) | SumBits(params.opaque_zero));
 }
 
@@ -54,21 +54,21 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 if (!w.inside) { continue; }
                 let me = ((nc * params.in_d + d.at) * params.in_h + h.at) * params.in_w + w.at;
                 var sum = Sum(0.0);
-                let kds = tap_run(first_tap(rd, SD, TD, ID), TD, KD, along.x, PARTS_D);
+                let kds = tap_run(first_tap(rd, SD, TD, ID), TD, KD, bd, rd, SD, LD, PD, params.out_d, along.x, PARTS_D);
                 for (var kd = kds.first; kd < kds.end; kd += tap_step(TD, KD)) {
                     let od = block_window(bd, rd, kd, SD, LD, PD, params.out_d);
                     if (!od.hit) { continue; }
                     let count_d = divisor_taps(od.o, KD, SD, LD, PD, params.in_d, ED);
-                    let khs = tap_run(first_tap(rh, SH, TH, IH), TH, KH, along.y, PARTS_H);
+                    let khs = tap_run(first_tap(rh, SH, TH, IH), TH, KH, bh, rh, SH, LH, PH, params.out_h, along.y, PARTS_H);
                     for (var kh = khs.first; kh < khs.end; kh += tap_step(TH, KH)) {
                         let oh = block_window(bh, rh, kh, SH, LH, PH, params.out_h);
                         if (!oh.hit) { continue; }
-                        let count_dh = count_d * divisor_taps(oh.o, KH, SH, LH, PH, params.in_h, EH);
-                        let kws = tap_run(first_tap(rw, SW, TW, IW), TW, KW, along.z, PARTS_W);
+                        let count_h = divisor_taps(oh.o, KH, SH, LH, PH, params.in_h, EH);
+                        let kws = tap_run(first_tap(rw, SW, TW, IW), TW, KW, bw, rw, SW, LW, PW, params.out_w, along.z, PARTS_W);
                         for (var kw = kws.first; kw < kws.end; kw += tap_step(TW, KW)) {
                             let ow = block_window(bw, rw, kw, SW, LW, PW, params.out_w);
                             if (!ow.hit) { continue; }
-                            let divisor = count_dh * divisor_taps(ow.o, KW, SW, LW, PW, params.in_w, EW);
+                            let divisor = window_divisor(count_d, count_h, divisor_taps(ow.o, KW, SW, LW, PW, params.in_w, EW));
                             sum += share_of(dy_sum(dy_plane + od.o * params.dy_d + oh.o * params.dy_h + ow.o * params.dy_w), divisor);
                         }
                     }
@@ -84,8 +84,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 struct Reaching { dy_plane: u32 }
 struct WindowOf { share: Sum }
 fn read_window(at: Reaching, od: u32, oh: u32, ow: u32, real: bool) -> WindowOf {
-    let divisor = divisor_taps(od, KD, SD, LD, PD, params.in_d, ED) * divisor_taps(oh, KH, SH, LH, PH, params.in_h, EH)
-                  * divisor_taps(ow, KW, SW, LW, PW, params.in_w, EW);
+    let divisor = window_divisor(divisor_taps(od, KD, SD, LD, PD, params.in_d, ED),
+                                 divisor_taps(oh, KH, SH, LH, PH, params.in_h, EH), divisor_taps(ow, KW, SW, LW, PW, params.in_w, EW));
     let share = share_of(dy_sum(at.dy_plane + od * params.dy_d + oh * params.dy_h + ow * params.dy_w), divisor);
     return WindowOf(select(Sum(0.0), share, real));   // (+0 added changes no sum: none is -0)
 }

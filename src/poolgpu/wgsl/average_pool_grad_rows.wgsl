@@ -13,7 +13,7 @@
 struct WindowRow {
     dy: u32,                    // the row's first dy element
     w0: u32, last_chunk: i32,   // the invocation's first dx column; the row's last chunk
-    count_dh: u32,              // the input rows its windows cover, times the input planes (D)
+    count_d: u32, count_h: u32,   // the input planes (D) and rows its windows cover
     in_first: bool, in_second: bool,   // whether its windows reach dx row h0, h0 + 1
 }
 
@@ -29,12 +29,13 @@ fn covers(ow: u32, w: u32) -> bool {
     return is_tap(i32(w + PW) - i32(ow * SW), LW, KW);
 }
 
-// Window column k of the chunk (ow): its share (dy over the divisor of its rows, count_dh,
-// and of its columns) added to the dx elements it covers.
+// Window column k of the chunk (ow): its share (dy over the divisor of its planes and rows,
+// count_d and count_h, and of its columns) added to the dx elements it covers.
 fn gather_column(sums: Sixteen, row: WindowRow, chunk: Chunk, j: u32, k: u32) -> Sixteen {
     let ow = chunk.ow0 + k;
     // kept as written (common/as_written.wgsl): the same rounding as average_pool_grad.wgsl's share_of
-    let share = as_written(to_f32(chunk.dy[k]) / divisor_as_written(window_divisor(row.count_dh * divisor_taps(ow, KW, SW, LW, PW, params.in_w, EW))));
+    let divisor = window_divisor(row.count_d, row.count_h, divisor_taps(ow, KW, SW, LW, PW, params.in_w, EW));
+    let share = as_written(to_f32(chunk.dy[k]) / divisor);
     var covered = columns_reached(j, k);   // with FIXED_COLUMNS, constants; else computed:
     if (!FIXED_COLUMNS) {
         let w0 = row.w0;
@@ -67,9 +68,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         for (var i = 0; i < i32(OH_ROWS); i++) {
             let oh = last_row - i;
             if (oh < 0 || oh >= i32(params.out_h)) { continue; }
-            let count_dh = count_d * divisor_taps(u32(oh), KH, SH, LH, PH, params.in_h, EH);
+            let count_h = divisor_taps(u32(oh), KH, SH, LH, PH, params.in_h, EH);
             let dy_row = params.dy_base + n * params.dy_n + c * params.dy_c + od.o * params.dy_d + u32(oh) * params.dy_h;
-            sums = visit_chunks(sums, WindowRow(dy_row, w0, last_chunk, count_dh,
+            sums = visit_chunks(sums, WindowRow(dy_row, w0, last_chunk, count_d, count_h,
                                                 covers_row(u32(oh), h0), covers_row(u32(oh), h0 + 1u)));
         }
     }

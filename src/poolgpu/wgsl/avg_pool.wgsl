@@ -10,6 +10,7 @@ override INCLUDE_PADDING: bool = false;
 override CLIP_DIVISOR: bool = false;
 override ED: u32 = 0u;  override EH: u32 = 0u;  override EW: u32 = 0u;
 override DIVISOR_OVERRIDE: u32 = 0u;
+override WIDE_DIVISOR: bool = false;   // windows of more than 2^32 - 1 elements, padding counted
 
 alias Tap = f32;
 fn tap_of(raw: Raw) -> Tap { return to_f32(raw); }
@@ -36,17 +37,23 @@ fn taps_within(o: u32, stride: u32, taps: u32, dilation: u32, pad_start: u32, si
     return within.end - within.first;
 }
 
-fn padded_divisor(at: Out) -> u32 {
-    if (!CLIP_DIVISOR) { return KD * KH * KW; }
-    return taps_within(at.d, SD, KD, LD, PD, params.in_d, ED)
-         * taps_within(at.h, SH, KH, LH, PH, params.in_h, EH)
-         * taps_within(at.w, SW, KW, LW, PW, params.in_w, EW);
+// The element count of output `at`'s window, padding counted: exact in u32, or past
+// 2^32 - 1 (WIDE_DIVISOR) a product in f32, within an ulp.
+fn padded_divisor(at: Out) -> f32 {
+    var counts = vec3<u32>(KD, KH, KW);
+    if (CLIP_DIVISOR) {
+        counts = vec3<u32>(taps_within(at.d, SD, KD, LD, PD, params.in_d, ED), taps_within(at.h, SH, KH, LH, PH, params.in_h, EH),
+                           taps_within(at.w, SW, KW, LW, PW, params.in_w, EW));
+    }
+    if (WIDE_DIVISOR) { return as_written(f32(counts.x) * f32(counts.y)) * f32(counts.z); }
+    return f32(counts.x * counts.y * counts.z);
 }
 
 fn acc_value(acc: Acc, at: Out) -> Raw {
-    var divisor = select(acc.count, padded_divisor(at), INCLUDE_PADDING);
-    if (DIVISOR_OVERRIDE != 0u) { divisor = DIVISOR_OVERRIDE; }
-    return from_f32(compensated_total(acc.sum) / f32(divisor));
+    var divisor = f32(acc.count);
+    if (INCLUDE_PADDING) { divisor = padded_divisor(at); }
+    if (DIVISOR_OVERRIDE != 0u) { divisor = f32(DIVISOR_OVERRIDE); }
+    return from_f32(compensated_total(acc.sum) / divisor);
 }
 
 fn acc_index(acc: Acc) -> u32 { return 0u; }

@@ -48,15 +48,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 if (!w.inside) { continue; }
                 let me = ((nc * params.in_d + d.at) * params.in_h + h.at) * params.in_w + w.at;  // as pass 1 wrote it
                 var sum = Sum(0.0);
-                let kds = tap_run(first_tap(rd, SD, TD, ID), TD, KD, along.x, PARTS_D);
+                let kds = tap_run(first_tap(rd, SD, TD, ID), TD, KD, bd, rd, SD, LD, PD, params.out_d, along.x, PARTS_D);
                 for (var kd = kds.first; kd < kds.end; kd += tap_step(TD, KD)) {
                     let od = block_window(bd, rd, kd, SD, LD, PD, params.out_d);
                     if (!od.hit) { continue; }
-                    let khs = tap_run(first_tap(rh, SH, TH, IH), TH, KH, along.y, PARTS_H);
+                    let khs = tap_run(first_tap(rh, SH, TH, IH), TH, KH, bh, rh, SH, LH, PH, params.out_h, along.y, PARTS_H);
                     for (var kh = khs.first; kh < khs.end; kh += tap_step(TH, KH)) {
                         let oh = block_window(bh, rh, kh, SH, LH, PH, params.out_h);
                         if (!oh.hit) { continue; }
-                        let kws = tap_run(first_tap(rw, SW, TW, IW), TW, KW, along.z, PARTS_W);
+                        let kws = tap_run(first_tap(rw, SW, TW, IW), TW, KW, bw, rw, SW, LW, PW, params.out_w, along.z, PARTS_W);
                         for (var kw = kws.first; kw < kws.end; kw += tap_step(TW, KW)) {
                             let ow = block_window(bw, rw, kw, SW, LW, PW, params.out_w);
                             if (!ow.hit) { continue; }

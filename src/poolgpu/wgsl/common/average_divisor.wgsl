@@ -8,6 +8,7 @@ override INCLUDE_PADDING: bool = false;
 override CLIP_DIVISOR: bool = false;
 override ED: u32 = 0u;  override EH: u32 = 0u;  override EW: u32 = 0u;
 override DIVISOR_OVERRIDE: u32 = 0u;
+override WIDE_DIVISOR: bool = false;   // windows of more than 2^32 - 1 elements, padding counted
 
 // How many of window o's taps along one dimension fall inside the input [0, size) (with
 // INCLUDE_PADDING: inside [-pad, size + end)).  The window covers the element being
@@ -23,7 +24,12 @@ fn divisor_taps(o: u32, taps: u32, stride: u32, dilation: u32, pad: u32, size: u
     return last + 1u - first;
 }
 
-// The divisor of a window whose per-dimension counts multiply to `count`.
-fn window_divisor(count: u32) -> u32 {
-    return select(count, DIVISOR_OVERRIDE, DIVISOR_OVERRIDE != 0u);
+// The divisor of a window whose per-dimension counts are d, h and w: their product (exact in
+// u32; past 2^32 - 1, WIDE_DIVISOR, taken in f32: within an ulp), or DIVISOR_OVERRIDE; kept
+// as written (common/as_written.wgsl), so that no driver folds the division into a
+// multiplication by a reciprocal.
+fn window_divisor(d: u32, h: u32, w: u32) -> f32 {
+    if (DIVISOR_OVERRIDE != 0u) { return divisor_as_written(DIVISOR_OVERRIDE); }
+    if (WIDE_DIVISOR) { return as_written(as_written(f32(d) * f32(h)) * f32(w)); }
+    return divisor_as_written(d * h * w);
 }

@@ -36,16 +36,25 @@ fn part_along(part: u32) -> vec3<u32> {
     return vec3<u32>(part / (PARTS_W * PARTS_H), (part / PARTS_W) % PARTS_H, part % PARTS_W);
 }
 
-// The taps [first, end) a tap loop visits along a dimension of `taps` taps, from tap `first`
-// (first_tap's) every tap_step: all of them, or with `parts` > 1, part `part` of them (the
-// loop's k < end then stops where the part does).
+// The taps a tap loop visits along a dimension, [first, end) every tap_step: of the `taps`
+// taps landing on block element r of block b (from first_tap's `first`), those whose window
+// exists (0 <= o < count: a window far into padding, or a stride's far windows, are not
+// visited at all), and with `parts` > 1 part `part` of them.
 struct TapRun { first: u32, end: u32 }
-fn tap_run(first: u32, step: u32, taps: u32, part: u32, parts: u32) -> TapRun {
-    if (parts == 1u) { return TapRun(first, taps); }
-    if (first >= taps) { return TapRun(first, first); }
+fn tap_run(first: u32, step: u32, taps: u32, b: u32, r: u32, stride: u32, dilation: u32, pad: u32, count: u32,
+           part: u32, parts: u32) -> TapRun {
+    // window o = q - (k * dilation - r) / stride exists for k * dilation in [lowest, highest]
+    let q = b + pad / stride;
+    let lowest = max(i32(q + 1u - count) * i32(stride) + i32(r), 0);
+    let highest = q * stride + r;
     let s = tap_step(step, taps);
-    let landing = taps_part(Taps(0u, (taps - first + s - 1u) / s), part, parts);
-    return TapRun(first + landing.first * s, first + landing.end * s);
+    let least = (u32(lowest) + dilation - 1u) / dilation;
+    var start = first;
+    if (first < taps && least > first) { start = first + (least - first + s - 1u) / s * s; }
+    let end = min(taps, highest / dilation + 1u);
+    if (start >= end) { return TapRun(start, start); }
+    let landing = taps_part(Taps(0u, (end - start + s - 1u) / s), part, parts);
+    return TapRun(start + landing.first * s, min(end, start + landing.end * s));
 }
 
 // a * b mod m for a, b < m, exactly in u32: doubling and adding, each sum reduced mod m.
