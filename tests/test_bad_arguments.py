@@ -24,6 +24,7 @@ import pytest
 import poolgpu as pg
 import reference as R
 from poolgpu import onnx as pgo
+from poolgpu.onnx._operators import _geometry
 
 FUZZ = os.environ.get("POOLGPU_FUZZ") == "1"
 CALLS = int(os.environ.get("POOLGPU_FUZZ_EXAMPLES", 2000)) if FUZZ else 30
@@ -414,7 +415,7 @@ def case_onnx_max_roi_pool(rng):
 def _onnx_window(kw):
     """The core window poolgpu.onnx derives (its own derivation is tested in test_onnx.py)."""
     x = host(kw["x"])
-    window, declared_end = pgo._geometry(x.shape[2:], kw["kernel_shape"], kw.get("auto_pad", "NOTSET"),
+    window, declared_end = _geometry(x.shape[2:], kw["kernel_shape"], kw.get("auto_pad", "NOTSET"),
                                          kw.get("ceil_mode", 0), kw.get("dilations"), kw.get("pads"), kw.get("strides"))
     return x, [window[k] for k in ("window_size", "strides", "start_padding", "end_padding", "dilations")], \
         window["end_padding"] != declared_end

@@ -20,11 +20,20 @@ def test_list_adapters_describes_each_adapter():
         assert a["backend"] in {"vulkan", "metal", "d3d12", "opengl"}
 
 
-def test_unknown_backend_or_adapter_is_a_device_error_with_advice():
-    with pytest.raises(pg.DeviceError, match="unknown backend"):
-        pg.Device(backend="glide")
+def test_a_misspelt_backend_is_an_argument_mistake_a_missing_adapter_a_device_error():
+    for backend in ("vulcan", "glide", 3):
+        with pytest.raises(pg.ValidationError, match="^backend: expected one of 'vulkan'"):
+            pg.Device(backend=backend)
+    with pytest.raises(pg.ValidationError, match="^adapter"):
+        pg.Device(adapter=5)
+    with pytest.raises(pg.ValidationError, match="^wgpu_device"):
+        pg.Device(wgpu_device="gpu")
     with pytest.raises(pg.DeviceError, match="mesa-vulkan-drivers"):
         pg.Device(adapter="no adapter has this name")
+    code = "import poolgpu as pg\ntry:\n    pg.default_device()\nexcept pg.ValidationError as e:\n    print(e.field)"
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, POOLGPU_BACKEND="vulcan"),
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "POOLGPU_BACKEND"
 
 
 def test_default_device_follows_the_environment(device):
@@ -51,10 +60,12 @@ def test_upload_with_broadcast_strides_stores_one_plane(device):
     assert same_bits(t.numpy(), np.ascontiguousarray(x))
 
 
+USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+
+
 def test_wrap_views_an_existing_buffer_at_an_offset(device):
     values = np.arange(40, dtype=np.float32)
-    buffer = device.wgpu_device.create_buffer_with_data(
-        data=values, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+    buffer = device.wgpu_device.create_buffer_with_data(data=values, usage=USAGE)
     t = device.wrap(buffer, pg.TensorDesc("float32", (1, 2, 3, 4)), offset=8 * 4)
     np.testing.assert_array_equal(t.numpy(), values[8:32].reshape(1, 2, 3, 4))
     assert t.buffer is buffer and t.offset == 32
@@ -64,6 +75,71 @@ def test_wrap_views_an_existing_buffer_at_an_offset(device):
         device.wrap(buffer, pg.TensorDesc("float32", (1, 1, 4)), offset=2)
     with pytest.raises(pg.ValidationError, match="^desc.total_size_in_bytes"):
         device.wrap(buffer, pg.TensorDesc("float32", (1, 1, 40)), offset=4)
+
+
+# What wgpu would refuse once the tensor is bound or copied, refused by wrap instead.  Each
+# case runs in a child process: before wrap refused them, the first aborted the process
+# (wgpu-native panics in wgpuQueueSubmit, exit code 134), so an abort is the failure here.
+WRAP_CASES = {
+    "another_device": ("other = pg.Device(backend=BACKEND, adapter=ADAPTER).wgpu_device\n"
+                       "buffer = other.create_buffer(size=256, usage=USAGE)", "belongs to another wgpu device"),
+    "no_copy_src": ("buffer = device.wgpu_device.create_buffer(size=256, usage=USAGE & ~wgpu.BufferUsage.COPY_SRC)",
+                    "lacks COPY_SRC usage"),
+    "no_copy_dst": ("buffer = device.wgpu_device.create_buffer(size=256, usage=USAGE & ~wgpu.BufferUsage.COPY_DST)",
+                    "lacks COPY_DST usage"),
+    "no_storage": ("buffer = device.wgpu_device.create_buffer(size=256, usage=USAGE & ~wgpu.BufferUsage.STORAGE)",
+                   "lacks STORAGE usage"),
+    "mapped": ("buffer = device.wgpu_device.create_buffer(size=256, usage=USAGE, mapped_at_creation=True)",
+               "is mapped; unmap it first"),
+    "odd_size": ("buffer = device.wgpu_device.create_buffer(size=258, usage=USAGE)", "no multiple of 4"),
+    "beyond_the_end": ("buffer = device.wgpu_device.create_buffer(size=256, usage=USAGE); OFFSET = 4",
+                       "needs bytes [4, 260)"),
+}
+_WRAP_CHILD = """
+import numpy as np, wgpu, poolgpu as pg
+BACKEND, ADAPTER, OFFSET = {backend!r}, {adapter!r}, 0
+USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+device = pg.Device(backend=BACKEND, adapter=ADAPTER)
+{make}
+try:
+    t = device.wrap(buffer, pg.TensorDesc("float32", (1, 1, 8, 8)), offset=OFFSET)
+except pg.ValidationError as e:
+    print("REFUSED", e)
+else:  # what came next before wrap refused it
+    y = pg.max_pool(t, 2, strides=2)
+    print("COMPUTED", t.numpy().sum(), y.numpy().sum())
+"""
+
+
+def child(code, timeout=120):
+    """Run `code` in a new Python process: (exit code, stdout, stderr)."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+    return out.returncode, out.stdout, out.stderr
+
+
+@pytest.mark.parametrize("case", sorted(WRAP_CASES))
+def test_wrap_refuses_what_wgpu_would_refuse_in_a_child_process(device, case):
+    make, message = WRAP_CASES[case]
+    rc, out, err = child(_WRAP_CHILD.format(backend=device.backend, adapter=device.name, make=make))
+    assert rc == 0, f"the process ended with exit code {rc}: {err[-2000:]}"
+    assert out.startswith("REFUSED buffer:" if case != "beyond_the_end" else "REFUSED desc.total_size_in_bytes:"), out
+    assert message in out, out
+
+
+def test_recording_into_a_pass_of_another_device_is_refused(device):
+    other = pg.Device(backend=device.backend, adapter=device.name)
+    encoder = other.wgpu_device.create_command_encoder()
+    compute_pass = encoder.begin_compute_pass()
+    with pytest.raises(pg.ValidationError, match="^compute_pass: the pass belongs to another wgpu device"):
+        with device.recording_into(compute_pass):
+            pass
+    with pytest.raises(pg.ValidationError, match="^compute_pass"):
+        with device.recording_into("pass"):
+            pass
+    compute_pass.end()
+    other.wgpu_device.queue.submit([encoder.finish()])
+    with pytest.raises(pg.ValidationError, match="^desc"):
+        device.empty((1, 1, 4))
 
 
 def test_compile_caches_ops_and_out_writes_in_place(device):
@@ -98,8 +174,7 @@ def test_op_checks_its_tensors(device):
 
 def test_an_output_overlapping_an_input_is_refused_but_sharing_a_buffer_works(device):
     values = np.arange(16, dtype=np.float32)
-    buffer = device.wgpu_device.create_buffer_with_data(
-        data=values, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+    buffer = device.wgpu_device.create_buffer_with_data(data=values, usage=USAGE)
     x = device.wrap(buffer, pg.TensorDesc("float32", (1, 1, 8)))
     op = device.compile(pg.MaxPoolingDesc(x.desc, window_size=(2,), strides=(2,)))
     with pytest.raises(pg.ValidationError, match="^output"):
@@ -130,6 +205,9 @@ def test_a_shared_wgpu_device_works(device):
     assert shared.wgpu_device is device.wgpu_device and shared.backend == device.backend
     y = pg.max_pool(np.arange(8, dtype=np.uint8).reshape(1, 1, 8), (4,), strides=(4,), device=shared)
     np.testing.assert_array_equal(y.ravel(), [3, 7])
+    # a buffer of the shared wgpu device is this Device's to wrap, whichever Device made it
+    x = shared.wrap(device.upload(np.arange(8, dtype=np.uint8).reshape(1, 1, 8)).buffer, pg.TensorDesc("uint8", (1, 1, 8)))
+    np.testing.assert_array_equal(pg.max_pool(x, 4, strides=4).numpy().ravel(), [3, 7])
 
 
 def test_a_plane_larger_than_a_binding_is_a_device_error(device):
@@ -206,8 +284,7 @@ def _unaligned_copy(device, tensor, offset=4):
     raw = np.zeros(offset + tensor.desc.total_size_in_bytes + 16, np.uint8)
     raw[offset:offset + tensor.desc.total_size_in_bytes] = np.frombuffer(
         device.wgpu_device.queue.read_buffer(tensor.buffer, tensor.offset, tensor.desc.total_size_in_bytes), np.uint8)
-    buffer = device.wgpu_device.create_buffer_with_data(
-        data=raw, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST)
+    buffer = device.wgpu_device.create_buffer_with_data(data=raw, usage=USAGE)
     return device.wrap(buffer, tensor.desc, offset=offset)
 
 
