@@ -90,7 +90,7 @@ WRAP_CASES = {
     "no_storage": ("buffer = device.wgpu_device.create_buffer(size=256, usage=USAGE & ~wgpu.BufferUsage.STORAGE)",
                    "lacks STORAGE usage"),
     "mapped": ("buffer = device.wgpu_device.create_buffer(size=256, usage=USAGE, mapped_at_creation=True)",
-               "is mapped; unmap it first"),
+               "is mapped (map_state 'mapped'); unmap it first"),
     "odd_size": ("buffer = device.wgpu_device.create_buffer(size=258, usage=USAGE)", "no multiple of 4"),
     "beyond_the_end": ("buffer = device.wgpu_device.create_buffer(size=256, usage=USAGE); OFFSET = 4",
                        "needs bytes [4, 260)"),

@@ -162,6 +162,8 @@ def test_an_older_opset_gives_its_attributes_and_defaults(device):
         onnx_runtime(model_of([node], {names[0]: X2}, ["y"], opset=11), {names[0]: X2})
     with pytest.raises(pg.ValidationError, match="^dilations: AveragePool .*has no attribute 'dilations'"):
         pgo.run_node(node, [X2], opset=11, device=device)
+    with pytest.raises(pg.ValidationError, match=r"^node.output: MaxPool-1 \(in force at opset 7\) has at most 1"):
+        pgo.run_node(helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2]), [X2], opset=7)
     with pytest.raises(pg.ValidationError, match="^opset: MaxUnpool does not exist in opset 8"):
         pgo.run_node(helper.make_node("MaxUnpool", ["x", "i"], ["y"], kernel_shape=[2]), [X2, X2], opset=8)
 

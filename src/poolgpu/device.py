@@ -310,16 +310,17 @@ class Device:
                 "buffer", "the buffer belongs to another wgpu device; create it with this Device's wgpu_device "
                 "(or make the Device with pg.Device(wgpu_device=...) of the buffer's device)",
             )
-        missing = [name for name in ("STORAGE", "COPY_SRC", "COPY_DST")
-                   if not buffer.usage & getattr(wgpu.BufferUsage, name)]
-        if missing:
+        if buffer.usage & _BUFFER_USAGE != _BUFFER_USAGE:
+            missing = [name for name in ("STORAGE", "COPY_SRC", "COPY_DST")
+                       if not buffer.usage & getattr(wgpu.BufferUsage, name)]
             raise ValidationError(
                 "buffer", f"the buffer lacks {' and '.join(missing)} usage; poolgpu binds tensors as storage and "
                 "copies them to read back and write: create it with usage=wgpu.BufferUsage.STORAGE | "
                 "wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST",
             )
         if buffer.map_state != "unmapped":
-            raise ValidationError("buffer", f"the buffer is {buffer.map_state}; unmap it first (buffer.unmap())")
+            raise ValidationError("buffer", f"the buffer is mapped (map_state {buffer.map_state!r}); unmap it first "
+                                            "(buffer.unmap())")
         if buffer.size % 4:
             raise ValidationError("buffer", f"its size {buffer.size} is no multiple of 4 bytes, which storage "
                                             "bindings need; create it with a size rounded up to 4")

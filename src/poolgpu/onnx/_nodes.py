@@ -34,21 +34,22 @@ def _onnx():
 
 
 def _schema(onnx, op_type: str, opset: Optional[int]):
-    """The operator's schema in force at ``opset`` (default: the newest the onnx package knows)."""
+    """The operator's schema in force at ``opset`` (default: the newest the onnx package
+    knows), its name for messages (``"AveragePool-11 (in force at opset 12)"``)."""
     if opset is None:
         opset = onnx.defs.onnx_opset_version()
     else:
         opset = integer(opset, "opset", minimum=1)
     try:
-        return onnx.defs.get_schema(op_type, opset, "")
+        schema = onnx.defs.get_schema(op_type, opset, "")
     except onnx.defs.SchemaError:
         raise ValidationError("opset", f"{op_type} does not exist in opset {opset} of ONNX") from None
+    return schema, f"{op_type}-{schema.since_version} (in force at opset {opset})"
 
 
-def _attributes(onnx, node, schema) -> dict:
-    """The node's attributes, checked against the schema, with the schema's defaults for
-    those not given (bytes stay bytes: the functions take both)."""
-    op = f"{node.op_type} (opset {schema.since_version} and on)"
+def _attributes(onnx, node, schema, op: str) -> dict:
+    """The node's attributes, checked against the schema (named ``op`` in messages), with
+    the schema's defaults for those not given (bytes stay bytes: the functions take both)."""
     given = {}
     for attribute in node.attribute:
         if attribute.name not in schema.attributes:
@@ -110,10 +111,10 @@ def run_node(node: Any, inputs: Sequence[Any], opset: Optional[int] = None,
         name = f"{node.domain}::{node.op_type}" if node.domain else node.op_type
         raise ValidationError("node.op_type", f"{name} is no ONNX pooling operator; run_node takes "
                                               f"{', '.join(OP_TYPES)}")
-    schema = _schema(onnx, node.op_type, opset)
-    attributes = _attributes(onnx, node, schema)
+    schema, op = _schema(onnx, node.op_type, opset)
+    attributes = _attributes(onnx, node, schema, op)
     if len(node.input) > schema.max_input:
-        raise ValidationError("node.input", f"{node.op_type} takes at most {schema.max_input} inputs, the node "
+        raise ValidationError("node.input", f"{op} takes at most {schema.max_input} inputs, the node "
                                             f"names {len(node.input)}")
     values = list(sequence(inputs, "inputs", "arrays"))
     if len(values) > len(node.input):
@@ -125,8 +126,8 @@ def run_node(node: Any, inputs: Sequence[Any], opset: Optional[int] = None,
         raise ValidationError("inputs", f"{node.op_type} needs its first {schema.min_input} inputs, got "
                                         f"{[type(v).__name__ for v in values]} for {list(node.input)}")
     if len(node.output) > schema.max_output:
-        raise ValidationError("node.output", f"{node.op_type} in opset {schema.since_version} and on has at most "
-                                             f"{schema.max_output} outputs, the node names {len(node.output)}")
+        raise ValidationError("node.output", f"{op} has at most {schema.max_output} outputs, the node names "
+                                             f"{len(node.output)}")
     wanted = [bool(name) for name in node.output]
     if node.op_type == "MaxPool":
         attributes["return_indices"] = len(wanted) > 1 and wanted[1]
