@@ -11,19 +11,30 @@ The table ``FUNCTIONS`` maps a name to (function, valid-case generator, result c
 the names its errors may carry); ``poolgpu.torch``'s functions join it where that module
 imports.  ``POOLGPU_FUZZ=1`` runs the long mode (``POOLGPU_FUZZ_EXAMPLES`` calls per
 function and adapter, default 2000; ``POOLGPU_FUZZ_SEED`` shifts the seeds); otherwise a
-short run.  A failure prints the call to reproduce it."""
+short run.  A failure prints the call to reproduce it.
 
+The fuzz runs in a child process per adapter (``python tests/test_bad_arguments.py BACKEND
+ADAPTER NAME...``), so that a process abort (wgpu-native panics on what its validation
+refuses at a submission, exit code 134) fails the function it happened in instead of ending
+the test run; after an abort a new child goes on with the functions left."""
+
+import json
 import math
 import os
+import re
+import subprocess
+import sys
 import warnings
 import zlib
 
 import numpy as np
 import pytest
+import wgpu
 
 import poolgpu as pg
 import reference as R
 from poolgpu import onnx as pgo
+from poolgpu.onnx._operators import _geometry
 
 FUZZ = os.environ.get("POOLGPU_FUZZ") == "1"
 CALLS = int(os.environ.get("POOLGPU_FUZZ_EXAMPLES", 2000)) if FUZZ else 30
@@ -414,7 +425,7 @@ def case_onnx_max_roi_pool(rng):
 def _onnx_window(kw):
     """The core window poolgpu.onnx derives (its own derivation is tested in test_onnx.py)."""
     x = host(kw["x"])
-    window, declared_end = pgo._geometry(x.shape[2:], kw["kernel_shape"], kw.get("auto_pad", "NOTSET"),
+    window, declared_end = _geometry(x.shape[2:], kw["kernel_shape"], kw.get("auto_pad", "NOTSET"),
                                          kw.get("ceil_mode", 0), kw.get("dilations"), kw.get("pads"), kw.get("strides"))
     return x, [window[k] for k in ("window_size", "strides", "start_padding", "end_padding", "dilations")], \
         window["end_padding"] != declared_end
@@ -481,6 +492,67 @@ def check_onnx_max_roi_pool(kw, result):
 
 
 # ---------------------------------------------------------------------------------------
+# Device.wrap: buffers of every kind wgpu refuses (another device, usages missing, mapped,
+# an odd size) besides the wrong values of every argument
+
+
+USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+_OTHER_DEVICES = {}
+
+
+def _other_device(device):
+    """A second wgpu device on the same adapter (made once)."""
+    key = (device.backend, device.name)
+    if key not in _OTHER_DEVICES:
+        _OTHER_DEVICES[key] = pg.Device(backend=device.backend, adapter=device.name).wgpu_device
+    return _OTHER_DEVICES[key]
+
+
+def case_wrap(rng, device):
+    dtype = pick(rng, ALL)
+    desc = pg.TensorDesc(dtype, tuple(int(rng.integers(1, 4)) for _ in range(int(rng.integers(3, 6)))))
+    offset = desc.data_type.size * int(rng.integers(0, 5))
+    raw = rng.integers(0, 256, offset + desc.total_size_in_bytes + int(rng.integers(0, 3)) * 4).astype(np.uint8)
+    if dtype.startswith("float"):  # finite values: a NaN's payload may change in a shader
+        raw[offset:offset + desc.total_size_in_bytes] = np.frombuffer(
+            values_of(rng, dtype, (desc.total_size_in_bytes // desc.data_type.size,)).tobytes(), np.uint8)
+    usage, owner, mapped = USAGE, device.wgpu_device, False
+    wrong = rng.random()
+    if wrong < 0.1:
+        owner = _other_device(device)
+    elif wrong < 0.25:
+        usage = USAGE & ~pick(rng, [wgpu.BufferUsage.STORAGE, wgpu.BufferUsage.COPY_SRC, wgpu.BufferUsage.COPY_DST])
+    elif wrong < 0.3:
+        mapped = True
+    elif wrong < 0.35:
+        raw = np.concatenate([raw, np.zeros(2, np.uint8)])  # a size no multiple of 4
+    if mapped or len(raw) % 4:
+        buffer = owner.create_buffer(size=len(raw), usage=usage, mapped_at_creation=mapped)
+    else:
+        buffer = owner.create_buffer_with_data(data=raw, usage=usage)
+    return dict(buffer=buffer, desc=desc, offset=offset, _raw=raw)
+
+
+case_wrap.takes_device = True
+
+
+def wrap_call(device, _raw=None, **kw):
+    t = device.wrap(**kw)
+    # what comes next must work too: a read-back and an op over the tensor
+    return t.numpy(), pg.max_pool(t, 1).numpy()
+
+
+def check_wrap(kw, result):
+    desc, offset = kw["desc"], kw["offset"]
+    item = desc.data_type.size
+    flat = np.frombuffer(kw["_raw"].tobytes()[offset:], desc.data_type.numpy, desc.total_size_in_bytes // item)
+    expected = np.lib.stride_tricks.as_strided(flat, desc.sizes, tuple(st * item for st in desc.strides))
+    read, pooled = result
+    assert_same(read, expected)
+    assert_same(pooled, expected)
+
+
+# ---------------------------------------------------------------------------------------
 # the table
 
 
@@ -528,6 +600,7 @@ FUNCTIONS = {
     "onnx.max_roi_pool": functional(pgo.max_roi_pool, case_onnx_max_roi_pool, check_onnx_max_roi_pool, "x", "rois",
                                     "pooled_shape", "spatial_scale"),
 }
+FUNCTIONS["Device.wrap"] = (wrap_call, case_wrap, check_wrap, {"buffer", "desc", "offset"})
 for _cls in (pg.MaxPoolingDesc, pg.MaxPooling1Desc, pg.MaxPooling2Desc, pg.AveragePoolingDesc, pg.AveragePooling1Desc,
              pg.LpPoolingDesc, pg.LpPooling1Desc, pg.RoiPoolingDesc, pg.AdaptiveMaxPoolingDesc,
              pg.AdaptiveAveragePoolingDesc, pg.MaxPoolingGradDesc, pg.AveragePoolingGradDesc, pg.MaxUnpoolingDesc):
@@ -637,6 +710,8 @@ def mutate(rng, case, device):
     Tensors (uploaded valid ones) to reach the Tensor paths."""
     kw = dict(case)
     for name, value in case.items():
+        if name.startswith("_"):  # what the check needs, no argument
+            continue
         if rng.random() < WRONG_RATE:
             if isinstance(value, np.ndarray) and rng.random() < 0.6:
                 kw[name] = pick(rng, wrong_arrays(rng))
@@ -663,13 +738,13 @@ def accepted_error(exc, names) -> bool:
     return False
 
 
-@pytest.mark.parametrize("name", sorted(FUNCTIONS))
-def test_bad_arguments_are_refused_or_computed_right(device, name):
+def fuzz(device, name):
+    """The fuzz of one function on one device: raises AssertionError on its first failure."""
     call, case, check, names = FUNCTIONS[name]
     rng = np.random.default_rng([zlib.crc32(name.encode()), SEED])
     outcomes = {"ok": 0, "refused": 0}
     for i in range(CALLS):
-        kw = mutate(rng, case(rng), device)
+        kw = mutate(rng, case(rng, device) if getattr(case, "takes_device", False) else case(rng), device)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("error")
@@ -689,4 +764,57 @@ def test_bad_arguments_are_refused_or_computed_right(device, name):
             except AssertionError as exc:
                 raise AssertionError(f"{name} call {i} (seed {SEED}): {name}(**{kw!r}) gave a wrong result: {exc}")
     # both branches must be reached, or the fuzz tests nothing
-    assert outcomes["ok"] and outcomes["refused"], outcomes
+    assert outcomes["ok"] and outcomes["refused"], f"{name}: {outcomes}"
+
+
+def run_in_child(backend, adapter, names):
+    """The fuzz of each of `names` in child processes: name -> None (passed) or what failed.
+    A child that ends abnormally fails the function it was in; a new one goes on."""
+    results, left = {}, list(names)
+    while left:
+        command = [sys.executable, __file__, backend, adapter, *left]
+        out = subprocess.run(command, capture_output=True, text=True, cwd=os.path.dirname(__file__))
+        for line in out.stdout.splitlines():
+            if line.startswith("FUZZ "):
+                name, failure = json.loads(line[5:])
+                results[name] = failure
+        left = [n for n in left if n not in results]
+        if left and out.returncode == 0:
+            raise RuntimeError(f"the fuzz child ended without running {left}: {out.stderr[-3000:]}")
+        if left:  # the first function left is the one the process ended in
+            why = "\n".join(line for line in out.stderr.splitlines()  # the message, not the stack frames
+                            if not re.match(r"\s+(\d+: |at )", line))
+            results[left.pop(0)] = (f"the process ended with exit code {out.returncode} (an abort: wgpu refused "
+                                    f"something no check caught) while fuzzing it:\n{why[-3000:]}")
+    return results
+
+
+_CHILD_RESULTS = {}  # (backend, adapter name) -> {function name: None or failure}
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_bad_arguments_are_refused_or_computed_right(device, name, request):
+    key = (device.backend, device.name)
+    if key not in _CHILD_RESULTS:  # one child for every function this run selects on this adapter
+        selected = [item.callspec.params["name"] for item in request.session.items
+                    if getattr(item, "originalname", None) == request.node.originalname
+                    and (item.callspec.params["device"] or {}).get("name") == device.name
+                    and item.callspec.params["device"]["backend"] == device.backend]
+        _CHILD_RESULTS[key] = run_in_child(device.backend, device.name, selected)
+    if name not in _CHILD_RESULTS[key]:
+        _CHILD_RESULTS[key].update(run_in_child(device.backend, device.name, [name]))
+    failure = _CHILD_RESULTS[key][name]
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
+
+
+if __name__ == "__main__":  # the child: python test_bad_arguments.py BACKEND ADAPTER NAME...
+    _device = pg.Device(backend=sys.argv[1], adapter=sys.argv[2])
+    for _name in sys.argv[3:]:
+        try:
+            fuzz(_device, _name)
+        except AssertionError as _exc:
+            _failure = str(_exc)
+        else:
+            _failure = None
+        print("FUZZ " + json.dumps([_name, _failure]), flush=True)

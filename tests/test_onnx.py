@@ -13,6 +13,7 @@ from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 import poolgpu as pg  # noqa: E402
 from poolgpu import onnx as pgo  # noqa: E402
+from poolgpu.onnx._operators import _geometry  # noqa: E402
 
 OPERATORS = {
     "MaxPool": pgo.max_pool, "AveragePool": pgo.average_pool, "LpPool": pgo.lp_pool,
@@ -144,7 +145,7 @@ def test_random_attributes_match_the_onnx_reference(device, params):
     # ONNX's reference shifts windows when ceil_mode needs two or more extra padding
     # elements (it spreads them over both ends); those cases are checked against our own
     # derivation in test_ceil_mode_follows_pytorch instead.
-    ceil_extra = pgo._geometry(shape[2:], attrs["kernel_shape"], attrs.get("auto_pad", "NOTSET"), attrs.get("ceil_mode", 0),
+    ceil_extra = _geometry(shape[2:], attrs["kernel_shape"], attrs.get("auto_pad", "NOTSET"), attrs.get("ceil_mode", 0),
                                attrs.get("dilations"), attrs.get("pads"), attrs["strides"])
     declared_end = ceil_extra[1]
     assume(all(e - d <= 1 for e, d in zip(ceil_extra[0]["end_padding"], declared_end)))

@@ -6,7 +6,7 @@ from typing import Optional
 
 import wgpu
 
-from .errors import DeviceError
+from .errors import DeviceError, ValidationError
 
 __all__ = ["list_adapters"]
 
@@ -68,11 +68,17 @@ def list_adapters() -> list:
 
 
 def _pick_adapter(backend: Optional[str], adapter: Optional[str]):
-    candidates = _enumerate()
+    # Argument mistakes first: a misspelt backend is no missing adapter.
+    wanted = None
     if backend is not None:
-        wanted = _BACKENDS.get(backend.lower())
+        wanted = _BACKENDS.get(backend.lower()) if isinstance(backend, str) else None
         if wanted is None:
-            raise DeviceError(f"unknown backend {backend!r}; expected one of vulkan, metal, d3d12, opengl")
+            raise ValidationError("backend", f"expected one of 'vulkan', 'metal', 'd3d12', 'opengl' (or 'gl'), "
+                                             f"got {backend!r}")
+    if adapter is not None and not isinstance(adapter, str):
+        raise ValidationError("adapter", f"expected a part of an adapter's name (a str), got {adapter!r}")
+    candidates = _enumerate()
+    if wanted is not None:
         candidates = [a for a in candidates if _describe(a)["backend"] == wanted]
     if adapter is not None:
         candidates = [a for a in candidates if adapter.lower() in _describe(a)["name"].lower()]

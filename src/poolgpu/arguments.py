@@ -407,6 +407,12 @@ def array(value: Any, name: str, ranks: Optional[Iterable[int]] = (3, 4, 5), typ
     except (ValueError, TypeError, RuntimeError, BufferError) as exc:
         raise ValidationError(name, f"expected an array NumPy can read, got {shown(value)} ({exc})") from None
     if typed:
+        if result.dtype == np.float64 and isinstance(value, (list, tuple)):
+            # NumPy reads Python floats as float64, which no kernel takes: say where it came from
+            raise ValidationError(
+                name, "a list of Python floats reads as float64, which poolgpu does not take (it never narrows a "
+                      f"type silently); pass an array of the type you want, e.g. np.asarray({name}, np.float32)",
+            )
         check_dtype(result.dtype, name)
     elif result.dtype.kind not in "biuf":
         raise ValidationError(name, f"expected an array of numbers, got {shown(value)} (dtype {result.dtype})")

@@ -78,12 +78,15 @@ class Device:
     DeviceError
         No adapter matches, or no device opens on it.
     ValidationError
-        ``tuning`` is not a Tuning.
+        ``backend`` is none of the four (a misspelling such as ``"vulcan"``), ``adapter``
+        is no str, ``wgpu_device`` no GPUDevice, or ``tuning`` no Tuning.
     """
 
     def __init__(self, backend: Optional[str] = None, adapter: Optional[str] = None,
                  wgpu_device: Optional[wgpu.GPUDevice] = None, tuning: Optional[Tuning] = None) -> None:
         if wgpu_device is not None:
+            if not isinstance(wgpu_device, wgpu.GPUDevice):
+                raise ValidationError("wgpu_device", f"expected a wgpu GPUDevice, got {type(wgpu_device).__name__}")
             self.wgpu_device = wgpu_device
             self.adapter = wgpu_device.adapter
         else:
@@ -206,9 +209,13 @@ class Device:
 
         Raises
         ------
+        ValidationError
+            Naming ``desc`` where it is no TensorDesc.
         DeviceError
             The device is lost or out of memory, or the buffer exceeds ``max-buffer-size``.
         """
+        if not isinstance(desc, TensorDesc):
+            raise ValidationError("desc", f"expected a TensorDesc, got {type(desc).__name__}")
         return Tensor(self, desc, self._create_buffer(desc.total_size_in_bytes))
 
     def upload(self, array: npt.ArrayLike, strides: Optional[Sequence[int]] = None) -> Tensor:
@@ -251,11 +258,17 @@ class Device:
     def wrap(self, buffer: wgpu.GPUBuffer, desc: TensorDesc, offset: int = 0) -> Tensor:
         """A tensor over an existing GPUBuffer of this device (no copy).
 
+        Everything wgpu would refuse later (and wgpu-native may answer by aborting the
+        process at the next submission) is refused here, before any GPU work.  The buffer
+        must stay alive and not be destroyed while tensors over it are used: wgpu offers no
+        way to ask whether a buffer was destroyed.
+
         Parameters
         ----------
         buffer : wgpu.GPUBuffer
-            A buffer of ``wgpu_device`` with ``STORAGE`` usage (``COPY_SRC`` to be read back,
-            ``COPY_DST`` to be uploaded to).
+            A buffer of ``wgpu_device`` (this Device's own, or of another Device sharing
+            it), with ``STORAGE``, ``COPY_SRC`` and ``COPY_DST`` usage, not mapped, its size
+            a multiple of 4 bytes (as storage bindings need).
         desc : TensorDesc
             How the tensor's values sit in the buffer from ``offset``.
         offset : int, default 0
@@ -269,12 +282,12 @@ class Device:
         ------
         ValidationError
             Naming ``desc``, ``offset``, ``desc.total_size_in_bytes`` (the tensor overruns the
-            buffer) or ``buffer`` (no STORAGE usage).
+            buffer) or ``buffer`` (not a GPUBuffer, of another wgpu device, a usage missing,
+            mapped, or a size that is no multiple of 4).
         """
         if not isinstance(desc, TensorDesc):
             raise ValidationError("desc", f"expected a TensorDesc, got {type(desc).__name__}")
-        if not isinstance(buffer, wgpu.GPUBuffer):
-            raise ValidationError("buffer", f"expected a wgpu GPUBuffer, got {type(buffer).__name__}")
+        self._check_buffer(buffer)
         offset = arguments.integer(offset, "offset", minimum=0, maximum=None)
         if offset % desc.data_type.size:
             raise ValidationError("offset", f"{offset} must be a non-negative multiple of the element size {desc.data_type.size}")
@@ -283,9 +296,34 @@ class Device:
                 "desc.total_size_in_bytes",
                 f"the tensor needs bytes [{offset}, {offset + desc.total_size_in_bytes}) but the buffer holds {buffer.size}",
             )
-        if not buffer.usage & wgpu.BufferUsage.STORAGE:
-            raise ValidationError("buffer", "the buffer needs STORAGE usage (and COPY_SRC to be read back)")
         return Tensor(self, desc, buffer, offset)
+
+    def _check_buffer(self, buffer) -> None:
+        """Refuse a buffer that wgpu would refuse once bound or copied (see :meth:`wrap`)."""
+        if not isinstance(buffer, wgpu.GPUBuffer):
+            raise ValidationError("buffer", f"expected a wgpu GPUBuffer, got {type(buffer).__name__}")
+        # wgpu-py keeps the owning device privately; a buffer of another device would make
+        # wgpu-native abort the process at the next submission.
+        owner = getattr(buffer, "_device", self.wgpu_device)
+        if owner is not self.wgpu_device:
+            raise ValidationError(
+                "buffer", "the buffer belongs to another wgpu device; create it with this Device's wgpu_device "
+                "(or make the Device with pg.Device(wgpu_device=...) of the buffer's device)",
+            )
+        if buffer.usage & _BUFFER_USAGE != _BUFFER_USAGE:
+            missing = [name for name in ("STORAGE", "COPY_SRC", "COPY_DST")
+                       if not buffer.usage & getattr(wgpu.BufferUsage, name)]
+            raise ValidationError(
+                "buffer", f"the buffer lacks {' and '.join(missing)} usage; poolgpu binds tensors as storage and "
+                "copies them to read back and write: create it with usage=wgpu.BufferUsage.STORAGE | "
+                "wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST",
+            )
+        if buffer.map_state != "unmapped":
+            raise ValidationError("buffer", f"the buffer is mapped (map_state {buffer.map_state!r}); unmap it first "
+                                            "(buffer.unmap())")
+        if buffer.size % 4:
+            raise ValidationError("buffer", f"its size {buffer.size} is no multiple of 4 bytes, which storage "
+                                            "bindings need; create it with a size rounded up to 4")
 
     # -- operators ----------------------------------------------------------------------
 
@@ -446,7 +484,15 @@ class Device:
         ------
         RuntimeError
             Inside ``batch()`` or another ``recording_into()``.
+        ValidationError
+            Naming ``compute_pass`` where it is no compute pass of ``wgpu_device``.
         """
+        if not isinstance(compute_pass, wgpu.GPUComputePassEncoder):
+            raise ValidationError("compute_pass", f"expected a wgpu GPUComputePassEncoder, got "
+                                                  f"{type(compute_pass).__name__}")
+        if getattr(compute_pass, "_device", self.wgpu_device) is not self.wgpu_device:
+            raise ValidationError("compute_pass", "the pass belongs to another wgpu device; begin it on this "
+                                                  "Device's wgpu_device")
         local = self._local
         if getattr(local, "compute_pass", None) is not None:
             raise RuntimeError("recording_into() cannot be used inside batch() or another recording_into()")
@@ -528,13 +574,18 @@ def default_device() -> Device:
     ------
     DeviceError
         No adapter matches, or no device opens.
+    ValidationError
+        Naming ``POOLGPU_BACKEND`` where it is none of the backends.
     """
     global _default_device
     if _default_device is None or _default_device.lost:
         with _default_lock:
             if _default_device is None or _default_device.lost:  # a lost one is replaced
-                _default_device = Device(
-                    backend=os.environ.get("POOLGPU_BACKEND") or None,
-                    adapter=os.environ.get("POOLGPU_ADAPTER") or None,
-                )
+                try:
+                    _default_device = Device(
+                        backend=os.environ.get("POOLGPU_BACKEND") or None,
+                        adapter=os.environ.get("POOLGPU_ADAPTER") or None,
+                    )
+                except ValidationError as exc:  # it came from the environment, not an argument
+                    raise exc.renamed("POOLGPU_" + exc.field.upper()) from None
     return _default_device

@@ -40,6 +40,14 @@ class DataType(enum.IntEnum):
     UINT64 = 10
     INT64 = 11
 
+    def __str__(self) -> str:
+        """The name (``FLOAT32``), not the number that IntEnum prints."""
+        return self.name
+
+    def __format__(self, spec: str) -> str:
+        # f"{t}" reads as print(t); a numeric spec (f"{t:d}") formats the number
+        return self.name if not spec else int.__format__(int(self), spec)
+
     @property
     def numpy(self) -> np.dtype:
         """The NumPy dtype of the elements."""
@@ -68,7 +76,7 @@ class DataType(enum.IntEnum):
         ----------
         value : DataType, numpy.dtype, NumPy scalar type or str
             E.g. ``DataType.UINT8``, ``np.uint8``, ``np.dtype("uint8")``, ``"uint8"`` or
-            ``"UINT8"``.
+            ``"UINT8"``; not a torch dtype (the error names the NumPy one to pass).
         field : str, default "data_type"
             The field or argument named in the error.
 
@@ -94,6 +102,15 @@ class DataType(enum.IntEnum):
         if name in cls.__members__:
             return cls[name]
         supported = ", ".join(m.name for m in cls)
+        if type(value).__module__.split(".")[0] == "torch":
+            # torch dtypes are not NumPy's: name the one to pass instead
+            torch_name = str(value).rsplit(".", 1)[-1]
+            hint = (f"pass the NumPy dtype or its name, e.g. np.{torch_name} or {torch_name!r}"
+                    if torch_name.upper() in cls.__members__
+                    else f"{torch_name} is none of poolgpu's types either: pass the NumPy dtype or name of one of "
+                         f"{supported}, e.g. 'float32'")
+            raise ValidationError(field, f"a torch dtype ({value}) is not taken here; {hint} "
+                                         "(poolgpu.torch takes torch tensors)")
         raise ValidationError(field, f"unsupported data type {value!r}; expected one of {supported}")
 
 

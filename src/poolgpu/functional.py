@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from .arguments import array, flag, integers
+from .arguments import array, flag, integers, is_integer
 from .descs import (AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, AveragePooling1Desc, LpPooling1Desc,
                     MaxPooling2Desc, RoiPoolingDesc)
 from .descs import AveragePoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingDesc
@@ -26,7 +26,7 @@ from .tensor import Tensor
 __all__ = [
     "max_pool", "average_pool", "lp_pool", "roi_pool", "adaptive_max_pool", "adaptive_average_pool",
     "max_pool_grad", "average_pool_grad", "max_unpool", "adaptive_max_pool_grad", "adaptive_average_pool_grad",
-    "max_unpool_grad", "ArrayLike", "Result",
+    "max_unpool_grad", "ArrayLike", "Result", "Window",
 ]
 
 # An ndarray, a Tensor, or anything NumPy reads through __array__ or __dlpack__.
@@ -41,9 +41,20 @@ def _run(desc_factory, inputs, device, names=("x",)):
     return answer(device.compile(desc)(*tensors), as_numpy)
 
 
-def max_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Sequence[int]] = None,
-             start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
-             dilations: Optional[Sequence[int]] = None, return_indices: bool = False,
+# A window argument: one int for every spatial dimension, or one int per dimension.
+Window = Union[int, Sequence[int]]
+
+
+def _window(input, **fields) -> dict:
+    """The window fields for a description of ``input``: one int (as PyTorch's and the
+    adaptive functions' sizes) means that value in every spatial dimension."""
+    dims = len(input.sizes) - 2
+    return {name: (value,) * dims if is_integer(value) else value for name, value in fields.items()}
+
+
+def max_pool(x: ArrayLike, window_size: Window, strides: Optional[Window] = None,
+             start_padding: Optional[Window] = None, end_padding: Optional[Window] = None,
+             dilations: Optional[Window] = None, return_indices: bool = False,
              indices_type: Union[str, DataType, np.dtype] = "uint32",
              device: Optional[Device] = None) -> Union[Result, tuple]:
     """Max pooling (DirectML's MAX_POOLING2), any of the ten data types.
@@ -52,11 +63,12 @@ def max_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Sequenc
     ----------
     x : ndarray, Tensor or array-like
         The input {N, C, [D,] [H,] W}, one to three spatial dimensions.
-    window_size : sequence of int
-        The window's size per spatial dimension.
-    strides, dilations : sequence of int, optional
+    window_size : int or sequence of int
+        The window's size per spatial dimension (one int: every dimension, as for every
+        window argument here).
+    strides, dilations : int or sequence of int, optional
         Per spatial dimension; default all 1.
-    start_padding, end_padding : sequence of int, optional
+    start_padding, end_padding : int or sequence of int, optional
         Padding before and after each spatial dimension; default all 0.  Padding is never
         selected.
     return_indices : bool, default False
@@ -80,17 +92,16 @@ def max_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Sequenc
     indices = DataType.of(indices_type, "indices_type") if flag(return_indices, "return_indices") else None
 
     def describe(input):
-        return MaxPooling2Desc(
-            input, output_indices=indices, window_size=window_size, strides=strides,
-            start_padding=start_padding, end_padding=end_padding, dilations=dilations,
-        )
+        return MaxPooling2Desc(input, output_indices=indices, **_window(
+            input, window_size=window_size, strides=strides, start_padding=start_padding, end_padding=end_padding,
+            dilations=dilations))
 
     return _run(describe, (x,), device)
 
 
-def average_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Sequence[int]] = None,
-                 start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
-                 dilations: Optional[Sequence[int]] = None, include_padding: bool = False,
+def average_pool(x: ArrayLike, window_size: Window, strides: Optional[Window] = None,
+                 start_padding: Optional[Window] = None, end_padding: Optional[Window] = None,
+                 dilations: Optional[Window] = None, include_padding: bool = False,
                  device: Optional[Device] = None, *, counted_end_padding: Optional[Sequence[int]] = None,
                  divisor_override: Optional[int] = None) -> Result:
     """Average pooling (DirectML's AVERAGE_POOLING1), FLOAT32 and FLOAT16 (accumulated in float32).
@@ -99,11 +110,11 @@ def average_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Seq
     ----------
     x : ndarray, Tensor or array-like
         The input {N, C, [D,] [H,] W}.
-    window_size : sequence of int
-        The window's size per spatial dimension.
-    strides, dilations : sequence of int, optional
+    window_size : int or sequence of int
+        The window's size per spatial dimension (one int: every dimension).
+    strides, dilations : int or sequence of int, optional
         Default all 1.
-    start_padding, end_padding : sequence of int, optional
+    start_padding, end_padding : int or sequence of int, optional
         Default all 0.
     include_padding : bool, default False
         Divide by the window's element count (padding included) instead of the number of
@@ -130,17 +141,17 @@ def average_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Seq
 
     def describe(input):
         return AveragePooling1Desc(
-            input, window_size=window_size, strides=strides, start_padding=start_padding,
-            end_padding=end_padding, dilations=dilations, include_padding=include_padding,
-            counted_end_padding=counted_end_padding, divisor_override=divisor_override,
-        )
+            input, include_padding=include_padding, counted_end_padding=counted_end_padding,
+            divisor_override=divisor_override, **_window(
+                input, window_size=window_size, strides=strides, start_padding=start_padding,
+                end_padding=end_padding, dilations=dilations))
 
     return _run(describe, (x,), device)
 
 
-def lp_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Sequence[int]] = None,
-            start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
-            dilations: Optional[Sequence[int]] = None, p: float = 2, device: Optional[Device] = None) -> Result:
+def lp_pool(x: ArrayLike, window_size: Window, strides: Optional[Window] = None,
+            start_padding: Optional[Window] = None, end_padding: Optional[Window] = None,
+            dilations: Optional[Window] = None, p: float = 2, device: Optional[Device] = None) -> Result:
     """Lp pooling (DirectML's LP_POOLING1): ``(sum |x|^p)^(1/p)`` over each window's input
     elements, FLOAT32 and FLOAT16; scaled by the window's largest ``|x|`` so that it neither
     overflows nor underflows where the result is representable.
@@ -149,11 +160,11 @@ def lp_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Sequence
     ----------
     x : ndarray, Tensor or array-like
         The input {N, C, [D,] [H,] W}.
-    window_size : sequence of int
-        The window's size per spatial dimension.
-    strides, dilations : sequence of int, optional
+    window_size : int or sequence of int
+        The window's size per spatial dimension (one int: every dimension).
+    strides, dilations : int or sequence of int, optional
         Default all 1.
-    start_padding, end_padding : sequence of int, optional
+    start_padding, end_padding : int or sequence of int, optional
         Default all 0; padding adds nothing to the sum.
     p : float, default 2
         A number from 1 to 64 (larger orders lose the smaller terms in float32).
@@ -171,10 +182,9 @@ def lp_pool(x: ArrayLike, window_size: Sequence[int], strides: Optional[Sequence
     """
 
     def describe(input):
-        return LpPooling1Desc(
-            input, window_size=window_size, strides=strides, start_padding=start_padding,
-            end_padding=end_padding, dilations=dilations, p=p,
-        )
+        return LpPooling1Desc(input, p=p, **_window(
+            input, window_size=window_size, strides=strides, start_padding=start_padding, end_padding=end_padding,
+            dilations=dilations))
 
     return _run(describe, (x,), device)
 
@@ -299,9 +309,9 @@ def adaptive_average_pool(x: ArrayLike, output_size: Union[int, Sequence[Optiona
     return _run(lambda input: AdaptiveAveragePoolingDesc(input, output_size=output_size), (x,), device)
 
 
-def max_pool_grad(x: ArrayLike, dy: ArrayLike, window_size: Sequence[int], strides: Optional[Sequence[int]] = None,
-                  start_padding: Optional[Sequence[int]] = None, end_padding: Optional[Sequence[int]] = None,
-                  dilations: Optional[Sequence[int]] = None, device: Optional[Device] = None) -> Result:
+def max_pool_grad(x: ArrayLike, dy: ArrayLike, window_size: Window, strides: Optional[Window] = None,
+                  start_padding: Optional[Window] = None, end_padding: Optional[Window] = None,
+                  dilations: Optional[Window] = None, device: Optional[Device] = None) -> Result:
     """Max pooling gradient (DirectML's MAX_POOLING_GRAD): ``dx`` of ``x``'s sizes, zero
     except each window's ``dy`` added at the window's argmax (the forward rule).
     Deterministic: bit-identical run after run.
@@ -329,17 +339,16 @@ def max_pool_grad(x: ArrayLike, dy: ArrayLike, window_size: Sequence[int], strid
     """
 
     def describe(input, input_gradient):
-        return MaxPoolingGradDesc(
-            input, input_gradient, window_size=window_size, strides=strides,
-            start_padding=start_padding, end_padding=end_padding, dilations=dilations,
-        )
+        return MaxPoolingGradDesc(input, input_gradient, **_window(
+            input, window_size=window_size, strides=strides, start_padding=start_padding, end_padding=end_padding,
+            dilations=dilations))
 
     return _run(describe, (x, dy), device, names=("x", "dy"))
 
 
-def average_pool_grad(dy: ArrayLike, input_sizes: Sequence[int], window_size: Sequence[int],
-                      strides: Optional[Sequence[int]] = None, start_padding: Optional[Sequence[int]] = None,
-                      end_padding: Optional[Sequence[int]] = None, dilations: Optional[Sequence[int]] = None,
+def average_pool_grad(dy: ArrayLike, input_sizes: Sequence[int], window_size: Window,
+                      strides: Optional[Window] = None, start_padding: Optional[Window] = None,
+                      end_padding: Optional[Window] = None, dilations: Optional[Window] = None,
                       include_padding: bool = False, device: Optional[Device] = None, *,
                       counted_end_padding: Optional[Sequence[int]] = None,
                       divisor_override: Optional[int] = None) -> Result:
@@ -375,10 +384,10 @@ def average_pool_grad(dy: ArrayLike, input_sizes: Sequence[int], window_size: Se
     def describe(input_gradient):
         output_gradient = described(input_gradient.data_type, input_sizes, "input_sizes")
         return AveragePoolingGradDesc(
-            input_gradient, output_gradient, window_size=window_size, strides=strides,
-            start_padding=start_padding, end_padding=end_padding, dilations=dilations,
-            include_padding=include_padding, counted_end_padding=counted_end_padding,
-            divisor_override=divisor_override,
+            input_gradient, output_gradient, include_padding=include_padding,
+            counted_end_padding=counted_end_padding, divisor_override=divisor_override, **_window(
+                output_gradient, window_size=window_size, strides=strides, start_padding=start_padding,
+                end_padding=end_padding, dilations=dilations),
         )
 
     return _run(describe, (dy,), device, names=("dy",))

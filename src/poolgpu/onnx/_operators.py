@@ -1,32 +1,5 @@
-"""ONNX's pooling operators with ONNX's attributes and rules, on poolgpu's operators.
-
-Each function takes the ONNX operator's inputs and attributes (keyword names as in the ONNX
-specification) and returns what the operator returns: NumPy arrays for NumPy inputs,
-Tensors for Tensors.  What ONNX adds to DirectML's descriptions is translated here:
-
-- ``pads`` in ONNX order (all begins, then all ends) and ``auto_pad`` (NOTSET, VALID,
-  SAME_UPPER, SAME_LOWER: output ``ceil(in / stride)``, the odd padding element at the
-  end for SAME_UPPER and at the beginning for SAME_LOWER);
-- ``ceil_mode``: the output size is rounded up, but a last window that would start in the
-  end padding is dropped; the extra end padding this needs is padding like any other for
-  max and Lp pooling, and is left out of AveragePool's ``count_include_pad`` divisor (as
-  ONNX's reference and PyTorch do);
-- ``storage_order = 1``: column-major indices, computed by pooling a spatially transposed
-  view of the same memory (no copy);
-- indices as int64;
-- MaxUnpool's ``output_shape``: the output's shape, in which the indices are flat
-  positions, as ONNX Runtime and PyTorch read them (MaxPool's indices of an odd-sized input
-  unpool back to where they came from).  ONNX's reference evaluator, and its node test
-  ``test_maxunpool_export_with_output_shape``, instead unpool into the inferred shape and
-  pad the result at the ends, which moves values of odd-sized inputs and drops some
-  (onnx/onnx#2398, microsoft/onnxruntime#2193): the one ONNX node test poolgpu answers
-  differently, on purpose.
-
-Every function also takes ``device=`` (default: the inputs' device, or the default device
-for NumPy inputs).  Attributes are checked before any GPU work: a wrong one raises
-:class:`~poolgpu.ValidationError` naming the ONNX attribute (``kernel_shape``, ``pads``,
-``ceil_mode``, ...); integer flags other than 0 and 1 are errors, as in ONNX Runtime.
-"""
+"""The ONNX pooling operators as functions: ONNX's inputs and attributes in, what the
+operator returns out (see the package's docstring for the rules they translate)."""
 
 from __future__ import annotations
 
@@ -34,15 +7,17 @@ import contextlib
 import math
 from typing import Optional, Sequence, Union
 
-from .arguments import COORDINATE_MAX, array, choice, flag, integers, number
-from .descs import AveragePooling1Desc, LpPooling1Desc, MaxPooling2Desc, MaxUnpoolingDesc, described
-from .device import Device
-from .dtypes import DataType
-from .errors import ValidationError
-from .functional import ArrayLike, Result, roi_pool
-from .interop import answer, on_device, unsigned_indices
-from .tensor import Tensor
-from .tensor_desc import TensorDesc
+import numpy as np
+
+from ..arguments import COORDINATE_MAX, array, choice, flag, integers, number
+from ..descs import AveragePooling1Desc, LpPooling1Desc, MaxPooling2Desc, MaxUnpoolingDesc, described
+from ..device import Device
+from ..dtypes import DataType
+from ..errors import ValidationError
+from ..functional import ArrayLike, Result, roi_pool
+from ..interop import answer, on_device, unsigned_indices
+from ..tensor import Tensor
+from ..tensor_desc import TensorDesc
 
 __all__ = ["max_pool", "average_pool", "lp_pool", "global_max_pool", "global_average_pool", "global_lp_pool",
            "max_unpool", "max_roi_pool"]
@@ -55,6 +30,16 @@ def _input(x, name: str = "x"):
     return x if isinstance(x, Tensor) else array(x, name)
 
 
+def _text(value):
+    """A string attribute as str: ``onnx.helper.get_attribute_value`` gives bytes."""
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return value  # refused, and shown, by the check that follows
+    return value
+
+
 def _geometry(spatial, kernel_shape, auto_pad="NOTSET", ceil_mode=0, dilations=None, pads=None, strides=None):
     """DirectML window fields for an ONNX pooling node over ``spatial`` input sizes, plus
     the end padding ONNX declared (before ceil_mode's extension).  Checks the attributes,
@@ -63,7 +48,7 @@ def _geometry(spatial, kernel_shape, auto_pad="NOTSET", ceil_mode=0, dilations=N
     kernel = integers(kernel_shape, "kernel_shape", dims, minimum=1)
     strides = integers(strides, "strides", dims, minimum=1) if strides is not None else (1,) * dims
     dilations = integers(dilations, "dilations", dims, minimum=1) if dilations is not None else (1,) * dims
-    auto_pad = choice(auto_pad, "auto_pad", _AUTO_PADS)
+    auto_pad = choice(_text(auto_pad), "auto_pad", _AUTO_PADS)
     ceil_mode = flag(ceil_mode, "ceil_mode")
     if pads is not None:
         pads = integers(pads, "pads", 2 * dims, minimum=0)
@@ -134,7 +119,7 @@ def _onnx_names():
         raise exc.renamed(_ONNX_NAMES[head] + dot + rest) from None
 
 
-def max_pool(x: ArrayLike, kernel_shape: Sequence[int], auto_pad: str = "NOTSET", ceil_mode: int = 0,
+def max_pool(x: ArrayLike, kernel_shape: Sequence[int], auto_pad: Union[str, bytes] = "NOTSET", ceil_mode: int = 0,
              dilations: Optional[Sequence[int]] = None, pads: Optional[Sequence[int]] = None, storage_order: int = 0,
              strides: Optional[Sequence[int]] = None, return_indices: bool = False,
              device: Optional[Device] = None) -> Union[Result, tuple]:
@@ -146,8 +131,9 @@ def max_pool(x: ArrayLike, kernel_shape: Sequence[int], auto_pad: str = "NOTSET"
         X, {N, C, D1, ...} with 1 to 3 spatial dimensions, of any of the ten data types.
     kernel_shape : sequence of int
         One positive size per spatial dimension.
-    auto_pad : str, default "NOTSET"
-        "NOTSET" (``pads`` apply), "VALID" (no padding), "SAME_UPPER" or "SAME_LOWER".
+    auto_pad : str or bytes, default "NOTSET"
+        "NOTSET" (``pads`` apply), "VALID" (no padding), "SAME_UPPER" or "SAME_LOWER"
+        (bytes as ``onnx.helper.get_attribute_value`` gives them, too).
     ceil_mode : int, default 0
         0 or 1: round the output size up (a last window starting in the end padding is dropped).
     dilations, strides : sequence of int, optional
@@ -193,7 +179,7 @@ def max_pool(x: ArrayLike, kernel_shape: Sequence[int], auto_pad: str = "NOTSET"
     return answer((y, int64), as_numpy)
 
 
-def average_pool(x: ArrayLike, kernel_shape: Sequence[int], auto_pad: str = "NOTSET", ceil_mode: int = 0,
+def average_pool(x: ArrayLike, kernel_shape: Sequence[int], auto_pad: Union[str, bytes] = "NOTSET", ceil_mode: int = 0,
                  count_include_pad: int = 0, dilations: Optional[Sequence[int]] = None,
                  pads: Optional[Sequence[int]] = None, strides: Optional[Sequence[int]] = None,
                  device: Optional[Device] = None) -> Result:
@@ -228,7 +214,7 @@ def average_pool(x: ArrayLike, kernel_shape: Sequence[int], auto_pad: str = "NOT
     return answer(device.compile(desc)(x), as_numpy)
 
 
-def lp_pool(x: ArrayLike, kernel_shape: Sequence[int], auto_pad: str = "NOTSET", ceil_mode: int = 0,
+def lp_pool(x: ArrayLike, kernel_shape: Sequence[int], auto_pad: Union[str, bytes] = "NOTSET", ceil_mode: int = 0,
             dilations: Optional[Sequence[int]] = None, pads: Optional[Sequence[int]] = None, p: float = 2,
             strides: Optional[Sequence[int]] = None, device: Optional[Device] = None) -> Result:
     """ONNX LpPool (padding contributes nothing to the sum).
@@ -357,8 +343,10 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Sequence[int], pa
     ``output_shape`` (the full shape, N and C as ``x``'s) the output has that shape and the
     indices are flat positions in it, as ONNX Runtime and PyTorch read them: unpooling
     MaxPool's results with ``output_shape=x.shape`` puts every maximum back where it came
-    from, whatever ``x``'s sizes.  Where indices repeat the largest j wins; indices outside
-    the output are ignored (ONNX leaves both open).
+    from, whatever ``x``'s sizes.  Without ``output_shape``, an index outside the inferred
+    output is an error (as in ONNX Runtime): pass ``output_shape``.  Where indices repeat the
+    largest j wins; with ``output_shape``, indices outside it are ignored (ONNX leaves both
+    open).
 
     Parameters
     ----------
@@ -381,10 +369,13 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Sequence[int], pa
     Raises
     ------
     ValidationError
-        Before any GPU work, naming the attribute or input.
+        Before any GPU work, naming the attribute or input; ``indices`` outside the
+        inferred output where ``output_shape`` is None (indices given as a Tensor are read
+        back for this check).
     """
     x = _input(x)
-    indices = unsigned_indices(indices)
+    given = _input(indices, "indices")
+    indices = unsigned_indices(given)
     window, _ = _geometry(_spatial(x), kernel_shape, pads=pads, strides=strides)
     sizes = tuple(x.sizes if isinstance(x, Tensor) else x.shape)
     if output_shape is None:
@@ -404,8 +395,26 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, kernel_shape: Sequence[int], pa
     with _onnx_names():
         desc = MaxUnpoolingDesc(_desc(x), _desc(indices, "indices"),
                                 described(_desc(x).data_type, shape, "output_shape"))
+    if output_shape is None:
+        _check_inferred_output_holds(given, shape)
     (x, indices), device, as_numpy = on_device((x, indices), device, ("x", "indices"))
     return answer(device.compile(desc)(x, indices), as_numpy)
+
+
+def _check_inferred_output_holds(indices, shape: tuple) -> None:
+    """Refuse indices outside the inferred output, as ONNX Runtime does: they come from a
+    MaxPool input larger than the inferred shape (odd sizes), whose indices only
+    ``output_shape`` places right.  (A Tensor's indices are read back for this.)"""
+    values = indices.numpy() if isinstance(indices, Tensor) else indices
+    total = math.prod(shape)
+    outside = (values < 0) | (values >= total)
+    if outside.any():
+        j = int(np.argmax(outside.ravel()))
+        raise ValidationError(
+            "indices", f"index {int(values.ravel()[j])} (element {j}) lies outside the inferred output shape "
+            f"{shape} ({total} elements); indices of a MaxPool whose input was larger than that (odd sizes) "
+            "need output_shape: pass MaxPool's input shape as output_shape",
+        )
 
 
 def max_roi_pool(x: ArrayLike, rois: ArrayLike, pooled_shape: Sequence[int], spatial_scale: float = 1.0,
