@@ -23,6 +23,10 @@ const DEFAULT_LIMITS = {
   maxBufferSize: 268435456,
   maxStorageBuffersPerShaderStage: 8,
   maxComputeWorkgroupsPerDimension: 65535,
+  maxComputeWorkgroupSizeX: 256,
+  maxComputeWorkgroupSizeY: 256,
+  maxComputeWorkgroupSizeZ: 64,
+  maxComputeInvocationsPerWorkgroup: 256,
 };
 
 /** A bundle's manifest and shader sources: `{manifest, shaders: Map(file -> WGSL)}`.
@@ -122,9 +126,9 @@ export class BundleOp {
   async run(inputs) {
     const device = this.device;
     const unknown = Object.keys(inputs).filter((role) => !this.inputs.some((t) => t.role === role));
-    if (unknown.length) throw new Error(`run: unknown input(s) ${unknown.join(', ')}; this op takes ${this.roles()}`);
+    if (unknown.length) throw new Error(`run: unknown input(s) ${unknown.join(', ')}; this op takes ${this._roles()}`);
     const given = this.inputs.map((t) => {
-      if (!(t.role in inputs)) throw new Error(`run: no bytes for input ${t.role}; this op takes ${this.roles()}`);
+      if (!(t.role in inputs)) throw new Error(`run: no bytes for input ${t.role}; this op takes ${this._roles()}`);
       return [t, asBytes(inputs[t.role], t)];
     });
     const buffers = new Map(this._scratch);
@@ -194,7 +198,7 @@ export class BundleOp {
     for (const buffer of [...this._uniforms.values(), ...this._scratch.values()]) buffer.destroy();
   }
 
-  roles() {
+  _roles() {
     return this.inputs.map((t) => t.role).join(', ');
   }
 }

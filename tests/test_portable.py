@@ -132,7 +132,12 @@ def test_a_bundle_holds_the_manifest_and_one_complete_shader_per_distinct_source
         for b in dispatch["bindings"][1:]:
             assert b["offset"] == 0 and b["size"] <= tensors[b["tensor"]]["buffer_size"]
             assert b["type"] == ("storage" if tensors[b["tensor"]]["kind"] == "output" else "read-only-storage")
-    assert manifest["limits"]["minStorageBufferOffsetAlignment"] == 256
+    limits = manifest["limits"]
+    assert limits["minStorageBufferOffsetAlignment"] == 256 and limits["maxBufferSize"] == tensors["input"]["buffer_size"]
+    assert limits["maxStorageBuffersPerShaderStage"] == 3 and limits["maxComputeWorkgroupsPerDimension"] >= 1
+    size = [dict(manifest["dispatches"][0]["constants"]).get(f"WG_{a}", 1) for a in "XYZ"]
+    assert [limits[f"maxComputeWorkgroupSize{a}"] for a in "XYZ"] == size  # (the walk's @workgroup_size)
+    assert limits["maxComputeInvocationsPerWorkgroup"] == size[0] * size[1] * size[2]
 
 
 def test_a_chunked_op_exports_every_dispatch_with_its_byte_ranges(tmp_path, device):

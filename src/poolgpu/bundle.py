@@ -131,6 +131,7 @@ def write_bundle(plan: Planner, desc: "Description", tuning: Tuning, directory: 
             "maxBufferSize": max(t["buffer_size"] for t in tensors),
             "maxStorageBuffersPerShaderStage": max(len(d.bindings) for d in dispatches),
             "maxComputeWorkgroupsPerDimension": max(max(d.grid) for d in dispatches),
+            **_workgroup_limits(dispatches),
         },
         "tensors": tensors,
         "shaders": list(shaders.values()),
@@ -141,6 +142,35 @@ def write_bundle(plan: Planner, desc: "Description", tuning: Tuning, directory: 
         (directory / name).write_text(source, encoding="utf-8")
     (directory / "manifest.json").write_text(_readable_json(manifest), encoding="utf-8")
     return directory
+
+
+def _workgroup_limits(dispatches) -> dict:
+    """The largest workgroup sizes the shaders declare (``@workgroup_size``: numbers, and
+    overrides set by the dispatch's constants or left at their defaults, or constants),
+    as WebGPU's limits name them."""
+    most = [1, 1, 1, 1]  # x, y, z, invocations
+    for dispatch in dispatches:
+        source = _without_comments(dispatch.source)
+        constants = dict(dispatch.constants)
+        terms = re.search(r"@workgroup_size\(([^)]*)\)", source).group(1).split(",")
+        size = []
+        for term in (t.strip() for t in terms if t.strip()):
+            if term.rstrip("u").isdigit():
+                size.append(int(term.rstrip("u")))
+            elif term in constants:
+                size.append(int(constants[term]))
+            else:
+                declared = re.search(rf"(?:override|const)\s+{term}\s*(?::\s*\w+)?\s*=\s*(\d+)u?\b", source)
+                size.append(int(declared.group(1)))
+        size += [1] * (3 - len(size))
+        most = [max(m, s) for m, s in zip(most, size + [size[0] * size[1] * size[2]])]
+    names = ("maxComputeWorkgroupSizeX", "maxComputeWorkgroupSizeY", "maxComputeWorkgroupSizeZ",
+             "maxComputeInvocationsPerWorkgroup")
+    return dict(zip(names, most))
+
+
+def _without_comments(wgsl: str) -> str:
+    return re.sub(r"//[^\n]*", "", wgsl)
 
 
 def _dispatch_entry(dispatch, shader: str) -> dict:
