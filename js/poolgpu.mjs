@@ -60,6 +60,22 @@ export function requiredLimits(manifest) {
 export async function loadBundle(device, source) {
   const { manifest, shaders } = await readBundle(source);
   checkLimits(device, manifest.limits ?? {});
+  device.pushErrorScope('validation');
+  let planned;
+  let uniforms;
+  let scopeError;
+  try {
+    ({ planned, uniforms } = await build(device, manifest, shaders));
+  } finally {
+    scopeError = await device.popErrorScope();
+  }
+  if (scopeError) throw new Error(`the bundle's pipelines do not build on this device: ${scopeError.message}`);
+  return new BundleOp(device, manifest, planned, uniforms);
+}
+
+// The shader modules (their compiler's errors raised), one pipeline per shader, constants
+// and binding types, one uniform buffer per distinct uniform block.
+async function build(device, manifest, shaders) {
   const modules = new Map();
   for (const [file, code] of shaders) modules.set(file, device.createShaderModule({ label: file, code }));
   for (const [file, module] of modules) {
@@ -74,7 +90,6 @@ export async function loadBundle(device, source) {
   const pipelines = new Map();
   const uniforms = new Map();
   const planned = [];
-  device.pushErrorScope('validation');
   for (const [index, dispatch] of manifest.dispatches.entries()) {
     const types = dispatch.bindings.map((b) => `${b.binding}:${b.type}`).join(',');
     if (!layouts.has(types)) {
@@ -97,13 +112,11 @@ export async function loadBundle(device, source) {
     planned.push({ dispatch, layout: layout.group, key });
   }
   const settled = await Promise.allSettled([...pipelines.values()]);
-  const error = await device.popErrorScope();
   const failed = settled.find((r) => r.status === 'rejected');
   if (failed) throw failed.reason;
-  if (error) throw new Error(`the bundle's pipelines do not build on this device: ${error.message}`);
   const built = new Map([...pipelines.keys()].map((key, i) => [key, settled[i].value]));
   for (const p of planned) p.pipeline = built.get(p.key);
-  return new BundleOp(device, manifest, planned, uniforms);
+  return { planned, uniforms };
 }
 
 /** A loaded bundle: `run({role: bytes})` resolves to `{role: ArrayBuffer}` of its outputs. */
@@ -250,12 +263,12 @@ function asBytes(value, t) {
   let bytes;
   if (value instanceof ArrayBuffer) bytes = new Uint8Array(value);
   else if (ArrayBuffer.isView(value)) bytes = new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
-  else throw new TypeError(`run: input ${t.role} must be an ArrayBuffer, a typed array or a DataView`);
+  else throw new TypeError(`run: ${t.role} must be an ArrayBuffer, a typed array or a DataView`);
   const needed = (t.sizes.reduce((sum, size, d) => sum + (size - 1) * t.strides[d], 0) + 1) * t.element_size;
   if (bytes.byteLength < needed || bytes.byteLength > t.byte_size) {
-    throw new RangeError(`run: input ${t.role} has ${bytes.byteLength} bytes; its ${t.data_type} elements ` +
-                         `${JSON.stringify(t.sizes)} at strides ${JSON.stringify(t.strides)} take ${needed} ` +
-                         `to ${t.byte_size}`);
+    const range = needed === t.byte_size ? `${needed}` : `${needed} to ${t.byte_size}`;
+    throw new RangeError(`run: ${t.role} has ${bytes.byteLength} bytes; its ${t.data_type} elements ` +
+                         `${JSON.stringify(t.sizes)} at strides ${JSON.stringify(t.strides)} take ${range}`);
   }
   if (bytes.byteLength % 4 === 0) return bytes;
   const padded = new Uint8Array(round(bytes.byteLength, 4));

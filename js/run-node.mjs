@@ -112,9 +112,10 @@ async function main() {
   gpuDevice.addEventListener?.('uncapturederror', (event) => console.error(`run-node: WebGPU error: ${event.error.message}`));
   let failures = 0;
   for (const [index, [bundle, inputs, outputs]] of jobs.entries()) {
+    let op;
     try {
       if (bundles[index] instanceof Error) throw bundles[index];
-      const op = await loadBundle(gpuDevice, bundles[index]);
+      op = await loadBundle(gpuDevice, bundles[index]);
       const given = {};
       for (const t of op.inputs) {
         const bytes = await readFile(join(inputs, `${t.role}.bin`));
@@ -123,12 +124,13 @@ async function main() {
       const results = await op.run(given);
       await mkdir(outputs, { recursive: true });
       for (const [role, bytes] of Object.entries(results)) await writeFile(join(outputs, `${role}.bin`), new Uint8Array(bytes));
-      op.destroy();
     } catch (error) {
       failures += 1;
       console.error(`run-node: ${bundle}: ${error.message}`);
       await mkdir(outputs, { recursive: true });
       await writeFile(join(outputs, 'error.txt'), `${error.message}\n`);
+    } finally {
+      op?.destroy();
     }
   }
   gpuDevice.destroy();

@@ -14,6 +14,7 @@ import dataclasses
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -236,6 +237,10 @@ def node_run(tmp_path_factory):
     for (case, chunked), case_id in zip(ALL_CASES, CASE_IDS):
         export_case(device, case, chunked, root / case_id)
         args += [str(root / case_id / d) for d in ("bundle", "inputs", "outputs")]
+    for name, spoil in BROKEN.items():  # bundles that must fail, each saying why
+        export_case(device, ALL_CASES[0][0], False, root / name)
+        spoil(root / name)
+        args += [str(root / name / d) for d in ("bundle", "inputs", "outputs")]
     env = dict(os.environ)
     proc = subprocess.run(["node", str(JS / "run-node.mjs"), *args], capture_output=True, text=True, env=env,
                           timeout=900)
@@ -245,6 +250,45 @@ def node_run(tmp_path_factory):
     if proc.returncode not in (0, 1):
         pytest.fail(f"run-node.mjs exited with {proc.returncode}:\n{log[-3000:]}")
     return NodeRun(root, log)
+
+
+def _edit_manifest(directory: Path, edit):
+    path = directory / "bundle" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    edit(manifest)
+    path.write_text(json.dumps(manifest))
+
+
+def _spoil_shader(directory: Path):
+    shader = next((directory / "bundle").glob("*.wgsl"))
+    shader.write_text(shader.read_text() + "\nfn broken( {\n")
+
+
+def _truncate_input(directory: Path):
+    path = directory / "inputs" / "input.bin"
+    path.write_bytes(path.read_bytes()[:-8])
+
+
+# name -> how the bundle (or its inputs) is spoiled; what run-node.mjs must say
+BROKEN = {
+    "broken-format": lambda d: _edit_manifest(d, lambda m: m.update(format="poolgpu-bundle/0")),
+    "broken-shader": _spoil_shader,
+    "broken-input": _truncate_input,
+    "broken-limit": lambda d: _edit_manifest(d, lambda m: m["limits"].update(maxComputeWorkgroupsPerDimension=2**40)),
+}
+BROKEN_SAYS = {
+    "broken-format": r"not a poolgpu-bundle/1 bundle \(format: \"poolgpu-bundle/0\"\)",
+    "broken-shader": r"\.wgsl does not compile:\n  \S+\.wgsl:\d+:\d+: ",
+    "broken-input": r"run: input has \d+ bytes; its FLOAT32 elements \[.*\] at strides \[.*\] take \d+",
+    "broken-limit": r"the device's maxComputeWorkgroupsPerDimension is \d+, the bundle needs 1099511627776",
+}
+
+
+@pytest.mark.parametrize("name", BROKEN)
+def test_node_webgpu_refuses_a_broken_bundle_saying_why(node_run, name):
+    error = node_run.root / name / "outputs" / "error.txt"
+    assert error.is_file(), f"run-node.mjs ran the {name} bundle"
+    assert re.search(BROKEN_SAYS[name], error.read_text()), error.read_text()
 
 
 @pytest.mark.parametrize("case, chunked", ALL_CASES, ids=CASE_IDS)
