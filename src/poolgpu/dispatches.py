@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Optional
 
 from . import kernels
+from .dtypes import DataType
 from .errors import DeviceError
 from .tuning import Tuning
 
@@ -101,6 +102,8 @@ class Dispatch:
         ``params`` packed in the kernel's field order.
     grid : tuple of int
         Workgroups along x, y, z.
+    value_type : DataType, optional
+        The values' type where the kernel's value slot is absent (``Pass.value_type``).
     """
 
     kernel: kernels.Kernel
@@ -111,16 +114,18 @@ class Dispatch:
     params: Mapping[str, int]
     uniform: bytes
     grid: tuple
+    value_type: Optional[DataType] = None
 
     @property
     def pipeline_key(self) -> tuple:
-        """``(kernel, data_types, writable_inputs, constants)``: what its pipeline depends on."""
-        return (self.kernel, self.data_types, self.writable_inputs, self.constants)
+        """``(kernel, data_types, writable_inputs, constants, value_type)``: what its
+        pipeline depends on."""
+        return (self.kernel, self.data_types, self.writable_inputs, self.constants, self.value_type)
 
     @property
     def source(self) -> str:
         """Its shader's complete WGSL (``kernels.shader_source``)."""
-        return kernels.shader_source(self.kernel, self.data_types, self.writable_inputs)
+        return kernels.shader_source(self.kernel, self.data_types, self.writable_inputs, self.value_type)
 
 
 class Planner:
@@ -156,15 +161,15 @@ class Planner:
         self.descs = dict(self.inputs + self.outputs + tuple(scratch.items()))
 
     def pipeline_key(self, pass_: kernels.Pass, writable_roles: frozenset = frozenset()) -> tuple:
-        """``(kernel, data_types, writable input slots, constants)`` of a pass whose inputs
-        in ``writable_roles`` share a buffer with an output."""
+        """``(kernel, data_types, writable input slots, constants, value_type)`` of a pass
+        whose inputs in ``writable_roles`` share a buffer with an output."""
         roles = [_role(t) for t in pass_.tensors]
         data_types = tuple(None if r is None else self.descs[r].data_type for r in roles)
         writable = frozenset(
             slot.name for slot, role in zip(pass_.kernel.slots, roles)
             if role in writable_roles and not slot.output
         )
-        return pass_.kernel, data_types, writable, pass_.constants
+        return pass_.kernel, data_types, writable, pass_.constants, pass_.value_type
 
     def view(self, entry) -> kernels.View:
         """A pass's tensor entry as a View (a role alone: the whole tensor)."""
@@ -211,7 +216,7 @@ class Planner:
         Placement), inputs in ``writable_roles`` sharing a buffer with an output."""
         planned = []
         for pass_ in self.program_for(placements).passes:
-            kernel, data_types, writable, constants = self.pipeline_key(pass_, writable_roles)
+            kernel, data_types, writable, constants, value_type = self.pipeline_key(pass_, writable_roles)
             params = dict(pass_.params)
             bindings = []
             for number, (slot, entry) in enumerate(zip(kernel.slots, pass_.tensors), start=1):
@@ -224,7 +229,7 @@ class Planner:
                 bindings.append(Binding(number, view.role, start, size, slot.output or slot.name in writable))
             uniform = kernels.pack_params(kernel, params)
             planned.append(Dispatch(kernel, data_types, writable, constants, tuple(bindings), params, uniform,
-                                    tuple(pass_.grid)))
+                                    tuple(pass_.grid), value_type))
         return tuple(planned)
 
     def standalone(self) -> dict:

@@ -69,6 +69,11 @@ class Tuning:
         Adaptive pooling whose bins are one fixed window (each input size a multiple of the
         output's) runs the fixed-window kernels where output rows hold at least this many
         outputs (else the bin kernels, which pack outputs flat).
+    loop_budget : int
+        The most loop iterations one invocation of a kernel may run, 256 to 32768: longer
+        windows, bins and planes are split into parts that several invocations walk, merged
+        by further passes in a fixed order (docs/semantics.md).  Software adapters end an
+        invocation's loops after 65535 iterations in all, without an error.
 
     Every field has the default of :meth:`for_cpu`; :meth:`for_gpu` lists where the GPU
     preset differs.
@@ -91,6 +96,7 @@ class Tuning:
     row_gathers: bool = True
     windows_first: bool = True
     fixed_window_min_row: int = 8
+    loop_budget: int = 16384
 
     def __post_init__(self) -> None:
         if self.target not in ("cpu", "gpu"):
@@ -107,6 +113,8 @@ class Tuning:
             raise ValidationError("outputs_per_invocation", f"expected 1 or 2, got {self.outputs_per_invocation}")
         if self.rows_per_invocation > 4:
             raise ValidationError("rows_per_invocation", f"expected 1 to 4, got {self.rows_per_invocation}")
+        if not 256 <= self.loop_budget <= 32768:  # (the kernels' loops other than the split ones fit in the rest)
+            raise ValidationError("loop_budget", f"expected 256 to 32768 iterations, got {self.loop_budget}")
         for name in ("lines_workgroup", "block_workgroup", "flat_workgroup"):
             if getattr(self, name) > 256:  # WebGPU's guaranteed max-compute-invocations-per-workgroup
                 raise ValidationError(name, f"expected at most 256 invocations, got {getattr(self, name)}")

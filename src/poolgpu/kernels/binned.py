@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import replace
 from functools import partial
+from typing import Optional
 
 from ..descs import AveragePooling1Desc, MaxPooling2Desc
 from ..dtypes import DataType
@@ -18,7 +18,9 @@ from .core import Kernel, Pass, Program, Slot, Split
 from .grids import (FLAT_GRID, IN_SIZES, OUT_SIZES, as_5d, flat_grid, flat_regrid, sorted_constants, stride_fields,
                     tensor_stride_params)
 from .registry import register
-from .window import COMPENSATED_SUM, average_pool_program, max_pool_program, plane_walk_fits
+from .split import Accumulator, fewest_parts, iterations, loop_total, merge_passes, partials_desc
+from .window import (AVERAGE, AVERAGE_POOL, MAX, MAX_POOL, average_pool_program, max_pool_program,
+                     plane_walk_fits)
 
 ADAPTIVE_BINS = Kernel(
     "adaptive_bins.wgsl", (Slot("bins", True),), value_slot="bins",
@@ -33,20 +35,38 @@ ROI_BINS = Kernel(
             "scale_bits",  # spatial_scale as f32 bits
             "total"),  # R * (1 + pooled_h + pooled_w)
 )
-BINNED_MAX = Kernel(
-    "binned_max.wgsl", (Slot("x", False), Slot("bins", False), Slot("y", True), Slot("idx", True)), value_slot="x",
-    library=("bin_table.wgsl", "flat_index.wgsl"),
-    # ROI pooling reads the input planes (batch * C + c) its ROIs name: for inputs larger
-    # than a binding (chunked) a dispatch writes only outputs reading planes in
-    # [source_first, source_first + source_count).
-    params=FLAT_GRID + ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("x", "y", "idx")
-    + ("source_first", "source_count"),
-)
-BINNED_AVERAGE = Kernel(
-    "binned_average.wgsl", (Slot("x", False), Slot("bins", False), Slot("y", True)), value_slot="x",
-    library=("bin_table.wgsl", "flat_index.wgsl") + COMPENSATED_SUM,
-    params=FLAT_GRID + ("channels",) + OUT_SIZES + stride_fields("x", "y") + ("opaque_zero",),
-)
+def _longest_bins(roi: bool, params: dict) -> tuple:
+    """The most taps of a bin along D, H and W: ROI bins are clamped to the input; adaptive
+    bins [floor(o * in / out), ceil((o + 1) * in / out)) span at most ceil(in / out) + 1."""
+    if roi:
+        return 1, params["in_h"], params["in_w"]
+    return tuple(-(-params[f"in_{a}"] // params[f"out_{a}"]) + (params[f"in_{a}"] % params[f"out_{a}"] != 0)
+                 for a in "dhw")
+
+
+def bins_loops(constants: dict, params: dict) -> dict:
+    """window_walk_bins.wgsl's loops over one bin (of its part)."""
+    d, h, w = (-(-size // constants.get(f"PARTS_{axis}", 1))
+               for size, axis in zip(_longest_bins(constants.get("ROI", False), params), "DHW"))
+    return {"d": iterations(1, d), "h": iterations(d, h), "w": iterations(d * h, w)}
+
+
+def _bins_kernel(accumulator: Accumulator) -> Kernel:
+    """The operator's bins walk (common/window_walk_bins.wgsl)."""
+    slots = (Slot("x", False), Slot("bins", False), Slot("y", True), Slot("idx", True),
+             Slot("part", True, snippet="words_write.wgsl"))
+    library = accumulator.library + (accumulator.partials, "window_constants.wgsl", "window_geometry.wgsl",
+                                     "bin_table.wgsl", "flat_index.wgsl", "window_walk_bins.wgsl", "store_one.wgsl")
+    # source_first, source_count: ROI pooling in chunks (window_walk_bins.wgsl)
+    params = FLAT_GRID + ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("x", "y", "idx") \
+        + ("source_first", "source_count", "opaque_zero")
+    return Kernel(accumulator.file, slots, "x", library=library, params=params, loops=bins_loops)
+
+
+BINS_MAX = _bins_kernel(MAX)
+BINS_AVERAGE = _bins_kernel(AVERAGE)
+# ... and their merges (split bins)
+MERGES = {MAX: MAX_POOL["merge"], AVERAGE: AVERAGE_POOL["merge"]}
 
 
 def _bin_table(rows: int, out_spatial_3d: tuple) -> TensorDesc:
@@ -55,40 +75,53 @@ def _bin_table(rows: int, out_spatial_3d: tuple) -> TensorDesc:
     return TensorDesc(DataType.UINT32, (1, rows, 1 + 2 * sum(out_spatial_3d)))
 
 
-def _binned_pass(kernel: Kernel, desc, roi: bool, wg_x: int) -> Pass:
-    """The pass pooling each output's bin of ``desc.input`` into ``desc.output`` (and
-    ``desc.output_indices`` where the kernel has an idx slot)."""
+def _binned_passes(kernel: Kernel, accumulator: Accumulator, desc, roi: bool, tuning: Tuning,
+                   roles: Optional[tuple] = None) -> tuple:
+    """(the passes pooling each output's bin of ``desc.input`` into ``roles`` (y, idx) with
+    ``kernel``, a bins walk (default roles: the description's outputs): one pass, or where bins hold more taps than
+    ``tuning.loop_budget`` allows, the split walk and its merge passes; the scratch they add)."""
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
     out_sizes, _ = as_5d(desc.output.sizes, desc.output.strides)
-    total = math.prod(out_sizes)
+    wg_x = tuning.flat_workgroup
     params = {
-        "total": total, "origin": 0, "channels": in_sizes[1],
+        "channels": in_sizes[1],
         "in_d": in_sizes[2], "in_h": in_sizes[3], "in_w": in_sizes[4],
         "out_d": out_sizes[2], "out_h": out_sizes[3], "out_w": out_sizes[4],
+        **_source_planes(0, 2**32 - 1),
     }
     indices = getattr(desc, "output_indices", None)
-    by_slot = {  # slot -> (role, tensor); the bin table is the program's scratch
-        "x": ("input", desc.input), "bins": ("bins", None), "y": ("output", desc.output),
-        "idx": ("output_indices" if indices is not None else None, indices),
-    }
-    for slot in kernel.slots:
-        if slot.name != "bins":
-            params.update(tensor_stride_params(slot.name, by_slot[slot.name][1]))
-    roles = tuple(by_slot[slot.name][0] for slot in kernel.slots)
-    constants = sorted_constants({"ROI": roi, "WG_X": wg_x})
+    if roles is None:
+        roles = ("output", None if indices is None else "output_indices")
+    params.update(tensor_stride_params("x", desc.input))
+    params.update(tensor_stride_params("y", desc.output))
+    params.update(tensor_stride_params("idx", indices))
+    outputs = math.prod(out_sizes)
+
+    def trips(parts: tuple) -> int:
+        return loop_total(kernel, {"ROI": roi, **{f"PARTS_{a}": p for a, p in zip("DHW", parts)}}, params)
+
+    parts = fewest_parts(trips, _longest_bins(roi, params), tuning.loop_budget)
+    count = math.prod(parts)
+    constants = {"ROI": roi, "WG_X": wg_x, "PARTS": count, **{f"PARTS_{a}": p for a, p in zip("DHW", parts)}}
     regrid = partial(flat_regrid, wg_x)
-    if kernel is BINNED_MAX:
-        params.update(_source_planes(0, 2**32 - 1))
+    per_plane = math.prod(out_sizes[2:]) * count
     if roi:  # an ROI's input planes are data (its batch): x is read in ranges of planes
-        split = Split(math.prod(out_sizes[2:]), regrid, whole=("roi", "bins"), gather="input",
-                      filter=_source_planes)
+        split = Split(per_plane, regrid, whole=("roi", "bins"), gather="input", filter=_source_planes)
     else:
-        split = Split(math.prod(out_sizes[2:]), regrid, whole=("bins",))
-    return Pass(kernel, roles, constants, params, flat_grid(total, wg_x), split)
+        split = Split(per_plane, regrid, whole=("bins",))
+    walk_roles = ("input", "bins") + (roles if count == 1 else (None, None)) + (None if count == 1 else "part",)
+    walk = Pass(kernel, walk_roles, sorted_constants(constants), {**params, "total": outputs * count, "origin": 0},
+                flat_grid(outputs * count, wg_x), split)
+    if count == 1:
+        return (walk,), ()
+    merge_params = {key: params[key] for key in ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("y", "idx")}
+    merges, scratch = merge_passes(MERGES[accumulator], accumulator, out_sizes, count, roles, merge_params, {},
+                                   tuning.lines_workgroup, tuning.loop_budget, value_type=desc.input.data_type)
+    return (walk,) + merges, (("part", partials_desc(out_sizes, count, accumulator.words)),) + scratch
 
 
 def _source_planes(first: int, planes: int, *_) -> dict:
-    """binned_max.wgsl's ROI filter: only outputs reading input planes (batch * C + c) in
+    """window_walk_bins.wgsl's ROI filter: only outputs reading input planes (batch * C + c) in
     [first, first + planes) are written."""
     return {"source_first": first, "source_count": planes}
 
@@ -127,9 +160,10 @@ def _fixed_window_for_bins(desc, tuning: Tuning):
     return tuple(i // o for i, o in zip(in_spatial, out_spatial))
 
 
-def _binned_program(kernel: Kernel, desc, tuning: Tuning) -> Program:
+def _binned_program(kernel: Kernel, accumulator: Accumulator, desc, tuning: Tuning) -> Program:
     bins_pass, table = _adaptive_bins_pass(desc, tuning.flat_workgroup)
-    return Program((bins_pass, _binned_pass(kernel, desc, False, tuning.flat_workgroup)), scratch=(("bins", table),))
+    passes, scratch = _binned_passes(kernel, accumulator, desc, False, tuning)
+    return Program((bins_pass,) + passes, scratch=(("bins", table),) + scratch)
 
 
 @register("adaptive_max_pool")
@@ -139,7 +173,7 @@ def _adaptive_max_pool_program(desc, tuning: Tuning) -> Program:
         return max_pool_program(
             MaxPooling2Desc(desc.input, desc.output, desc.output_indices, window_size=window, strides=window), tuning
         )
-    return _binned_program(BINNED_MAX, desc, tuning)
+    return _binned_program(BINS_MAX, MAX, desc, tuning)
 
 
 @register("adaptive_average_pool")
@@ -148,7 +182,7 @@ def _adaptive_average_pool_program(desc, tuning: Tuning) -> Program:
     if window is not None:  # the same compensated sum in the same order: the same bits
         return average_pool_program(
             AveragePooling1Desc(desc.input, desc.output, window_size=window, strides=window), tuning)
-    return _binned_program(BINNED_AVERAGE, desc, tuning)
+    return _binned_program(BINS_AVERAGE, AVERAGE, desc, tuning)
 
 
 @register("roi_pool")
@@ -167,7 +201,8 @@ def _roi_pool_program(desc, tuning: Tuning) -> Program:
     constants = sorted_constants({"WG_X": wg_x})
     bins_pass = Pass(ROI_BINS, ("roi", "bins"), constants, params, flat_grid(rois * entries, wg_x))
     table = _bin_table(rois, (1, pooled_h, pooled_w))
-    return Program((bins_pass, _binned_pass(BINNED_MAX, desc, True, wg_x)), scratch=(("bins", table),))
+    passes, scratch = _binned_passes(BINS_MAX, MAX, desc, True, tuning)
+    return Program((bins_pass,) + passes, scratch=(("bins", table),) + scratch)
 
 
 # The adaptive pooling gradients: straightforward gathers (each dx element visits the bins
@@ -210,14 +245,13 @@ def _adaptive_max_pool_grad_program(desc, tuning: Tuning) -> Program:
     writing only indices), then the gather adding each bin's dy at its argmax."""
     forward, wg_x = desc.forward, tuning.flat_workgroup
     bins_pass, table = _adaptive_bins_pass(forward, wg_x)
-    argmax = _binned_pass(BINNED_MAX, forward, False, wg_x)
-    renamed = {"output": None, "output_indices": "argmax"}
-    argmax = replace(argmax, tensors=tuple(renamed.get(role, role) for role in argmax.tensors))
+    argmax, split_scratch = _binned_passes(BINS_MAX, MAX, forward, False, tuning, roles=(None, "argmax"))
     described = {"input_gradient": desc.input_gradient, "argmax": forward.output_indices,
                  "output_gradient": desc.output_gradient}
     gather = _adaptive_gather_pass(ADAPTIVE_MAX_POOL_GRAD, desc,
                                    {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}, described, wg_x)
-    return Program((bins_pass, argmax, gather), scratch=(("bins", table), ("argmax", forward.output_indices)))
+    return Program((bins_pass,) + argmax + (gather,),
+                   scratch=(("bins", table), ("argmax", forward.output_indices)) + split_scratch)
 
 
 @register("adaptive_average_pool_grad")

@@ -16,8 +16,8 @@ from .grids import (IN_SIZES, LINES_GRID, OUT_SIZES, ROW_GRID, as_3d, as_5d, cha
                     divisor_fields, divisor_params, lines_grid, lines_regrid, row_grid, rows_regrid, sorted_constants,
                     stride_fields, strides_5d, tensor_stride_params, window_constants)
 from .registry import register
-from .window import (CHUNKED_WALKS, MAX_POOL, average_divisor_constants, pair_aligned, reads_pairs, walk_for,
-                     window_walk_pass)
+from .window import (CHUNKED_WALKS, MAX, MAX_POOL, average_divisor_constants, pair_aligned, reads_pairs, walk_for,
+                     window_walk_passes)
 
 # Params: in_* the forward input's (dx's) spatial sizes, out_* the forward output's (dy's);
 # the block gathers (_gradient_block_pass) divide by the blocks along D, H, W and by C
@@ -298,16 +298,16 @@ def _argmax_then_gather(desc, forward, tuning: Tuning, walk: str, gather: str) -
     argmax (into scratch; no forward values: the y slot is absent); pass 2: the gather
     ("rows", "channels": four channels per invocation in 4-element chunks, or "blocks")
     adding each window's dy at its argmax."""
-    scratch = (("argmax", forward.output_indices),)
+    argmax, walk_scratch = window_walk_passes(MAX_POOL, MAX, forward, ("input", None, "argmax"), tuning, walk)
+    scratch = (("argmax", forward.output_indices),) + walk_scratch
     tensors = {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}
-    argmax = window_walk_pass(MAX_POOL, forward, ("input", None, "argmax"), tuning, walk)
     if gather == "rows":
         second = _gradient_rows_pass(MAX_POOL_GRAD_ROWS, desc, tuning, tensors, {})
     else:
         kernel, lanes = (MAX_POOL_GRAD_CHANNELS, 4) if gather == "channels" else (MAX_POOL_GRAD, 1)
         second = _gradient_block_pass(kernel, desc, tuning, tensors, _block_constants(desc.window, tuning),
                                       scratch=dict(scratch), channels_per_lane=lanes)
-    return Program((argmax, second), scratch=scratch)
+    return Program(argmax + (second,), scratch=scratch)
 
 
 def _disjoint_max_pool_grad_program(desc, tuning: Tuning) -> Program:

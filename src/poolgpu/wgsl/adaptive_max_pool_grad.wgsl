@@ -1,5 +1,5 @@
-// Adaptive max pooling gradient: a gather, after binned_max.wgsl has written each bin's
-// argmax (max pooling's rule: NaN above everything, ties to the lowest flat index) into
+// Adaptive max pooling gradient: a gather, after the bins walk (common/window_walk_bins.wgsl)
+// has written each bin's argmax (max pooling's rule: NaN above everything, ties to the lowest flat index) into
 // the scratch `arg`.  Each dx element sums, in increasing (od, oh, ow) order, the dy of the
 // bins covering it whose argmax it is: no atomics and a fixed order, so the same inputs give
 // bit-identical dx, run after run.  The sum is f32 (FLOAT16 rounded once at the end).

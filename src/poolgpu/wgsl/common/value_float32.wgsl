@@ -22,3 +22,6 @@ fn from_f32(v: f32) -> Raw {
     let b = bitcast<u32>(v);
     return select(b, 0x7fc00000u, (b & 0x7fffffffu) > 0x7f800000u);
 }
+// A value as the two words of a partial result (common/*_partials.wgsl), and back.
+fn raw_words(r: Raw) -> vec2<u32> { return vec2<u32>(r, 0u); }
+fn raw_of_words(w: vec2<u32>) -> Raw { return w.x; }
