@@ -23,6 +23,7 @@ import wgpu
 from . import _native, arguments, kernels
 from .adapters import _LIMITS, _OPTIONAL_FEATURES, _describe, _pick_adapter, list_adapters  # noqa: F401 (re-exported)
 from .descs import Description
+from .dispatches import buffer_size
 from .dtypes import DataType
 from .errors import DeviceError, ValidationError
 from .ops import Op
@@ -181,7 +182,7 @@ class Device:
     # -- tensors ------------------------------------------------------------------------
 
     def _create_buffer(self, size: int, usage=_BUFFER_USAGE, data=None):
-        size = max(16, (size + 15) & ~15)  # whole 16-byte chunks (see Op._binding_range)
+        size = buffer_size(size)  # whole 16-byte chunks (see dispatches.Planner.binding_range)
         if size > self.limits["max-buffer-size"]:
             raise DeviceError(
                 f"a buffer of {size} bytes exceeds this device's max-buffer-size "
@@ -239,7 +240,7 @@ class Device:
         data_type = DataType.of(array.dtype, "array")
         desc = TensorDesc(data_type, array.shape, strides)
         item = data_type.size
-        raw = np.zeros(max(16, (desc.total_size_in_bytes + 15) & ~15), dtype=np.uint8)
+        raw = np.zeros(buffer_size(desc.total_size_in_bytes), dtype=np.uint8)
         flat = raw[: len(raw) // item * item].view(data_type.numpy)
         # A zero stride repeats one element: write the first entry along such dimensions.
         keep = tuple(slice(0, 1) if st == 0 else slice(None) for st in desc.strides)
@@ -328,22 +329,22 @@ class Device:
                 self._ops.popitem(last=False)
         return op
 
-    def _pipeline(self, kernel, data_types: tuple, writable_inputs: frozenset, constants: tuple):
-        key = (kernel, data_types, writable_inputs, constants)
+    def _pipeline(self, kernel, data_types: tuple, writable_inputs: frozenset, constants: tuple, value_type=None):
+        key = (kernel, data_types, writable_inputs, constants, value_type)
         with self._pipeline_lock:  # not the device lock: building takes long, dispatches go on
             entry = self._pipelines.get(key)
             if entry is not None:
                 self._pipelines.move_to_end(key)
                 return entry
             with self._guard(f"building the pipeline of {kernel.file}"):
-                entry = self._build_pipeline(kernel, data_types, writable_inputs, constants)
+                entry = self._build_pipeline(kernel, data_types, writable_inputs, constants, value_type)
             self._pipelines[key] = entry
             while len(self._pipelines) > _PIPELINE_CACHE_SIZE:
                 self._pipelines.popitem(last=False)
             return entry
 
-    def _build_pipeline(self, kernel, data_types: tuple, writable_inputs: frozenset, constants: tuple):
-        source = kernels.shader_source(kernel, data_types, writable_inputs)
+    def _build_pipeline(self, kernel, data_types: tuple, writable_inputs: frozenset, constants: tuple, value_type):
+        source = kernels.shader_source(kernel, data_types, writable_inputs, value_type)
         entries = [{"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": "uniform"}}]
         for binding, (slot, data_type) in enumerate(zip(kernel.slots, data_types), start=1):
             if data_type is None:
