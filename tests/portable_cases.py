@@ -20,7 +20,9 @@ OPERATORS = ("max", "average", "lp", "max_grad", "average_grad", "unpool", "unpo
              "adaptive_average", "adaptive_max_grad", "adaptive_average_grad", "roi")
 ALL_TYPE_OPERATORS = ("max", "unpool", "unpool_grad", "adaptive_max")
 TUNINGS = {"cpu": pg.Tuning.for_cpu(), "gpu": pg.Tuning.for_gpu(),
-           "block-taps": dataclasses.replace(pg.Tuning.for_cpu(), row_gathers=False, windows_first=False)}
+           "block-taps": dataclasses.replace(pg.Tuning.for_cpu(), row_gathers=False, windows_first=False),
+           # long windows, bins and planes split into parts (and merged) past 256 iterations
+           "split": dataclasses.replace(pg.Tuning.for_cpu(), loop_budget=256)}
 IN_LAYOUTS = ("packed", "channels_last", "gaps", "broadcast")
 OUT_LAYOUTS = ("packed", "channels_last", "gaps", "wide")
 # name -> (spatial sizes (D, H, W: the last `dims` are used), channels, window, strides, padding, dilation)
@@ -52,9 +54,9 @@ class Case:
         return "-".join([self.operator, self.data_type.name.lower(), f"{self.dims}d", self.geometry, self.in_layout,
                          self.out_layout, self.tuning] + ([self.indices] if self.indices else []))
 
-    def describe(self):
+    def describe(self, with_arrays: bool = True):
         """(description, input arrays by role); ValidationError where the geometry is invalid."""
-        return describe(self)
+        return describe(self, with_arrays)
 
 
 def _strides(sizes, layout):
@@ -71,75 +73,93 @@ def _desc(data_type, sizes, layout):
     return pg.TensorDesc(data_type, sizes, _strides(sizes, layout))
 
 
-def describe(case: Case):
+def describe(case: Case, with_arrays: bool = True):
+    """(description, input arrays by role, or None without ``with_arrays``)."""
+    desc, makers = _described(case)
+    if not with_arrays:
+        return desc, None
     rng = np.random.default_rng(case.seed)
+    return desc, {role: make(rng) for role, make in makers.items()}
+
+
+def _described(case: Case):
+    """(description, role -> function of a random generator making that input's array)."""
     spatial, channels, window, strides, padding, dilation = GEOMETRIES[case.geometry]
-    d, dt = case.dims, case.data_type
+    d, dt, op = case.dims, case.data_type, case.operator
     sizes = (2 if case.geometry != "long" else 1, channels) + spatial[3 - d:]
     geometry = dict(window_size=window[3 - d:], strides=strides[3 - d:], start_padding=(padding,) * d,
                     end_padding=(padding,) * d)
-    x = random_values(dt, sizes, rng)
-    if case.in_layout == "broadcast":
-        x = np.broadcast_to(x[:1, :1], x.shape).copy()
+    dilations = (dilation,) * d
+
+    def values(shape, layout=case.in_layout, specials=True):
+        def make(rng):
+            v = random_values(dt, shape, rng, specials=specials)
+            return np.broadcast_to(v[:1, :1], v.shape).copy() if layout == "broadcast" else v
+        return make
+
     x_desc = _desc(dt, sizes, case.in_layout)
-    op = case.operator
     if op in ("max", "average", "lp"):
-        out_sizes = pg.pooling_output_sizes(sizes, dilations=(dilation,) * d, **geometry)
+        out_sizes = pg.pooling_output_sizes(sizes, dilations=dilations, **geometry)
         y = _desc(dt, out_sizes, case.out_layout)
         if op == "max":
             indices = _desc(case.indices, out_sizes, case.out_layout) if case.indices else None
-            desc = pg.MaxPooling2Desc(x_desc, y, indices, dilations=(dilation,) * d, **geometry)
+            desc = pg.MaxPooling2Desc(x_desc, y, indices, dilations=dilations, **geometry)
         elif op == "average":
-            desc = pg.AveragePooling1Desc(x_desc, y, dilations=(dilation,) * d, include_padding=bool(case.seed % 2),
+            desc = pg.AveragePooling1Desc(x_desc, y, dilations=dilations, include_padding=bool(case.seed % 2),
                                           **geometry)
         else:
-            desc = pg.LpPooling1Desc(x_desc, y, dilations=(dilation,) * d, p=1 + case.seed % 3, **geometry)
-        return desc, {"input": x}
+            desc = pg.LpPooling1Desc(x_desc, y, dilations=dilations, p=1 + case.seed % 3, **geometry)
+        return desc, {"input": values(sizes)}
     if op in ("max_grad", "average_grad"):
-        out_sizes = pg.pooling_output_sizes(sizes, dilations=(dilation,) * d, **geometry)
-        dy = random_values(dt, out_sizes, rng, specials=False)
-        dy_desc = _desc(dt, out_sizes, case.grad_layout)
-        dx = _desc(dt, sizes, case.out_layout)
+        out_sizes = pg.pooling_output_sizes(sizes, dilations=dilations, **geometry)
+        dy, dy_desc, dx = values(out_sizes, specials=False), _desc(dt, out_sizes, case.grad_layout), \
+            _desc(dt, sizes, case.out_layout)
         if op == "max_grad":
-            return (pg.MaxPoolingGradDesc(x_desc, dy_desc, dx, dilations=(dilation,) * d, **geometry),
-                    {"input": x, "input_gradient": dy})
-        return (pg.AveragePoolingGradDesc(dy_desc, dx, dilations=(dilation,) * d,
-                                          include_padding=bool(case.seed % 2), **geometry), {"input_gradient": dy})
+            return (pg.MaxPoolingGradDesc(x_desc, dy_desc, dx, dilations=dilations, **geometry),
+                    {"input": values(sizes), "input_gradient": dy})
+        return (pg.AveragePoolingGradDesc(dy_desc, dx, dilations=dilations, include_padding=bool(case.seed % 2),
+                                          **geometry), {"input_gradient": dy})
     if op in ("unpool", "unpool_grad"):
         big = sizes[:2] + tuple(2 * s for s in sizes[2:])
         count = math.prod(big)
-        indices = rng.integers(0, count + count // 8 + 1, size=sizes).astype(case.indices or "uint32")  # some outside
-        index_desc = pg.TensorDesc(case.indices or "uint32", sizes)
+        index_type = case.indices or "uint32"
+        index_desc = pg.TensorDesc(index_type, sizes)
+
+        def indices(rng):  # some outside the output
+            return rng.integers(0, count + count // 8 + 1, size=sizes).astype(index_type)
+
         if op == "unpool":
             return pg.MaxUnpoolingDesc(x_desc, index_desc, _desc(dt, big, case.out_layout)), \
-                {"input": x, "indices": indices}
-        dy = random_values(dt, big, rng)
+                {"input": values(sizes), "indices": indices}
         return pg.MaxUnpoolingGradDesc(_desc(dt, big, case.grad_layout), index_desc, _desc(dt, sizes, case.out_layout)), \
-            {"input_gradient": dy, "indices": indices}
+            {"input_gradient": values(big, case.grad_layout), "indices": indices}
     out_sizes = sizes[:2] + tuple(max(1, (s + 1) // 3) for s in sizes[2:])
     if op in ("adaptive_max", "adaptive_average"):
         y = _desc(dt, out_sizes, case.out_layout)
         if op == "adaptive_max":
             indices = _desc(case.indices, out_sizes, case.out_layout) if case.indices else None
-            return pg.AdaptiveMaxPoolingDesc(x_desc, y, indices), {"input": x}
-        return pg.AdaptiveAveragePoolingDesc(x_desc, y), {"input": x}
+            return pg.AdaptiveMaxPoolingDesc(x_desc, y, indices), {"input": values(sizes)}
+        return pg.AdaptiveAveragePoolingDesc(x_desc, y), {"input": values(sizes)}
     if op in ("adaptive_max_grad", "adaptive_average_grad"):
-        dy = random_values(dt, out_sizes, rng, specials=False)
-        dy_desc = _desc(dt, out_sizes, case.grad_layout)
-        dx = _desc(dt, sizes, case.out_layout)
+        dy, dy_desc, dx = values(out_sizes, specials=False), _desc(dt, out_sizes, case.grad_layout), \
+            _desc(dt, sizes, case.out_layout)
         if op == "adaptive_max_grad":
-            return pg.AdaptiveMaxPoolingGradDesc(x_desc, dy_desc, dx), {"input": x, "input_gradient": dy}
+            return pg.AdaptiveMaxPoolingGradDesc(x_desc, dy_desc, dx), {"input": values(sizes), "input_gradient": dy}
         return pg.AdaptiveAveragePoolingGradDesc(dy_desc, dx), {"input_gradient": dy}
     # roi (2-D): batches (some outside the input) and corners anywhere near it
     h, w = sizes[2:]
-    count = int(rng.integers(1, 7))
-    rois = np.stack([rng.integers(-1, sizes[0] + 1, count), rng.integers(-2, w + 2, count),
-                     rng.integers(-2, h + 2, count), rng.integers(-2, w + 2, count),
-                     rng.integers(-2, h + 2, count)], axis=1).astype(dt.numpy).reshape(1, 1, count, 5)
+    count = 1 + case.seed % 6
+
+    def rois(rng):
+        return np.stack([rng.integers(-1, sizes[0] + 1, count), rng.integers(-2, w + 2, count),
+                         rng.integers(-2, h + 2, count), rng.integers(-2, w + 2, count),
+                         rng.integers(-2, h + 2, count)], axis=1).astype(dt.numpy).reshape(1, 1, count, 5)
+
     pooled = (2, 3)
-    desc = pg.RoiPoolingDesc(x_desc, pg.TensorDesc(dt, rois.shape), _desc(dt, (count, sizes[1]) + pooled, case.out_layout),
+    desc = pg.RoiPoolingDesc(x_desc, pg.TensorDesc(dt, (1, 1, count, 5)),
+                             _desc(dt, (count, sizes[1]) + pooled, case.out_layout),
                              spatial_scale=0.5 + case.seed % 2 * 0.5, pooled_size=pooled)
-    return desc, {"input": x, "roi": rois}
+    return desc, {"input": values(sizes), "roi": rois}
 
 
 # Candidates that reach kernels a sample of the combinations rarely does.
@@ -147,6 +167,7 @@ PINNED = (
     Case("max_grad", pg.DataType.FLOAT32, "overlap", 2, "packed", "packed", "packed", None, "cpu", 1),  # row gathers
     Case("max_grad", pg.DataType.FLOAT16, "overlap", 2, "channels_last", "channels_last", "channels_last", None,
          "cpu", 2),  # four channels per lane
+    Case("max_grad", pg.DataType.FLOAT16, "aligned", 2, "packed", "packed", "gaps", None, "cpu", 3),  # dx in pairs
 )
 
 
@@ -160,7 +181,7 @@ def _pool():
         for dt, tuning, geometry, dims, in_layout, out_layout, grad_layout, indices in itertools.product(
                 types, TUNINGS, GEOMETRIES, (1, 2, 3), IN_LAYOUTS, OUT_LAYOUTS, ("gaps", "packed", "channels_last", "wide"),
                 (None, "uint32", "uint64")):
-            if (op == "roi" and dims != 2) or rng.random() > 0.008:
+            if (op == "roi" and dims != 2) or rng.random() > 0.005:
                 continue
             yield Case(op, dt, geometry, dims, in_layout, out_layout, grad_layout, indices, tuning,
                        rng.randrange(2**31))
@@ -176,12 +197,12 @@ def _features(case: Case, desc) -> set:
     if case.indices:
         features.add(("indices", case.operator, case.indices))
     plan = Planner(desc, TUNINGS[case.tuning], 2**27, 256)
-    for dispatch in plan.dispatches(plan.standalone()):
-        kernel = dispatch.kernel
-        by_slot = dict(zip((s.name for s in kernel.slots), dispatch.data_types))
+    for pass_ in plan.program.passes:  # (a bundle's tensors start at byte 0: the aligned program)
+        kernel, data_types, _, _, value_type = plan.pipeline_key(pass_)
+        by_slot = dict(zip((s.name for s in kernel.slots), data_types))
         features.add(("kernel", kernel))
-        features.add(("value", kernel.file, by_slot[kernel.value_slot]))
-        for slot, data_type in zip(kernel.slots, dispatch.data_types):
+        features.add(("value", kernel.file, by_slot[kernel.value_slot] or value_type))
+        for slot, data_type in zip(kernel.slots, data_types):
             features.add(("slot", kernel.file, slot, data_type and data_type.storage))
     return features
 
@@ -191,7 +212,7 @@ def _candidates() -> tuple:
     found = []
     for case in _pool():
         try:
-            desc, _ = case.describe()
+            desc, _ = case.describe(with_arrays=False)
         except pg.ValidationError:
             continue
         found.append((case, frozenset(_features(case, desc))))
