@@ -51,6 +51,9 @@ const HAS_KEY_FLOOR = true;
 const KEY_FLOOR = i32(-2147483647 - 1);
 fn key_of(r: Raw) -> Key { return bitcast<i32>(r << 0u) >> 0u; }
 fn key_gt(a: Key, b: Key) -> bool { return a > b; }
+// A value as the two words of a partial result (common/*_partials.wgsl), and back.
+fn raw_words(r: Raw) -> vec2<u32> { return vec2<u32>(r, 0u); }
+fn raw_of_words(w: vec2<u32>) -> Raw { return w.x; }
 
 // Tensor `x`, read four 8-bit elements at a time (one word; e a multiple of 4), each
 // zero-extended.
@@ -73,12 +76,15 @@ fn y_store4(e: u32, v: array<Raw, 4>) {
     y_words[e >> 2u] = (v[0] & 0xffu) | ((v[1] & 0xffu) << 8u) | ((v[2] & 0xffu) << 16u) | (v[3] << 24u);
 }
 
-// Tensor `idx` was not asked for (an optional output): its stores compile to nothing.
+// Tensor `idx` was not asked for (an optional output, or the partial results of a walk
+// that is not split): its stores compile to nothing.
 fn idx_store_index(e: u32, i: u32) {}
 fn idx_store(e: u32, v: Raw) {}
 fn idx_store4_index(e: u32, i: array<u32, 4>) {}
 fn idx_store4(e: u32, v: array<Raw, 4>) {}
 fn idx_store_pair(e: u32, v0: Raw, v1: Raw) {}
+fn idx_word_store(e: u32, v: u32) {}
+fn idx_word(e: u32) -> u32 { return 0u; }
 
 // Max pooling: DirectML MAX_POOLING, MAX_POOLING1 (optional indices), MAX_POOLING2 (dilations).
 // A window walk (common/window_walk*.wgsl) feeds each window to the max rule's accumulator
@@ -207,6 +213,27 @@ struct Coord { at: u32, inside: bool }
 fn coord(start: i32, k: u32, dilation: u32, size: u32) -> Coord {
     let p = start + i32(k * dilation);
     return Coord(u32(clamp(p, 0, i32(size) - 1)), !PADDED || (p >= 0 && p < i32(size)));
+}
+
+// The taps [first, end) of a window starting at `start` (`taps` taps `dilation` apart along
+// a dimension) that lie inside [0, size).  Exact in u32: the padded size is below 2^31.
+struct Taps { first: u32, end: u32 }
+fn taps_inside(start: i32, taps: u32, dilation: u32, size: u32) -> Taps {
+    let first = select(0u, (u32(-start) + dilation - 1u) / dilation, start < 0);
+    if (start >= i32(size)) { return Taps(first, first); }
+    let end = min(taps, u32(i32(size) - 1 - start) / dilation + 1u);
+    return Taps(first, max(first, end));
+}
+
+// Part `part` of `parts` of the taps (split walks): the parts are consecutive runs of taps,
+// as even as can be (the first len % parts of them one tap longer).
+fn taps_part(t: Taps, part: u32, parts: u32) -> Taps {
+    if (parts == 1u) { return t; }
+    let len = t.end - t.first;
+    let base = len / parts;
+    let extra = len % parts;
+    let first = t.first + base * part + min(part, extra);
+    return Taps(first, first + base + u32(part < extra));
 }
 
 // The window walk for tensors contiguous along C (channels last: NHWC, NDHWC, NWC; see
