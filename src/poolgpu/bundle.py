@@ -78,28 +78,21 @@ def export(desc: "Description", directory: Union[str, os.PathLike], tuning: Opti
 
 
 def write_bundle(plan: Planner, desc: "Description", tuning: Tuning, directory: Union[str, os.PathLike]) -> Path:
-    """Write ``plan``'s dispatches for tensors in buffers of their own as a bundle.
+    """Write ``plan``'s dispatches, for tensors in buffers of their own, as a bundle in
+    ``directory``; ``desc`` and ``tuning`` are recorded in its manifest.  What
+    ``op.export`` and :func:`export` do (their docstrings: the arguments and errors).
 
     Parameters
     ----------
     plan : Planner
         The operator's program for a device's limits (an Op's own, or WebGPU's defaults).
     desc : MaxPoolingDesc, MaxPooling1Desc, ... (any operator description)
-        What it computes (recorded in the manifest).
     tuning : Tuning
-        Its kernels (recorded in the manifest).
     directory : str or os.PathLike
-        A new or empty directory, or one holding a bundle (replaced).
 
     Returns
     -------
     pathlib.Path
-        The bundle's directory.
-
-    Raises
-    ------
-    ValidationError
-        ``directory`` is a file or holds files other than a bundle's.
     """
     from . import __version__  # (the package imports this module)
 
