@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
 from .dispatches import Planner
+from .kernels.core import _without_comments
 from .dtypes import DataType
 from .errors import ValidationError
 from .tensor_desc import TensorDesc
@@ -154,16 +155,14 @@ def _workgroup_limits(dispatches) -> dict:
                 size.append(int(constants[term]))
             else:
                 declared = re.search(rf"(?:override|const)\s+{term}\s*(?::\s*\w+)?\s*=\s*(\d+)u?\b", source)
+                if declared is None:  # (an expression: teach this function to read it)
+                    raise ValueError(f"{dispatch.kernel.file}: cannot read the @workgroup_size term {term!r}")
                 size.append(int(declared.group(1)))
         size += [1] * (3 - len(size))
         most = [max(m, s) for m, s in zip(most, size + [size[0] * size[1] * size[2]])]
     names = ("maxComputeWorkgroupSizeX", "maxComputeWorkgroupSizeY", "maxComputeWorkgroupSizeZ",
              "maxComputeInvocationsPerWorkgroup")
     return dict(zip(names, most))
-
-
-def _without_comments(wgsl: str) -> str:
-    return re.sub(r"//[^\n]*", "", wgsl)
 
 
 def _dispatch_entry(dispatch, shader: str) -> dict:
