@@ -33,15 +33,19 @@ def _walk(desc, gpu=True):
     return forward_walk(desc, pg.Tuning.preset("gpu" if gpu else "cpu"))
 
 
-def test_global_windows_take_the_plane_walk_on_gpus_only():
+def test_global_windows_take_the_plane_walk():
     x = pg.TensorDesc("FLOAT32", (2, 8, 16, 16))
     for desc in (pg.MaxPooling2Desc(x, window_size=(16, 16)), pg.AveragePooling1Desc(x, window_size=(16, 16)),
                  pg.LpPooling1Desc(x, window_size=(16, 16), p=2), pg.AdaptiveMaxPoolingDesc(x, output_size=(1, 1)),
                  pg.AdaptiveAveragePoolingDesc(x, output_size=(1, 1))):
         assert _walk(desc) == "plane"
-        assert _walk(desc, gpu=False) != "plane"
-    # planes smaller than its lanes: one invocation per output
-    assert _walk(pg.MaxPooling2Desc(pg.TensorDesc("FLOAT32", (2, 8, 15, 17)), window_size=(15, 17))) == "general"
+        assert _walk(desc, gpu=False) == "plane"
+    # planes smaller than a GPU workgroup's lanes: one invocation per output
+    small = pg.MaxPooling2Desc(pg.TensorDesc("FLOAT32", (2, 8, 15, 17)), window_size=(15, 17))
+    assert _walk(small) == "general" and _walk(small, gpu=False) == "plane"
+    # planes that are not contiguous (channels last): not the plane walk
+    nhwc = pg.TensorDesc("FLOAT32", (2, 8, 16, 16), (2048, 1, 128, 8))
+    assert _walk(pg.MaxPooling2Desc(nhwc, window_size=(16, 16))) != "plane"
     # a window short of the plane, padded or dilated is not global
     for kw in (dict(window_size=(16, 15)), dict(window_size=(16, 16), start_padding=(1, 0), end_padding=(0, 0)),
                dict(window_size=(8, 16), dilations=(2, 1))):
@@ -130,8 +134,11 @@ def test_global_max_pooling_gradient(gpu_tuned):
     assert_gradient_close(got, reference.max_pool_grad(x, dy, (17, 19)), dy)
 
 
-def test_the_plane_walks_lanes_are_kernels_py_s():
-    assert f"const PLANE_LANES: u32 = {kernels.window.PLANE_LANES}u;" in kernels.read_wgsl("common/window_walk_plane.wgsl")
+def test_the_plane_walks_workgroup_memory_holds_the_most_lanes_a_tuning_takes():
+    assert "const PLANE_LANES_MAX: u32 = 256u;" in kernels.read_wgsl("common/window_walk_plane.wgsl")
+    pg.Tuning(plane_lanes=256)
+    with pytest.raises(pg.ValidationError, match="plane_lanes"):
+        pg.Tuning(plane_lanes=512)
 
 
 @pytest.mark.parametrize("limit", [2048, 4096])

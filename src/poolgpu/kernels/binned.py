@@ -18,15 +18,21 @@ from .core import Kernel, Pass, Program, Slot, Split
 from .grids import (FLAT_GRID, IN_SIZES, OUT_SIZES, as_5d, flat_grid, flat_regrid, sorted_constants, stride_fields,
                     tensor_stride_params)
 from .registry import register
-from .split import Accumulator, fewest_parts, iterations, loop_total, merge_passes, partials_desc
+from .split import Accumulator, fewest_parts, gradient_merge_passes, iterations, loop_total, merge_passes, partials_desc
 from .window import (AVERAGE, AVERAGE_POOL, MAX, MAX_POOL, average_pool_program, max_pool_program,
                      plane_walk_fits)
 
+# The bins passes' loops: wide_int.wgsl's, a fixed number (div_wide: 32 bits; the 192-bit
+# Wide helpers: 6 words): adaptive_range's two div_wide; per ROI, its five values and four
+# corners (each rounded: a wide_negate and its wide_add), then one bin_range (wide_negate,
+# four wide_add, wide_is_zero, three wide_mul, two div_wide).
 ADAPTIVE_BINS = Kernel(
     "adaptive_bins.wgsl", (Slot("bins", True),), value_slot="bins",
     library=("wide_int.wgsl", "adaptive_range.wgsl", "flat_index.wgsl"),
     params=IN_SIZES + OUT_SIZES + ("total",),  # total: out_d + out_h + out_w bins
+    loops=lambda constants, params: {"bit": iterations(2, 32), "k": 0},
 )
+_WIDE = iterations(1, 6)  # one of the Wide helpers' loops
 ROI_BINS = Kernel(
     "roi_bins.wgsl", (Slot("roi", False), Slot("bins", True)), value_slot="roi",
     library=("wide_int.wgsl", "flat_index.wgsl"),
@@ -34,6 +40,8 @@ ROI_BINS = Kernel(
             "batches", "in_h", "in_w", "pooled_h", "pooled_w",
             "scale_bits",  # spatial_scale as f32 bits
             "total"),  # R * (1 + pooled_h + pooled_w)
+    loops=lambda constants, params: {"bit": iterations(2, 32),
+                                     "k": iterations(1, 5) + iterations(1, 4) + 4 * 2 * _WIDE + 10 * _WIDE},
 )
 def _longest_bins(roi: bool, params: dict) -> tuple:
     """The most taps of a bin along D, H and W: ROI bins are clamped to the input; adaptive
@@ -55,7 +63,7 @@ def _bins_kernel(accumulator: Accumulator) -> Kernel:
     """The operator's bins walk (common/window_walk_bins.wgsl)."""
     slots = (Slot("x", False), Slot("bins", False), Slot("y", True), Slot("idx", True),
              Slot("part", True, snippet="words_write.wgsl"))
-    library = accumulator.library + (accumulator.partials, "window_constants.wgsl", "window_geometry.wgsl",
+    library = accumulator.library + (accumulator.partials, "window_constants.wgsl", "window_geometry.wgsl", "taps.wgsl",
                                      "bin_table.wgsl", "flat_index.wgsl", "window_walk_bins.wgsl", "store_one.wgsl")
     # source_first, source_count: ROI pooling in chunks (window_walk_bins.wgsl)
     params = FLAT_GRID + ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("x", "y", "idx") \
@@ -153,7 +161,7 @@ def _fixed_window_for_bins(desc, tuning: Tuning):
     it (rows of at least ``tuning.fixed_window_min_row`` outputs, or where the tuning takes
     the plane walk, global pooling); else None."""
     in_spatial, out_spatial = desc.input.sizes[2:], desc.output.sizes[2:]
-    if tuning.plane_walk and plane_walk_fits(in_spatial, out_spatial):
+    if tuning.plane_walk and plane_walk_fits(in_spatial, out_spatial, tuning):
         return tuple(in_spatial)
     if any(i % o for i, o in zip(in_spatial, out_spatial)) or out_spatial[-1] < tuning.fixed_window_min_row:
         return None
@@ -208,35 +216,93 @@ def _roi_pool_program(desc, tuning: Tuning) -> Program:
 # The adaptive pooling gradients: straightforward gathers (each dx element visits the bins
 # covering it, in a fixed order: deterministic, no float atomics), one invocation per dx
 # element, numbered flat (common/adaptive_gather.wgsl).
-_ADAPTIVE_GATHER_LIBRARY = ("wide_int.wgsl", "adaptive_range.wgsl", "adaptive_gather.wgsl", "flat_index.wgsl")
+_ADAPTIVE_GATHER_LIBRARY = ("wide_int.wgsl", "adaptive_range.wgsl", "taps.wgsl", "adaptive_gather.wgsl",
+                            "flat_index.wgsl")
 _ADAPTIVE_GATHER_PARAMS = FLAT_GRID + ("channels",) + IN_SIZES + OUT_SIZES  # in_*: dx's, out_*: dy's
+_PART = Slot("part", True, snippet="words_write.wgsl")  # a split gather's partial sums
+
+
+def _wide(params: dict, axis: str) -> bool:
+    """Whether adaptive_range's products along ``axis`` can pass 32 bits (wide_int.wgsl's
+    div_wide then loops over 32 bits)."""
+    size_in, size_out = params[f"in_{axis}"], params[f"out_{axis}"]
+    return (size_in + 1) * (size_out + 1) >= 2**32
+
+
+def _covering(constants: dict, params: dict) -> tuple:
+    """The most bins covering one dx element along D, H, W (of a split gather's part):
+    adaptive bins with in and out swapped (common/adaptive_range.wgsl)."""
+    swapped = {f"in_{a}": params[f"out_{a}"] for a in "dhw"} | {f"out_{a}": params[f"in_{a}"] for a in "dhw"}
+    return tuple(-(-size // constants.get(f"PARTS_{axis}", 1))
+                 for size, axis in zip(_longest_bins(False, swapped), "DHW"))
+
+
+def adaptive_gather_loops(counts_bins: bool, constants: dict, params: dict) -> dict:
+    """The adaptive gathers' loops over the bins covering a dx element, and div_wide's 32
+    steps in each adaptive_range of covered() (two per dimension) and, where the gather
+    counts each bin (``counts_bins``: the average's), in each bin_count (two per bin of a
+    dimension's loop)."""
+    d, h, w = _covering(constants, params)
+    wide = {a: _wide(params, a) for a in "dhw"}
+    bit = sum(iterations(2, 32) for a in "dhw" if wide[a])
+    if counts_bins:
+        runs = {"d": d, "h": d * h, "w": d * h * w}
+        bit += sum(iterations(2 * runs[a], 32) for a in "dhw" if wide[a])
+    # (wide_int.wgsl's Wide helpers, "k", go unused)
+    return {"od": iterations(1, d), "oh": iterations(d, h), "ow": iterations(d * h, w), "bit": bit, "k": 0}
+
+
 ADAPTIVE_MAX_POOL_GRAD = Kernel(
-    "adaptive_max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True)), value_slot="dy",
+    "adaptive_max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True), _PART), value_slot="dy",
     library=_ADAPTIVE_GATHER_LIBRARY, params=_ADAPTIVE_GATHER_PARAMS + stride_fields("dy", "arg", "dx"),
+    loops=partial(adaptive_gather_loops, False),
 )
 ADAPTIVE_AVERAGE_POOL_GRAD = Kernel(
-    "adaptive_average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)), value_slot="dy",
+    "adaptive_average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True), _PART), value_slot="dy",
     library=_ADAPTIVE_GATHER_LIBRARY + ("as_written.wgsl",),
     params=_ADAPTIVE_GATHER_PARAMS + stride_fields("dy", "dx") + ("opaque_zero",),
+    loops=partial(adaptive_gather_loops, True),
 )
 
 
-def _adaptive_gather_pass(kernel: Kernel, desc, tensors: dict, described: dict, wg_x: int) -> Pass:
-    """One invocation per element of ``desc.output_gradient`` (dx), in chunks of its (n, c)
-    planes.  ``tensors`` maps slot names to roles, ``described`` roles to TensorDescs."""
+def _adaptive_gather_pass(kernel: Kernel, desc, tensors: dict, described: dict, wg_x: int,
+                          parts: tuple = (1, 1, 1)) -> Pass:
+    """One invocation per element of ``desc.output_gradient`` (dx), or with ``parts`` (along
+    D, H, W) per part of the bins covering it, in chunks of its (n, c) planes.  ``tensors``
+    maps slot names to roles, ``described`` roles to TensorDescs."""
     dy, dx = desc.input_gradient, desc.output_gradient
     in_sizes, out_sizes = as_5d(dx.sizes, dx.strides)[0], as_5d(dy.sizes, dy.strides)[0]
-    total = math.prod(in_sizes)
+    count = math.prod(parts)
+    total = math.prod(in_sizes) * count
     params = {
         "total": total, "origin": 0, "channels": in_sizes[1],
         "in_d": in_sizes[2], "in_h": in_sizes[3], "in_w": in_sizes[4],
         "out_d": out_sizes[2], "out_h": out_sizes[3], "out_w": out_sizes[4],
     }
     for slot, role in tensors.items():
-        params.update(tensor_stride_params(slot, described[role]))
-    split = Split(math.prod(in_sizes[2:]), partial(flat_regrid, wg_x))
-    return Pass(kernel, tuple(tensors.values()), sorted_constants({"WG_X": wg_x}), params, flat_grid(total, wg_x),
-                split)
+        if slot != "part":  # (partial sums: numbered flat, no strides)
+            params.update(tensor_stride_params(slot, described[role]))
+    constants = {"WG_X": wg_x, "PARTS": count, **{f"PARTS_{axis}": p for axis, p in zip("DHW", parts)}}
+    split = Split(math.prod(in_sizes[2:]) * count, partial(flat_regrid, wg_x))
+    return Pass(kernel, tuple(tensors.get(slot.name) for slot in kernel.slots), sorted_constants(constants), params,
+                flat_grid(total, wg_x), split)
+
+
+def _adaptive_gather_passes(kernel: Kernel, desc, tensors: dict, described: dict, tuning: Tuning) -> tuple:
+    """(the passes of an adaptive gather, the scratch they add): one, or where more bins cover
+    a dx element than ``tuning.loop_budget`` allows, the split gather and its merges."""
+    whole = _adaptive_gather_pass(kernel, desc, tensors, described, tuning.flat_workgroup)
+
+    def trips(parts: tuple) -> int:
+        return loop_total(kernel, {f"PARTS_{axis}": p for axis, p in zip("DHW", parts)}, whole.params)
+
+    parts = fewest_parts(trips, _covering({}, whole.params), tuning.loop_budget)
+    if math.prod(parts) == 1:
+        return (whole,), ()
+    split = _adaptive_gather_pass(kernel, desc, dict(tensors, part="dx_part"), described, tuning.flat_workgroup, parts)
+    merges, scratch = gradient_merge_passes(desc.output_gradient, math.prod(parts), tuning.lines_workgroup,
+                                            tuning.loop_budget)
+    return (split,) + merges, scratch
 
 
 @register("adaptive_max_pool_grad")
@@ -248,15 +314,16 @@ def _adaptive_max_pool_grad_program(desc, tuning: Tuning) -> Program:
     argmax, split_scratch = _binned_passes(BINS_MAX, MAX, forward, False, tuning, roles=(None, "argmax"))
     described = {"input_gradient": desc.input_gradient, "argmax": forward.output_indices,
                  "output_gradient": desc.output_gradient}
-    gather = _adaptive_gather_pass(ADAPTIVE_MAX_POOL_GRAD, desc,
-                                   {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}, described, wg_x)
-    return Program((bins_pass,) + argmax + (gather,),
-                   scratch=(("bins", table), ("argmax", forward.output_indices)) + split_scratch)
+    gather, gather_scratch = _adaptive_gather_passes(
+        ADAPTIVE_MAX_POOL_GRAD, desc, {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}, described,
+        tuning)
+    return Program((bins_pass,) + argmax + gather,
+                   scratch=(("bins", table), ("argmax", forward.output_indices)) + split_scratch + gather_scratch)
 
 
 @register("adaptive_average_pool_grad")
 def _adaptive_average_pool_grad_program(desc, tuning: Tuning) -> Program:
     described = {"input_gradient": desc.input_gradient, "output_gradient": desc.output_gradient}
-    return Program((_adaptive_gather_pass(ADAPTIVE_AVERAGE_POOL_GRAD, desc,
-                                          {"dy": "input_gradient", "dx": "output_gradient"}, described,
-                                          tuning.flat_workgroup),))
+    passes, scratch = _adaptive_gather_passes(ADAPTIVE_AVERAGE_POOL_GRAD, desc,
+                                              {"dy": "input_gradient", "dx": "output_gradient"}, described, tuning)
+    return Program(passes, scratch=scratch)

@@ -29,7 +29,8 @@ from typing import Callable, Optional
 from ..dtypes import DataType
 from ..tensor_desc import TensorDesc
 from .core import Kernel, Pass, Slot, Split
-from .grids import IN_SIZES, LINES_GRID, OUT_SIZES, lines_grid, lines_regrid, sorted_constants, stride_fields
+from .grids import (IN_SIZES, LINES_GRID, OUT_SIZES, as_5d, lines_grid, lines_regrid, sorted_constants,
+                    stride_fields, tensor_stride_params)
 
 #: llvmpipe's limit: the loop iterations one invocation may run, all its loops together.
 LOOP_LIMIT = 65535
@@ -87,7 +88,7 @@ def merge_kernel(accumulator: Accumulator) -> Kernel:
     slots = (Slot("part", False, snippet="words_read.wgsl"), Slot("merged", True, snippet="words_write.wgsl"),
              Slot("y", True), Slot("idx", True))
     library = accumulator.library + (accumulator.partials, "grid.wgsl", "window_constants.wgsl",
-                                     "window_geometry.wgsl", "window_walk_merge.wgsl", "store_one.wgsl")
+                                     "window_geometry.wgsl", "taps.wgsl", "window_walk_merge.wgsl", "store_one.wgsl")
     params = ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("y", "idx") + LINES_GRID + ("opaque_zero",)
     return Kernel(accumulator.file, slots, "y", library=library, params=params, loops=_merge_loops)
 
@@ -105,14 +106,15 @@ def partials_desc(sizes: tuple, parts: int, words: int) -> TensorDesc:
 
 def merge_passes(kernel: Kernel, accumulator: Accumulator, out_sizes: tuple, parts: int, outputs: tuple,
                  params: dict, constants: dict, workgroup: int, budget: int,
-                 value_type: Optional[DataType] = None) -> tuple:
+                 value_type: Optional[DataType] = None, names: tuple = ("part", "merged")) -> tuple:
     """(the passes merging ``parts`` partial results of every output (of 5-D ``out_sizes``)
-    from scratch "part" into the roles ``outputs`` (y, idx), the scratch they add).
-    ``params``: the outputs' strides and sizes; ``constants``: the accumulator's."""
+    from scratch ``names[0]`` into the roles ``outputs`` (y, idx), the scratch they add:
+    ``names[1]`` where a level of merges saves partial results again).  ``params``: the
+    outputs' strides and sizes; ``constants``: the accumulator's."""
     n, c, out_d, out_h, out_w = out_sizes
     group = max(1, budget - 1)  # merge_loops: group + 1 iterations
     passes, scratch = [], []
-    source, target = "part", "merged"
+    source, target = names
     while True:
         groups = -(-parts // group)
         final = groups == 1
@@ -124,6 +126,23 @@ def merge_passes(kernel: Kernel, accumulator: Accumulator, out_sizes: tuple, par
                            value_type=value_type))
         if final:
             return tuple(passes), tuple(scratch)
-        if target == "merged" and not scratch:  # (a third level writes into "part" again: it is larger)
+        if target == names[1] and not scratch:  # (a third level writes into names[0] again: it is larger)
             scratch.append((target, partials_desc(out_sizes, groups, accumulator.words)))
         parts, source, target = groups, target, source
+
+
+# Split gathers (the gradients): their parts' f32 sums added in order (gradient_sum.wgsl)
+GRADIENT_SUM = Accumulator("gradient_sum.wgsl", (), "gradient_partials.wgsl", 1)
+GRADIENT_MERGE = merge_kernel(GRADIENT_SUM)
+
+
+def gradient_merge_passes(dx: TensorDesc, parts: int, workgroup: int, budget: int) -> tuple:
+    """(the passes adding a split gather's ``parts`` partial sums of every element of ``dx``
+    (from scratch "dx_part") into it, the scratch they need, "dx_part" included).  The
+    scratch has names of its own: the max gradient's pass 1 may split its walk too."""
+    out_sizes, _ = as_5d(dx.sizes, dx.strides)
+    params = {"channels": out_sizes[1], **dict(zip(IN_SIZES + OUT_SIZES, out_sizes[2:] * 2)),
+              **tensor_stride_params("y", dx), **tensor_stride_params("idx", None)}
+    merges, scratch = merge_passes(GRADIENT_MERGE, GRADIENT_SUM, out_sizes, parts, ("output_gradient", None), params, {},
+                                   workgroup, budget, names=("dx_part", "dx_merged"))
+    return merges, (("dx_part", partials_desc(out_sizes, parts, GRADIENT_SUM.words)),) + scratch

@@ -31,12 +31,13 @@ WALKS = {  # walk -> (its files in wgsl/common, its slots)
     "rows_tail": (("window_walk_rows.wgsl", "store_one.wgsl", "rows_store_tail.wgsl"),
                   (_CHUNKED[0], Slot("y", True), Slot("idx", True))),
     "channels": (("window_walk_channels.wgsl",), _CHUNKED),
-    "plane": (("window_walk_plane.wgsl",), (Slot("x", False), Slot("y", True), Slot("idx", True))),
+    "plane": (("store_one.wgsl", "window_walk_plane.wgsl"),
+              (_CHUNKED[0], Slot("y", True), Slot("idx", True), _PART)),
 }
 if set(WALKS) != set(TUNING_WALKS) - {"auto"}:  # Tuning validates walk names against its own list
     raise ImportError(f"kernels.window.WALKS {sorted(WALKS)} and tuning.WALKS {TUNING_WALKS} name different walks")
 CHUNKED_WALKS = ("rows", "rows_tail", "channels")  # the walks that need 4-element aligned tensors
-SPLIT_WALKS = ("general",)  # the walks that split windows longer than an invocation may walk
+SPLIT_WALKS = ("general", "plane")  # the walks that split windows longer than an invocation may walk
 ROWS_MAX_CHUNKS = 8  # window_walk_rows.wgsl's span holds 32 elements
 UNROLLED = 4  # window_walk.wgsl: windows written out up to this many taps per dimension
 
@@ -81,8 +82,7 @@ def _rows_walked(constants: dict) -> int:
 
 
 def rows_loops(constants: dict, params: dict) -> dict:
-    """window_walk_rows.wgsl's loops (fill_span_paired's, four_taps' per output row) and
-    rows_store_tail.wgsl's."""
+    """window_walk_rows.wgsl's loops (fill_span_paired's, four_taps' per output row)."""
     planes, rows = constants["KD"], _rows_walked(constants)
     chunks, paired = constants["CHUNKS"], constants.get("PAIRED", False)
     return {
@@ -91,8 +91,13 @@ def rows_loops(constants: dict, params: dict) -> dict:
         "j": iterations(planes * rows, chunks),
         "l": iterations(planes * rows * chunks, 4) if paired else 0,
         "kw": iterations(planes * rows * constants["ROWS"], constants["KW"]),
-        "k": iterations(constants["ROWS"], 4),
     }
+
+
+def rows_tail_loops(constants: dict, params: dict) -> dict:
+    """The rows walk's loops and rows_store_tail.wgsl's (its stores of four outputs, per
+    output row)."""
+    return dict(rows_loops(constants, params), k=iterations(constants["ROWS"], 4))
 
 
 def channels_loops(constants: dict, params: dict) -> dict:
@@ -103,18 +108,19 @@ def channels_loops(constants: dict, params: dict) -> dict:
 
 
 def plane_loops(constants: dict, params: dict) -> dict:
-    """window_walk_plane.wgsl's loops: a lane's share of the plane, the merge tree."""
-    plane = params["in_d"] * params["in_h"] * params["in_w"]
-    return {"e": iterations(1, -(-plane // PLANE_LANES)), "half": iterations(1, PLANE_LANES.bit_length() - 1)}
+    """window_walk_plane.wgsl's loops: a lane's chunks of its run of the plane (SPAN elements,
+    one chunk more where they straddle chunks), the merge tree."""
+    lanes, span = constants["WG_X"], constants["SPAN"]
+    return {"q": iterations(1, -(-(span // 4 + 1) // lanes)), "half": iterations(1, lanes.bit_length() - 1)}
 
 
-_WALK_LOOPS = {"general": general_loops, "rows": rows_loops, "rows_tail": rows_loops,
+_WALK_LOOPS = {"general": general_loops, "rows": rows_loops, "rows_tail": rows_tail_loops,
                "channels": channels_loops, "plane": plane_loops}
 
 
 def _pooling_kernels(accumulator: Accumulator) -> dict:
     """The operator's kernel under each walk, and the merge of its split walks ("merge")."""
-    shared = ("grid.wgsl", "window_constants.wgsl", "window_geometry.wgsl")
+    shared = ("grid.wgsl", "window_constants.wgsl", "window_geometry.wgsl", "taps.wgsl")
     kernels = {}
     for walk, (walk_files, slots) in WALKS.items():
         partials = (accumulator.partials,) if walk in SPLIT_WALKS else ()
@@ -162,23 +168,29 @@ def _pair_constants(window, lead: int, chunks: int) -> dict:
     return {"PARITY": parity, "PAIRS": (chunks + 1) // 2 if parity == 0 else (chunks + 2) // 2}
 
 
-# The plane walk's workgroup (window_walk_plane.wgsl's PLANE_LANES): smaller planes would
-# leave most of its lanes idle (an H100, case C's 49-element planes: 24% of copy, against
-# 31% for one invocation per output).
-PLANE_LANES = 256
+def plane_walk_fits(in_spatial: tuple, out_spatial: tuple, tuning: Tuning) -> bool:
+    """Whether pooling each input plane to one output is the plane walk's: planes of at
+    least ``tuning.plane_lanes`` elements (on smaller ones most of a workgroup's lanes would
+    idle: an H100, case C's 49-element planes, 24% of copy against 31% for one invocation per
+    output)."""
+    return all(o == 1 for o in out_spatial) and math.prod(in_spatial) >= tuning.plane_lanes
 
 
-def plane_walk_fits(in_spatial: tuple, out_spatial: tuple) -> bool:
-    """Whether pooling each input plane to one output is the plane walk's (planes of at
-    least PLANE_LANES elements)."""
-    return all(o == 1 for o in out_spatial) and math.prod(in_spatial) >= PLANE_LANES
+def flat_planes(t) -> bool:
+    """Whether each (n, c) plane of ``t`` is contiguous (element e of a plane at offset e)."""
+    sizes = as_5d(t.sizes, t.strides)[0]
+    strides = strides_5d(t)
+    return all(strides.get(axis, step) == step for axis, step in
+               (("w", 1), ("h", sizes[4]), ("d", sizes[3] * sizes[4])))
 
 
-def _covers_plane(desc) -> bool:
-    """Whether ``desc``'s one window covers each whole input plane, for the plane walk."""
+def _covers_plane(desc, tuning: Tuning) -> bool:
+    """Whether ``desc``'s one window covers each whole, contiguous input plane, for the plane
+    walk."""
     window, in_spatial = desc.window, tuple(desc.input.sizes[2:])
     return tuple(window.window_size) == in_spatial and not any(window.start_padding) \
-        and all(d == 1 for d in window.dilations) and plane_walk_fits(in_spatial, desc.output.sizes[2:])
+        and all(d == 1 for d in window.dilations) and flat_planes(desc.input) \
+        and plane_walk_fits(in_spatial, desc.output.sizes[2:], tuning)
 
 
 def walk_for(desc, tuning: Tuning) -> str:
@@ -196,7 +208,7 @@ def walk_for(desc, tuning: Tuning) -> str:
         return loop_total(p.kernel, p.constants, p.params) <= tuning.loop_budget
 
     allows = {  # walk -> whether desc's layout allows it (evaluated on demand)
-        "plane": lambda: _covers_plane(desc) and fits("plane"),
+        "plane": lambda: _covers_plane(desc, tuning),
         "rows": lambda: out_w % 4 == 0 and span_fits and contiguous_along(tensors, "w") and fits("rows"),
         "channels": lambda: channels % 4 == 0 and contiguous_along(tensors, "c") and fits("channels"),
         "rows_tail": lambda: out_w >= 4 and span_fits and contiguous_along(tensors[:1], "w") and fits("rows_tail"),
@@ -209,7 +221,8 @@ def walk_for(desc, tuning: Tuning) -> str:
 
 
 def _plane_params(first: int, planes: int) -> dict:
-    """The grid params of the plane walk: only its planes count (one workgroup each)."""
+    """The grid params of the plane walk: only its units count (one workgroup each: a part
+    of a plane)."""
     return {"columns": 1, "lines": 1, "line_groups": 1, "planes": planes, "plane_origin": first}
 
 
@@ -218,12 +231,13 @@ def _plane_regrid(first: int, count: int) -> tuple:
 
 
 def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, walk: str = "general",
-                     parts: tuple = (1, 1, 1), **constants) -> Pass:
+                     parts: tuple = (), **constants) -> Pass:
     """A pass of a window-walk kernel: `walk` picks the walk (see walk_for); the general
     walk computes ``tuning.outputs_per_invocation`` neighbouring outputs along W per
     invocation (window_walk.wgsl's OUTPUTS), or with ``parts`` (along D, H, W) one part
-    of one output's window (a split walk: its roles name the partial results' scratch
-    "part" fourth)."""
+    of one output's window (one output per invocation, however many parts); the plane walk
+    with ``parts`` (one count), a part of a plane per workgroup (split walks: where they
+    have more than one part, their roles name the partial results' scratch "part" fourth)."""
     workgroup = tuning.lines_workgroup
     roles = (tuple(roles) + (None,) * 4)[:len(kernels_by_walk[walk].slots)]  # (only split walks save parts)
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
@@ -237,10 +251,10 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
             constants["PAIR_STORES"] = desc.output.data_type.size == 2 and strides_5d(desc.output).get("w") == 1
         if reads_pairs(desc):
             constants.update(PAIRED=True, **_pair_constants(desc.window, constants["LEAD"], constants["CHUNKS"]))
-    elif walk == "plane":  # a workgroup per (n, c), numbered flat
-        grid_constants, grid_params, grid = {}, _plane_params(0, n * c), fold_groups(n * c)
-        x_sizes, x_strides = as_5d(desc.input.sizes, desc.input.strides)
-        grid_constants["FLAT_PLANE"] = x_strides[2:] == (x_sizes[3] * x_sizes[4], x_sizes[4], 1)
+    elif walk == "plane":  # a workgroup per (n, c, part), numbered flat
+        count = parts[0] if parts else 1
+        grid_constants, grid_params, grid = {}, _plane_params(0, n * c * count), fold_groups(n * c * count)
+        grid_constants.update(WG_X=tuning.plane_lanes, PARTS=count, SPAN=_plane_span(desc, tuning, count))
     elif walk == "channels":  # (c / 4, ow / COLS, (n, od, oh / ROWS)): 2 x 2 outputs share loads
         # ... where windows overlap.  Disjoint ones share none, and a block of them only adds
         # registers: case B (2x2 stride 2) on lavapipe, one output per invocation made average
@@ -255,8 +269,8 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
                                                        workgroup)
         constants["ROWS"], constants["COLS"] = rows, cols
     else:  # (ow / OUTPUTS, oh, ((n, c, od), part))
-        count = math.prod(parts)
-        outputs = 1 if count > 1 else min(tuning.outputs_per_invocation, out_w)
+        count = math.prod(parts or (1, 1, 1))
+        outputs = 1 if parts else min(tuning.outputs_per_invocation, out_w)  # (split walks: one output each)
         grid_constants, grid_params, grid = lines_grid(-(-out_w // outputs), out_h, n * c * out_d * count, workgroup)
         constants["OUTPUTS"] = outputs
         if count > 1:
@@ -283,23 +297,49 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
 _LAYOUT_ONLY = {walk: kernel for walk, kernel in _pooling_kernels(MAX).items()}
 
 
-def window_walk_passes(kernels_by_walk: dict, accumulator: Accumulator, desc, roles: tuple, tuning: Tuning,
-                       walk: str, **constants) -> tuple:
-    """(the passes computing ``desc``'s outputs into ``roles`` (input, y, idx) on `walk`,
-    the scratch they need): one pass, or where the general walk's window has more taps
-    than ``tuning.loop_budget`` allows, the split walk and its merge passes."""
-    whole = window_walk_pass(kernels_by_walk, desc, roles + (None,), tuning, walk, **constants)
-    if walk not in SPLIT_WALKS or loop_total(whole.kernel, whole.constants, whole.params) <= tuning.loop_budget:
-        return (whole,), ()
+def _plane_span(desc, tuning: Tuning, parts: int) -> int:
+    """The elements of a plane each workgroup of the plane walk reduces (SPAN): the plane in
+    ``parts`` runs, a multiple of 4 elements (whole chunks where the plane starts aligned)."""
+    plane = math.prod(desc.input.sizes[2:])
+    return (-(-plane // parts) + 3) // 4 * 4 if parts > 1 else plane
+
+
+def _plane_parts(desc, tuning: Tuning) -> int:
+    """How many runs the plane walk cuts each plane into: runs of at most
+    ``tuning.plane_part`` elements, and few enough chunks per lane for the loop budget."""
+    plane = math.prod(desc.input.sizes[2:])
+    longest = min(tuning.plane_part, 4 * tuning.plane_lanes * (tuning.loop_budget - 2) - 4)
+    return -(-plane // longest)
+
+
+def _general_parts(kernel: Kernel, whole: Pass, budget: int) -> tuple:
+    """The fewest parts along D, H, W of the general walk's windows (all 1: unsplit) for its
+    loops to fit ``budget``."""
     base = dict(whole.constants, OUTPUTS=1)
-    kernel = kernels_by_walk[walk]
 
     def trips(parts: tuple) -> int:
         cut = dict(base, **{f"PARTS_{axis}": p for axis, p in zip("DHW", parts)})
         return loop_total(kernel, cut, whole.params)
 
     counts = tuple(size if size > UNROLLED else 0 for size in _taps_walked(base, whole.params))
-    parts = fewest_parts(trips, counts, tuning.loop_budget)
+    return fewest_parts(trips, counts, budget)
+
+
+def window_walk_passes(kernels_by_walk: dict, accumulator: Accumulator, desc, roles: tuple, tuning: Tuning,
+                       walk: str, **constants) -> tuple:
+    """(the passes computing ``desc``'s outputs into ``roles`` (input, y, idx) on `walk`,
+    the scratch they need): one pass, or where the general walk's window has more taps
+    than ``tuning.loop_budget`` allows, or the plane walk's plane more than one
+    workgroup's run, the split walk and its merge passes."""
+    whole = window_walk_pass(kernels_by_walk, desc, roles, tuning, walk, **constants)
+    if walk == "general" and loop_total(whole.kernel, whole.constants, whole.params) > tuning.loop_budget:
+        parts = _general_parts(kernels_by_walk[walk], whole, tuning.loop_budget)
+    elif walk == "plane" and _plane_parts(desc, tuning) > 1:
+        parts = (_plane_parts(desc, tuning),)
+    else:
+        return (whole,), ()
+    if math.prod(parts) == 1:  # (the general walk's windows fit once it computes one output per invocation)
+        return (window_walk_pass(kernels_by_walk, desc, roles, tuning, walk, parts, **constants),), ()
     walk_pass = window_walk_pass(kernels_by_walk, desc, roles + ("part",), tuning, walk, parts, **constants)
     out_sizes = as_5d(desc.output.sizes, desc.output.strides)[0]
     merge_params = {key: walk_pass.params[key] for key in ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("y", "idx")}
