@@ -215,6 +215,8 @@ fn coord(start: i32, k: u32, dilation: u32, size: u32) -> Coord {
     return Coord(u32(clamp(p, 0, i32(size) - 1)), !PADDED || (p >= 0 && p < i32(size)));
 }
 
+// Runs of a window's taps along one dimension (the walks, the split gathers).
+
 // The taps [first, end) of a window starting at `start` (`taps` taps `dilation` apart along
 // a dimension) that lie inside [0, size).  Exact in u32: the padded size is below 2^31.
 struct Taps { first: u32, end: u32 }
