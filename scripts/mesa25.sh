@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Dawn, the WebGPU implementation under two peers (tinygrad's WEBGPU backend and ONNX
-# Runtime's WebGPU provider), needs Mesa >= 25 for the software Vulkan driver (lavapipe).
+# Dawn, the WebGPU implementation under two bench peers (tinygrad's WEBGPU backend and ONNX
+# Runtime's WebGPU provider) and under Node's `webgpu` package (js/run-node.mjs, which the
+# portable-kernel tests run), needs Mesa >= 25 for the software Vulkan driver (lavapipe).
 # Debian 12 ships Mesa 22.3.6 and bookworm-backports 25.x. Nothing of the system changes:
 # on Debian 12 with an older Mesa, the backported driver and the libraries it needs newer are
 # downloaded (apt-get with private sources, lists and cache) and unpacked into .cache/mesa25,
-# which only those peers' worker processes use (bench/peers.py: VK_ICD_FILENAMES there);
-# poolgpu's rows stay on the system's driver. Elsewhere those peers are reported unavailable
-# when the driver is too old.
+# which only those peers' worker processes (bench/peers.py: VK_ICD_FILENAMES there) and
+# js/run-node.mjs use; poolgpu itself stays on the system's driver. Elsewhere those peers are
+# reported unavailable, and run-node.mjs says what to install, when the driver is too old.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 MESA_DIR="$ROOT/.cache/mesa25"
@@ -41,16 +42,16 @@ private_mesa() {
 codename="$( (. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}") || true)"
 major="$(command -v dpkg-query >/dev/null 2>&1 && mesa_major || true)"
 if [ -s "$MESA_DIR/lvp_icd.json" ]; then
-  echo "bench: the Dawn-based peers use Mesa $(cat "$MESA_DIR/version" 2>/dev/null) from .cache/mesa25"
+  echo "mesa25: Dawn (the bench's peers, js/run-node.mjs) uses Mesa $(cat "$MESA_DIR/version" 2>/dev/null) from .cache/mesa25"
 elif [ "$codename" = bookworm ] && [ -n "$major" ] && [ "$major" -lt 25 ]; then
   if command -v apt-get >/dev/null 2>&1; then
-    echo "bench: the Dawn-based peers need Mesa >= 25 (lavapipe, system: $major); unpacking the backported one into .cache/mesa25 (for them alone)"
+    echo "mesa25: Dawn needs Mesa >= 25 (lavapipe, system: $major); unpacking the backported one into .cache/mesa25 (for Dawn alone)"
     if ! private_mesa; then
       rm -f "$MESA_DIR/lvp_icd.json"
-      echo "bench: could not unpack Mesa from bookworm-backports; the Dawn-based peers will be reported unavailable" >&2
+      echo "mesa25: could not unpack Mesa from bookworm-backports; Dawn will find no software adapter" >&2
     fi
   else
-    echo "bench: Mesa $major is older than 25 and there is no apt-get; the Dawn-based peers will be reported unavailable" >&2
+    echo "mesa25: Mesa $major is older than 25 and there is no apt-get; Dawn will find no software adapter" >&2
   fi
 fi
 

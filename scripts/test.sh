@@ -12,6 +12,36 @@ if ! python -c "import torch" 2>/dev/null; then
     pip_quietly torch==2.13.0 ||
     echo "test: torch unavailable; the cross-checks against PyTorch will skip"
 fi
+# -- portable kernels: Node's WebGPU (Dawn) and headless Chromium ---------------------------
+# tests/test_portable*.py run exported bundles under Node's `webgpu` package and open the
+# browser example in Chromium; they skip, saying why, where these cannot be had:
+#   nodejs, npm, chromium   Debian's packages, where the commands are missing (as root, apt-get)
+#   js/node_modules         npm ci in js/: the webgpu package js/package.json pins
+#   .cache/mesa25           Dawn needs Mesa >= 25 for lavapipe: scripts/mesa25.sh (Debian 12)
+portable_missing=()
+command -v node >/dev/null 2>&1 || portable_missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || portable_missing+=(npm)
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || portable_missing+=(chromium)
+if [ "${#portable_missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "test: installing ${portable_missing[*]} (apt-get) for the portable-kernel tests"
+    { apt-get update -qq &&
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${portable_missing[@]}" >/dev/null; } ||
+      echo "test: apt-get could not install ${portable_missing[*]}; the tests needing them will skip" >&2
+  else
+    echo "test: missing ${portable_missing[*]} (apt-get install ${portable_missing[*]}); the tests needing them will skip" >&2
+  fi
+fi
+if command -v npm >/dev/null 2>&1 && ! (cd "$ROOT/js" && node -e '
+    const pinned = require("./package.json").dependencies.webgpu;
+    process.exit(require("./node_modules/webgpu/package.json").version === pinned ? 0 : 1)' 2>/dev/null); then
+  echo "test: npm ci in js/ (the webgpu package)"
+  (cd "$ROOT/js" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+    echo "test: npm could not install js/'s packages; the Node tests will skip" >&2
+fi
+bash "$ROOT/scripts/mesa25.sh" >/dev/null || true  # (its failures go to stderr)
+# -- end of portable kernels ----------------------------------------------------------------
+
 if [ "${CI:-}" = "true" ]; then
   # CI must exercise both software adapters: Vulkan (lavapipe) and OpenGL (llvmpipe).
   export POOLGPU_REQUIRE_BACKENDS="${POOLGPU_REQUIRE_BACKENDS:-vulkan,opengl}"

@@ -9,6 +9,7 @@ from .descs import (AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, AverageP
 from .descs import AveragePoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingDesc
 from .descs import AdaptiveAveragePoolingGradDesc, AdaptiveMaxPoolingGradDesc, MaxUnpoolingGradDesc
 from .adapters import list_adapters
+from .bundle import export
 from .device import Device, default_device
 from .ops import Op
 from .tensor import Tensor
@@ -31,7 +32,7 @@ __all__ = [
     "MaxPoolingGradDesc", "AveragePoolingGradDesc", "MaxUnpoolingDesc",
     "AdaptiveMaxPoolingGradDesc", "AdaptiveAveragePoolingGradDesc", "MaxUnpoolingGradDesc",
     "pooling_output_sizes",
-    "Device", "Tensor", "Op", "Tuning", "list_adapters", "default_device",
+    "Device", "Tensor", "Op", "Tuning", "list_adapters", "default_device", "export",
     "max_pool", "average_pool", "lp_pool",
     "roi_pool", "adaptive_max_pool", "adaptive_average_pool",
     "max_pool_grad", "average_pool_grad", "max_unpool",

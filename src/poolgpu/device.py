@@ -23,6 +23,7 @@ import wgpu
 from . import _native, arguments, kernels
 from .adapters import _LIMITS, _OPTIONAL_FEATURES, _describe, _pick_adapter, list_adapters  # noqa: F401 (re-exported)
 from .descs import Description
+from .dispatches import buffer_size
 from .dtypes import DataType
 from .errors import DeviceError, ValidationError
 from .ops import Op
@@ -184,7 +185,7 @@ class Device:
     # -- tensors ------------------------------------------------------------------------
 
     def _create_buffer(self, size: int, usage=_BUFFER_USAGE, data=None):
-        size = max(16, (size + 15) & ~15)  # whole 16-byte chunks (see Op._binding_range)
+        size = buffer_size(size)  # whole 16-byte chunks (see dispatches.Planner.binding_range)
         if size > self.limits["max-buffer-size"]:
             raise DeviceError(
                 f"a buffer of {size} bytes exceeds this device's max-buffer-size "
@@ -246,7 +247,7 @@ class Device:
         data_type = DataType.of(array.dtype, "array")
         desc = TensorDesc(data_type, array.shape, strides)
         item = data_type.size
-        raw = np.zeros(max(16, (desc.total_size_in_bytes + 15) & ~15), dtype=np.uint8)
+        raw = np.zeros(buffer_size(desc.total_size_in_bytes), dtype=np.uint8)
         flat = raw[: len(raw) // item * item].view(data_type.numpy)
         # A zero stride repeats one element: write the first entry along such dimensions.
         keep = tuple(slice(0, 1) if st == 0 else slice(None) for st in desc.strides)

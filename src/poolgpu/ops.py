@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import weakref
 from collections import OrderedDict
+from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
 import wgpu
 
-from . import _native, kernels
-from .errors import DeviceError, ValidationError
+from . import _native
+from .bundle import write_bundle
+from .dispatches import Placement, Planner
+from .errors import ValidationError
 from .tensor import Tensor
 from .tensor_desc import TensorDesc
 from .tuning import Tuning
@@ -58,20 +62,11 @@ class Op:
         self.device = device
         self.desc = desc
         self.tuning = device.tuning if tuning is None else tuning
-        align = device.limits.get("min-storage-buffer-offset-alignment", 256)
-        self._align = max(align, 8)
-        self._max_binding = device.limits["max-storage-buffer-binding-size"]
-        # a binding starts up to one alignment before its tensor and is rounded up to 16 bytes
-        self._program = kernels.program_for(desc, self.tuning, self._max_binding - self._align - 16)
-        self._inputs = desc.input_tensors()
-        self._outputs = tuple((role, t) for role, t in desc.output_tensors() if t is not None)
-        scratch = {}
-        for program in (self._program, self._program.fallback):
-            for name, t in program.scratch if program else ():
-                if name not in scratch or t.total_size_in_bytes > scratch[name].total_size_in_bytes:
-                    scratch[name] = t
-        self._descs = dict(self._inputs + self._outputs + tuple(scratch.items()))
-        self._scratch = {name: device.empty(t) for name, t in scratch.items()}
+        self._plan = plan = Planner(desc, self.tuning, device.limits["max-storage-buffer-binding-size"],
+                                    device.limits.get("min-storage-buffer-offset-alignment", 256))
+        self._program, self._align, self._max_binding = plan.program, plan.alignment, plan.max_binding
+        self._inputs, self._outputs = plan.inputs, plan.outputs
+        self._scratch = {name: device.empty(t) for name, t in plan.scratch.items()}
         self._bound = OrderedDict()
         self._uniforms = {}
         self._input_roles = tuple(role for role, _ in self._inputs)
@@ -81,40 +76,35 @@ class Op:
         # binding them.  Cleared with the bound entry when one of its buffers dies.
         self._memo = None
         for pass_ in self._program.passes:  # build the pipelines now, not on the first call
-            self._pass_pipeline(pass_, frozenset())
+            device._pipeline(*plan.pipeline_key(pass_))
 
     def __repr__(self) -> str:
         return f"Op({type(self.desc).__name__})"
 
-    def _pass_pipeline(self, pass_, writable_roles: frozenset):
-        roles = [_role(t) for t in pass_.tensors]
-        data_types = tuple(None if r is None else self._descs[r].data_type for r in roles)
-        writable = frozenset(
-            slot.name for slot, role in zip(pass_.kernel.slots, roles)
-            if role in writable_roles and not slot.output
-        )
-        return self.device._pipeline(pass_.kernel, data_types, writable, pass_.constants, pass_.value_type)
+    def export(self, directory: Union[str, os.PathLike]) -> Path:
+        """Write this op as a bundle that any WebGPU host runs (a browser, Node, Dawn, wgpu):
+        ``manifest.json`` and one ``.wgsl`` file per shader (docs/portable.md).
 
-    def _view(self, entry) -> kernels.View:
-        """A pass's tensor entry as a View (a role alone: the whole tensor)."""
-        if isinstance(entry, kernels.View):
-            return entry
-        return kernels.View(entry, 0, kernels.max_offset(self._descs[entry]))
+        The bundle holds exactly the dispatches this op makes for tensors in buffers of
+        their own, from byte 0 (its aligned program), chunks included, planned for this
+        device's limits (the manifest's ``limits`` says what a host's device needs).
 
-    def _binding_range(self, view: kernels.View, tensor) -> tuple:
-        """(bind offset, bind size, `<slot>_base`) for the view of `tensor`: the binding starts
-        at the device's offset alignment below the view's first element and spans whole
-        16-byte chunks (for the chunked kernels); `<slot>_base`, the index in the binding of
-        the tensor's element 0, wraps around below the binding (u32) where a view starts
-        past it."""
-        item = tensor.desc.data_type.size
-        first = tensor.offset + (view.first + view.shift) * item
-        start = first - first % self._align
-        end = tensor.offset + (view.last + view.shift + 1) * item
-        size = min((end - start + 15) & ~15, tensor.buffer.size - start)
-        if size > self._max_binding:  # kernels.chunked keeps views within the limit
-            raise DeviceError(f"{view.role}: a binding of {size} bytes exceeds this device's limit ({self._max_binding})")
-        return start, size, ((tensor.offset - start) // item + view.shift) % 2**32
+        Parameters
+        ----------
+        directory : str or os.PathLike
+            A new or empty directory, or one holding a bundle (replaced).
+
+        Returns
+        -------
+        pathlib.Path
+            The bundle's directory.
+
+        Raises
+        ------
+        ValidationError
+            ``directory`` is a file or holds other files.
+        """
+        return write_bundle(self._plan, self.desc, self.tuning, directory)
 
     def _check(self, role: str, tensor, expected: TensorDesc) -> None:
         if not isinstance(tensor, Tensor):
@@ -211,24 +201,16 @@ class Op:
         device = self.device
         bound = _Bound()
         bound.dispatches, bound.uniforms = [], []
+        placements = {role: Placement(t.buffer.size, t.offset) for role, t in tensors.items()}
         with device._guard("binding tensors"):
-            for pass_ in self._program_for(tensors).passes:
-                pipeline = self._pass_pipeline(pass_, writable_roles)
-                params = dict(pass_.params)
-                entries = []
-                for binding, (slot, entry) in enumerate(zip(pass_.kernel.slots, pass_.tensors), start=1):
-                    params[f"{slot.name}_base"] = 0
-                    if entry is None:
-                        continue
-                    view = self._view(entry)
-                    tensor = tensors[view.role]
-                    start, size, base = self._binding_range(view, tensor)
-                    params[f"{slot.name}_base"] = base
-                    entries.append({"binding": binding, "resource": {"buffer": tensor.buffer, "offset": start, "size": size}})
-                uniform = self._uniform(kernels.pack_params(pass_.kernel, params))
+            for dispatch in self._plan.dispatches(placements, writable_roles):
+                pipeline, layout = device._pipeline(*dispatch.pipeline_key)
+                entries = [{"binding": b.binding, "resource": {"buffer": tensors[b.role].buffer, "offset": b.offset,
+                                                               "size": b.size}} for b in dispatch.bindings]
+                uniform = self._uniform(dispatch.uniform)
                 entries.insert(0, {"binding": 0, "resource": {"buffer": uniform, "offset": 0, "size": uniform.size}})
-                bind_group = device.wgpu_device.create_bind_group(layout=pipeline[1], entries=entries)
-                bound.dispatches.append((pipeline[0], bind_group, pass_.grid))
+                bind_group = device.wgpu_device.create_bind_group(layout=layout, entries=entries)
+                bound.dispatches.append((pipeline, bind_group, dispatch.grid))
                 bound.uniforms.append(uniform)
         bound.raw = _native.handles(bound.dispatches) if device._native else None
         cache = self._bound
@@ -262,23 +244,6 @@ class Op:
             self._uniforms[data] = uniform
         return uniform
 
-    def _program_for(self, tensors: dict):
-        """The op's program, or its fallback where a chunked kernel's tensor does not start
-        at a multiple of its chunk (4 elements, or 8) or a binding cannot span whole 16-byte
-        chunks."""
-        program = self._program
-        if not program.aligned:
-            return program
-        for pass_ in program.passes:
-            for entry in pass_.tensors:
-                if entry is None or _role(entry) not in program.aligned:
-                    continue
-                t = tensors[_role(entry)]
-                start, size, _ = self._binding_range(self._view(entry), t)
-                if t.offset % (program.aligned_elements * t.desc.data_type.size) or size % 16:
-                    return program.fallback
-        return program
-
     def _check_overlaps(self, tensors: dict) -> frozenset:
         """Refuse outputs overlapping any other tensor of the call; return the roles of
         inputs that share a buffer with an output (they must be bound read-write)."""
@@ -299,7 +264,3 @@ class Op:
                     writable.add(other)
         return frozenset(writable)
 
-
-def _role(entry):
-    """The role of a pass's tensor entry (a role, a View of one, or None)."""
-    return entry.role if isinstance(entry, kernels.View) else entry

@@ -15,13 +15,14 @@ fn to_f32(r: Raw) -> f32 { return unpack2x16float(r).x; }
 // float16 Lp pooling 2x slower).
 fn magnitude_f32(r: Raw) -> f32 { return to_f32(r & 0x7fffu); }
 
-// f32 -> f16 bits, rounded to nearest even, overflowing to infinity, NaN kept quiet.
+// f32 -> f16 bits, rounded to nearest even, overflowing to infinity; a NaN as the canonical
+// quiet NaN (value_float32.wgsl: why).
 // (pack2x16float's result is indeterminate outside the f16 range, so it is not used.)
 fn from_f32(v: f32) -> Raw {
     let b = bitcast<u32>(v);
     let sign = (b >> 16u) & 0x8000u;
     let a = b & 0x7fffffffu;
-    if (a > 0x7f800000u) { return sign | 0x7e00u | ((a >> 13u) & 0x3ffu); }   // NaN
+    if (a > 0x7f800000u) { return 0x7e00u; }                                   // NaN
     if (a >= 0x477ff000u) { return sign | 0x7c00u; }                          // >= 65520: infinity
     if (a >= 0x38800000u) {                                                    // normal: >= 2^-14
         let r = a - 0x38000000u;                                               // rebias 127 -> 15

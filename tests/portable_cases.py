@@ -1,0 +1,267 @@
+"""The cases exported as bundles for the portable-kernel tests (test_portable.py): every
+operator family, data type, layout, dimension count and tuning preset the suite covers, and
+every distinct shader they compile to, chosen from a fixed pool of candidates (a case is
+taken when it adds something not yet covered, so new kernels are picked up as the pool
+reaches them), plus chunked programs and long windows."""
+
+import dataclasses
+import functools
+import itertools
+import math
+import random
+
+import numpy as np
+
+import poolgpu as pg
+from helpers import ALL_TYPES, FLOAT_TYPES, layout_strides, random_values
+from poolgpu.dispatches import Planner
+
+OPERATORS = ("max", "average", "lp", "max_grad", "average_grad", "unpool", "unpool_grad", "adaptive_max",
+             "adaptive_average", "adaptive_max_grad", "adaptive_average_grad", "roi")
+ALL_TYPE_OPERATORS = ("max", "unpool", "unpool_grad", "adaptive_max")
+TUNINGS = {"cpu": pg.Tuning.for_cpu(), "gpu": pg.Tuning.for_gpu(),
+           "block-taps": dataclasses.replace(pg.Tuning.for_cpu(), row_gathers=False, windows_first=False),
+           # long windows, bins and planes split into parts (and merged) past 256 iterations
+           "split": dataclasses.replace(pg.Tuning.for_cpu(), loop_budget=256)}
+IN_LAYOUTS = ("packed", "channels_last", "gaps", "broadcast")
+OUT_LAYOUTS = ("packed", "channels_last", "gaps", "wide")
+# name -> (spatial sizes (D, H, W: the last `dims` are used), channels, window, strides, padding, dilation)
+GEOMETRIES = {
+    "odd": ((5, 9, 14), 3, (3, 3, 3), (2, 2, 2), 1, 1),
+    "aligned": ((6, 8, 16), 4, (2, 2, 2), (2, 2, 2), 0, 1),
+    "overlap": ((5, 6, 16), 8, (3, 3, 3), (1, 1, 1), 1, 1),
+    "dilated": ((7, 9, 16), 4, (2, 2, 2), (1, 1, 1), 0, 2),
+    "global": ((5, 12, 16), 4, (5, 12, 16), (1, 1, 1), 0, 1),
+    "long": ((3, 4, 300), 2, (2, 3, 70), (1, 1, 9), 0, 1),  # long windows
+    "dense": ((4, 6, 64), 2, (3, 4, 30), (1, 1, 1), 0, 1),  # each element in hundreds of windows
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    operator: str
+    data_type: pg.DataType
+    geometry: str
+    dims: int
+    in_layout: str
+    out_layout: str
+    grad_layout: str
+    indices: str
+    tuning: str
+    seed: int
+
+    @property
+    def id(self) -> str:
+        return "-".join([self.operator, self.data_type.name.lower(), f"{self.dims}d", self.geometry, self.in_layout,
+                         self.out_layout, self.tuning] + ([self.indices] if self.indices else []))
+
+    def describe(self, with_arrays: bool = True):
+        """(description, input arrays by role); ValidationError where the geometry is invalid."""
+        return describe(self, with_arrays)
+
+
+def _strides(sizes, layout):
+    if layout != "wide":
+        return layout_strides(sizes, layout)
+    strides, step = [], 1  # rows padded by 4 elements: contiguous along W, not dense
+    for d in range(len(sizes) - 1, -1, -1):
+        strides.insert(0, step)
+        step *= sizes[d] + (4 if d == len(sizes) - 1 else 0)
+    return tuple(strides)
+
+
+def _desc(data_type, sizes, layout):
+    return pg.TensorDesc(data_type, sizes, _strides(sizes, layout))
+
+
+def describe(case: Case, with_arrays: bool = True):
+    """(description, input arrays by role, or None without ``with_arrays``)."""
+    desc, makers = _described(case)
+    if not with_arrays:
+        return desc, None
+    rng = np.random.default_rng(case.seed)
+    return desc, {role: make(rng) for role, make in makers.items()}
+
+
+def _described(case: Case):
+    """(description, role -> function of a random generator making that input's array)."""
+    spatial, channels, window, strides, padding, dilation = GEOMETRIES[case.geometry]
+    d, dt, op = case.dims, case.data_type, case.operator
+    sizes = (2 if case.geometry != "long" else 1, channels) + spatial[3 - d:]
+    geometry = dict(window_size=window[3 - d:], strides=strides[3 - d:], start_padding=(padding,) * d,
+                    end_padding=(padding,) * d)
+    dilations = (dilation,) * d
+
+    def values(shape, layout=case.in_layout, specials=True):
+        def make(rng):
+            v = random_values(dt, shape, rng, specials=specials)
+            return np.broadcast_to(v[:1, :1], v.shape).copy() if layout == "broadcast" else v
+        return make
+
+    x_desc = _desc(dt, sizes, case.in_layout)
+    if op in ("max", "average", "lp"):
+        out_sizes = pg.pooling_output_sizes(sizes, dilations=dilations, **geometry)
+        y = _desc(dt, out_sizes, case.out_layout)
+        if op == "max":
+            indices = _desc(case.indices, out_sizes, case.out_layout) if case.indices else None
+            desc = pg.MaxPooling2Desc(x_desc, y, indices, dilations=dilations, **geometry)
+        elif op == "average":
+            desc = pg.AveragePooling1Desc(x_desc, y, dilations=dilations, include_padding=bool(case.seed % 2),
+                                          **geometry)
+        else:
+            desc = pg.LpPooling1Desc(x_desc, y, dilations=dilations, p=1 + case.seed % 3, **geometry)
+        return desc, {"input": values(sizes)}
+    if op in ("max_grad", "average_grad"):
+        out_sizes = pg.pooling_output_sizes(sizes, dilations=dilations, **geometry)
+        dy, dy_desc, dx = values(out_sizes, specials=False), _desc(dt, out_sizes, case.grad_layout), \
+            _desc(dt, sizes, case.out_layout)
+        if op == "max_grad":
+            return (pg.MaxPoolingGradDesc(x_desc, dy_desc, dx, dilations=dilations, **geometry),
+                    {"input": values(sizes), "input_gradient": dy})
+        return (pg.AveragePoolingGradDesc(dy_desc, dx, dilations=dilations, include_padding=bool(case.seed % 2),
+                                          **geometry), {"input_gradient": dy})
+    if op in ("unpool", "unpool_grad"):
+        big = sizes[:2] + tuple(2 * s for s in sizes[2:])
+        count = math.prod(big)
+        index_type = case.indices or "uint32"
+        index_desc = pg.TensorDesc(index_type, sizes)
+
+        def indices(rng):  # some outside the output
+            return rng.integers(0, count + count // 8 + 1, size=sizes).astype(index_type)
+
+        if op == "unpool":
+            return pg.MaxUnpoolingDesc(x_desc, index_desc, _desc(dt, big, case.out_layout)), \
+                {"input": values(sizes), "indices": indices}
+        return pg.MaxUnpoolingGradDesc(_desc(dt, big, case.grad_layout), index_desc, _desc(dt, sizes, case.out_layout)), \
+            {"input_gradient": values(big, case.grad_layout), "indices": indices}
+    out_sizes = sizes[:2] + tuple(max(1, (s + 1) // 3) for s in sizes[2:])
+    if op in ("adaptive_max", "adaptive_average"):
+        y = _desc(dt, out_sizes, case.out_layout)
+        if op == "adaptive_max":
+            indices = _desc(case.indices, out_sizes, case.out_layout) if case.indices else None
+            return pg.AdaptiveMaxPoolingDesc(x_desc, y, indices), {"input": values(sizes)}
+        return pg.AdaptiveAveragePoolingDesc(x_desc, y), {"input": values(sizes)}
+    if op in ("adaptive_max_grad", "adaptive_average_grad"):
+        dy, dy_desc, dx = values(out_sizes, specials=False), _desc(dt, out_sizes, case.grad_layout), \
+            _desc(dt, sizes, case.out_layout)
+        if op == "adaptive_max_grad":
+            return pg.AdaptiveMaxPoolingGradDesc(x_desc, dy_desc, dx), {"input": values(sizes), "input_gradient": dy}
+        return pg.AdaptiveAveragePoolingGradDesc(dy_desc, dx), {"input_gradient": dy}
+    # roi (2-D): batches (some outside the input) and corners anywhere near it
+    h, w = sizes[2:]
+    count = 1 + case.seed % 6
+
+    def rois(rng):
+        return np.stack([rng.integers(-1, sizes[0] + 1, count), rng.integers(-2, w + 2, count),
+                         rng.integers(-2, h + 2, count), rng.integers(-2, w + 2, count),
+                         rng.integers(-2, h + 2, count)], axis=1).astype(dt.numpy).reshape(1, 1, count, 5)
+
+    pooled = (2, 3)
+    desc = pg.RoiPoolingDesc(x_desc, pg.TensorDesc(dt, (1, 1, count, 5)),
+                             _desc(dt, (count, sizes[1]) + pooled, case.out_layout),
+                             spatial_scale=0.5 + case.seed % 2 * 0.5, pooled_size=pooled)
+    return desc, {"input": values(sizes), "roi": rois}
+
+
+# Candidates that reach kernels a sample of the combinations rarely does.
+PINNED = (
+    Case("max_grad", pg.DataType.FLOAT32, "overlap", 2, "packed", "packed", "packed", None, "cpu", 1),  # row gathers
+    Case("max_grad", pg.DataType.FLOAT16, "overlap", 2, "channels_last", "channels_last", "channels_last", None,
+         "cpu", 2),  # four channels per lane
+    Case("max_grad", pg.DataType.FLOAT16, "aligned", 2, "packed", "packed", "gaps", None, "cpu", 3),  # dx in pairs
+)
+
+
+def _pool():
+    """The candidates, in a fixed order: the pinned ones, then a fixed sample of every
+    combination."""
+    yield from PINNED
+    rng = random.Random(2026)
+    for op in OPERATORS:
+        types = ALL_TYPES if op in ALL_TYPE_OPERATORS else FLOAT_TYPES
+        for dt, tuning, geometry, dims, in_layout, out_layout, grad_layout, indices in itertools.product(
+                types, TUNINGS, GEOMETRIES, (1, 2, 3), IN_LAYOUTS, OUT_LAYOUTS, ("gaps", "packed", "channels_last", "wide"),
+                (None, "uint32", "uint64")):
+            if (op == "roi" and dims != 2) or rng.random() > 0.005:
+                continue
+            yield Case(op, dt, geometry, dims, in_layout, out_layout, grad_layout, indices, tuning,
+                       rng.randrange(2**31))
+
+
+def _features(case: Case, desc) -> set:
+    """What a case covers: its operator with its data type, layouts, dimensions, geometry
+    and tuning, and every shader (kernel and the data types of its slots) it dispatches."""
+    features = {("type", case.operator, case.data_type), ("in", case.operator, case.in_layout),
+                ("out", case.operator, case.out_layout), ("dims", case.operator, case.dims)}
+    if case.geometry == "long":
+        features.add(("long", case.operator))
+    if case.indices:
+        features.add(("indices", case.operator, case.indices))
+    plan = Planner(desc, TUNINGS[case.tuning], 2**27, 256)
+    for pass_ in plan.program.passes:  # (a bundle's tensors start at byte 0: the aligned program)
+        kernel, data_types, _, _, value_type = plan.pipeline_key(pass_)
+        by_slot = dict(zip((s.name for s in kernel.slots), data_types))
+        features.add(("kernel", kernel))
+        features.add(("value", kernel.file, by_slot[kernel.value_slot] or value_type))
+        for slot, data_type in zip(kernel.slots, data_types):
+            features.add(("slot", kernel.file, slot, data_type and data_type.storage))
+    return features
+
+
+@functools.lru_cache(maxsize=None)
+def _candidates() -> tuple:
+    found = []
+    for case in _pool():
+        try:
+            desc, _ = case.describe(with_arrays=False)
+        except pg.ValidationError:
+            continue
+        found.append((case, frozenset(_features(case, desc))))
+    return tuple(found)
+
+
+@functools.lru_cache(maxsize=None)
+def cases() -> tuple:
+    """The cases: candidates of the pool taken one by one, each time the one covering most of
+    what those taken before did not (a greedy set cover), until they cover all the pool does."""
+    candidates = list(_candidates())
+    covered, chosen = set(), []
+    while True:
+        best, new = None, set()
+        for case, features in candidates:
+            gain = features - covered
+            if len(gain) > len(new):
+                best, new = case, gain
+        if best is None:
+            return tuple(chosen)
+        chosen.append(best)
+        covered |= new
+
+
+def covered_kernels() -> frozenset:
+    """The kernels the cases dispatch."""
+    taken = set(cases())
+    return frozenset(f[1] for case, features in _candidates() if case in taken for f in features if f[0] == "kernel")
+
+
+def chunked_cases() -> tuple:
+    """One case per operator whose tensors exceed a small binding (run in chunks; no
+    broadcast input, which a binding holds whole)."""
+    chosen = []
+    for k, op in enumerate(OPERATORS):
+        types = ALL_TYPES if op in ALL_TYPE_OPERATORS else FLOAT_TYPES
+        chosen.append(Case(op, types[k % len(types)], ("odd", "overlap", "aligned")[k % 3], 2 if op == "roi" else 1 + k % 3,
+                           IN_LAYOUTS[k % 3], OUT_LAYOUTS[k % 3], "gaps", ("uint32", "uint64")[k % 2], "cpu", 1000 + k))
+    return tuple(chosen)
+
+
+def directml_bytes(array, desc) -> bytes:
+    """A tensor's DirectML buffer bytes: the elements at their strides, little-endian, in
+    ``total_size_in_bytes`` (zeros between them)."""
+    item = desc.data_type.size
+    raw = np.zeros(desc.total_size_in_bytes, np.uint8)
+    flat = raw[: len(raw) // item * item].view(desc.data_type.numpy.newbyteorder("<"))
+    keep = tuple(slice(0, 1) if st == 0 else slice(None) for st in desc.strides)  # broadcast: the first entry
+    source = np.asarray(array)[keep]
+    np.lib.stride_tricks.as_strided(flat, source.shape, tuple(s * item for s in desc.strides))[...] = source
+    return raw.tobytes()
