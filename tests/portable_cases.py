@@ -33,7 +33,7 @@ GEOMETRIES = {
     "dilated": ((7, 9, 16), 4, (2, 2, 2), (1, 1, 1), 0, 2),
     "global": ((5, 12, 16), 4, (5, 12, 16), (1, 1, 1), 0, 1),
     "long": ((3, 4, 300), 2, (2, 3, 70), (1, 1, 9), 0, 1),  # long windows
-    "dense": ((4, 6, 64), 2, (3, 4, 30), (1, 1, 1), 0, 1),  # each element in hundreds of windows
+    "dense": ((4, 6, 400), 2, (3, 4, 300), (1, 1, 1), 0, 1),  # each element in hundreds of windows
 }
 
 
@@ -169,6 +169,7 @@ PINNED = (
     Case("max_grad", pg.DataType.FLOAT16, "overlap", 2, "channels_last", "channels_last", "channels_last", None,
          "cpu", 2),  # four channels per lane
     Case("max_grad", pg.DataType.FLOAT16, "aligned", 2, "packed", "packed", "gaps", None, "cpu", 3),  # dx in pairs
+    Case("average_grad", pg.DataType.FLOAT32, "dense", 2, "packed", "packed", "packed", None, "split", 4),  # split gather
 )
 
 
