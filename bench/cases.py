@@ -81,6 +81,8 @@ CASES = {
         Case("G", (8, 64, 112, 112), (1, 2, 14, 14), None, None, None,
              ("max", "avg", "lp2", "adaptive_max", "adaptive_avg"),
              "global pooling of A's input: 12544 elements per window"),
+        Case("1DG", (8, 64, 65536), (1, 2, 300), None, ops=("max", "avg", "lp2", "adaptive_max", "adaptive_avg"),
+             note="global pooling of 65536-element sequences (one invocation would loop past llvmpipe's limit)"),
         Case("1D", (8, 64, 12544), (1, 2, 30), (3,), (2,), (1,),
              FORWARD_MAX + ("avg", "avg_incl_pad", "lp2", "max_fwd_bwd"),
              "A's elements as one spatial dimension: 3, strides 2, padding 1"),

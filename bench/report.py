@@ -406,7 +406,7 @@ def document(runs: list, sources: list) -> str:
 # -- README.md's table: a few float32 NCHW rows of the newest GPU run and the lavapipe run --
 
 README_ROWS = [("A", "max"), ("A", "max_idx"), ("A", "avg"), ("A", "max_fwd_bwd")] + [
-    (case, op) for case in ("B", "G", "1D", "3D") for op in ("max", "max_idx", "avg")]
+    (case, op) for case in ("B", "G", "1DG", "1D", "3D") for op in ("max", "max_idx", "avg")]
 README_GPU_PEERS = ("torch-cuda",)  # a GPU run's CPU peers ran on other cores than lavapipe's: left to bench-tables.md
 
 

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 import test_adaptive
 import test_average_lp
 import test_grad
+import test_long_windows
 import test_max_pool
 import test_roi
 import test_unpool
@@ -40,6 +41,13 @@ TESTS = {
     "adaptive_average": (test_adaptive.test_adaptive_average_pool_matches_reference,
                          test_adaptive.adaptive_cases(FLOAT_TYPES)),
     "roi": (test_roi.test_roi_pool_matches_reference, test_roi.roi_cases()),
+    # long windows, bins and planes, split and merged (tests/test_long_windows.py)
+    "long_max_pool": (test_long_windows.test_long_max_pooling, test_long_windows.long_max_cases()),
+    "long_average_lp": (test_long_windows.test_long_average_and_lp_pooling, test_long_windows.long_average_cases()),
+    "long_gradients": (test_long_windows.test_long_gradients, test_long_windows.long_gradient_cases()),
+    "long_adaptive": (test_long_windows.test_long_adaptive_pooling, test_long_windows.long_bins()),
+    "long_adaptive_gradients": (test_long_windows.test_long_adaptive_gradients, test_long_windows.long_bins()),
+    "long_roi": (test_long_windows.test_roi_pooling_over_large_bins, test_long_windows.long_roi_cases()),
 }
 
 
