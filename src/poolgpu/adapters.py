@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import ctypes
+import importlib.util
+import os
+import sys
 from typing import Optional
 
 import wgpu
@@ -42,7 +46,42 @@ def _describe(adapter) -> dict:
     }
 
 
+_triton_loaded = False
+
+
+def _load_triton_first() -> None:
+    """Load Triton's LLVM (``libtriton.so``) before any adapter is opened, where Triton is
+    installed (PyPI's CUDA torch brings it: torch.compile imports it).
+
+    A Mesa driver (lavapipe, llvmpipe) loads its own LLVM when wgpu lists adapters;
+    loading Triton's after it crashes the process in Triton's static initialisers, while
+    the other order works.  Loading the library is what costs: about 40 ms and 80 MB
+    once per process; importing Triton's Python package is not needed.  Where a
+    Mesa LLVM is already loaded (the program opened an adapter itself), it is too late:
+    nothing is loaded."""
+    global _triton_loaded
+    if _triton_loaded or not sys.platform.startswith("linux"):
+        return
+    _triton_loaded = True
+    try:
+        spec = importlib.util.find_spec("triton")
+    except (ImportError, ValueError):
+        return
+    for folder in (spec.submodule_search_locations or ()) if spec else ():
+        library = os.path.join(folder, "_C", "libtriton.so")
+        if os.path.exists(library):
+            with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+                if "libLLVM" in maps.read():
+                    return
+            try:
+                ctypes.CDLL(library)
+            except OSError:  # a broken install: Triton would fail by itself
+                pass
+            return
+
+
 def _enumerate():
+    _load_triton_first()
     try:
         return list(wgpu.gpu.enumerate_adapters_sync())
     except Exception as exc:  # no loader, no driver, broken install
