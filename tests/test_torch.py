@@ -384,12 +384,14 @@ def test_max_unpool_gradient_with_repeated_indices_goes_to_the_element_that_land
     assert torch.equal(yg.grad.flatten(), want)
 
 
-@pytest.mark.parametrize("call", [lambda x, d: pgt.lp_pool2d(x, 2, 2, device=d),
-                                  lambda x, d: pgt.roi_pool(x, torch.tensor([[0, 0, 0, 3, 3.0]]), 2, device=d)])
-def test_lp_and_roi_backward_raise(device, call):
+@pytest.mark.parametrize("call, where", [
+    (lambda x, d: pgt.lp_pool2d(x, 2, 2, device=d), "torch.nn.functional.lp_pool2d's"),
+    (lambda x, d: pgt.roi_pool(x, torch.tensor([[0, 0, 0, 3, 3.0]]), 2, device=d), "torchvision.ops.roi_pool's")])
+def test_lp_and_roi_backward_raise_naming_what_differentiates(device, call, where):
     x = torch.rand(1, 2, 6, 6, requires_grad=True)
     y = call(x, device)
     assert y.requires_grad
-    with pytest.raises(RuntimeError, match="no backward"):
+    with pytest.raises(RuntimeError, match="no backward") as e:
         y.sum().backward()
+    assert where in str(e.value)
 

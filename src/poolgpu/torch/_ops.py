@@ -142,6 +142,11 @@ def _formula(backward_op) -> Callable:
     return backward
 
 
+def _no_double_backward(ctx, *grads):
+    raise RuntimeError("poolgpu.torch's gradients are not differentiable themselves (no double backward, "
+                       "e.g. create_graph=True through a pooling); use torch.nn.functional's pooling there")
+
+
 def define_family(family: str, parameters: str, plan: Callable[..., Plan], gradient: Callable[..., Plan],
                   with_indices: bool = False, dims: tuple = (1, 2, 3)) -> None:
     """Register a family's operators (see the module's docstring).
@@ -152,6 +157,7 @@ def define_family(family: str, parameters: str, plan: Callable[..., Plan], gradi
     ``gradient(function, grad_output, *arguments, device=)`` plans the input's gradient."""
     named = (lambda arguments: family) if dims == () else (lambda arguments: f"{family}{_dims(arguments)}d")
     backward = _define(f"{family}_backward", named, f"(Tensor grad_output, {parameters}) -> Tensor", gradient)
+    torch.library.register_autograd(f"poolgpu::{family}_backward", _no_double_backward, lib=LIBRARY)
     formula = _formula(backward)
     for name, indices in [(family, False)] if dims == () else [
             (f"{family}{d}d{suffix}", suffix != "") for d in dims for suffix in ("", "_with_indices")[:1 + with_indices]]:
