@@ -16,6 +16,11 @@ _OUTPUT = {1: "an int or a tuple of one int", 2: "an int for both dimensions, or
 DEVICE = """device : pg.Device, optional, keyword-only
     Where to run: default the pg.Tensor input's device, else ``pg.default_device()``.  Results
     come back on the input's own torch device (CPU, CUDA, ...)."""
+#: The Returns section of a function with one result.
+RETURNS = """Returns
+-------
+output
+    Of the input's kind (torch, NumPy or poolgpu) and data type."""
 #: The Raises section of every function.
 RAISES = """Raises
 ------
@@ -27,10 +32,10 @@ pg.ValidationError
 def fields(dims: int) -> dict:
     """The words a template of ``dims`` spatial dimensions is filled with: ``{d}``, ``{shape}``
     (the input's), ``{sizes}`` (a size argument's forms), ``{output_size}`` (an adaptive
-    ``output_size``'s forms), ``{device}`` and ``{raises}``."""
+    ``output_size``'s forms), ``{device}``, ``{returns}`` and ``{raises}``."""
     s = _SPATIAL[dims]
     return dict(d=dims, shape=f"(N, C, {s}) or unbatched (C, {s})", sizes=_SIZES[dims], output_size=_OUTPUT[dims],
-                device=DEVICE, raises=RAISES)
+                device=DEVICE, returns=RETURNS, raises=RAISES)
 
 
 def function_forms(family: str, make: Callable[[int], Callable], doc: str, module: str, **each: tuple) -> tuple:

@@ -144,10 +144,7 @@ output_size : int or tuple of (int or None)
     The output's spatial size: {output_size}; 0 gives an empty output.
 {device}
 
-Returns
--------
-output
-    Of the input's kind and data type.
+{returns}
 
 {raises}
 """.replace("{bins}", _BINS.format(what="average")), __name__)

@@ -203,10 +203,7 @@ count_include_pad : bool, default True
     count); False: by the input elements the window covers.{divisor}
 {device}
 
-Returns
--------
-output
-    Of the input's kind and data type; sums accumulate in float32.
+{returns}  Sums accumulate in float32.
 
 {raises}
 """, __name__, divisor=("", _DIVISOR, _DIVISOR), at_least=_AT_LEAST)
@@ -284,10 +281,7 @@ ceil_mode : bool, default False
     Round the output size up; a window that would start past the input is dropped.
 {device}
 
-Returns
--------
-output
-    Of the input's kind and data type.
+{returns}
 
 {raises}
     Also for ``norm_type`` below 1 or above 64.

@@ -133,10 +133,7 @@ output_size : tuple of int, optional
     ``(n - 1) * stride + kernel_size - 2 * padding``; None: the default.
 {device}
 
-Returns
--------
-output
-    Of the input's kind and data type.
+{returns}
 
 {raises}
     An index outside its plane is an ``indices`` error.
