@@ -63,14 +63,13 @@ def device_of(key: Optional[int], function: str) -> Optional[Device]:
 
 
 class Operator(NamedTuple):
-    """A defined operator: its OpOverload, the public function it serves (for messages), its
-    plan, and the autograd.Function that carries its formula under torch.func's transforms
-    (None where it has no gradient of its own)."""
+    """A public function's operator: its OpOverload, the function's name (for messages), its
+    plan, and the autograd.Function that carries its formula under torch.func's transforms."""
 
     overload: Any
     function: str
     plan: Callable[..., Plan]
-    under_transforms: Optional[type]
+    under_transforms: type
 
 
 OPERATORS: Dict[str, Operator] = {}
@@ -83,7 +82,7 @@ def call(name: str, *args):
     formula: the autograd kernel that ``torch.library.register_autograd`` makes has no
     ``setup_context``, which ``torch.func.grad`` requires (torch 2.13 and 2.14)."""
     op = OPERATORS[name]
-    if op.under_transforms is not None and torch._C._are_functorch_transforms_active():
+    if torch._C._are_functorch_transforms_active():
         return op.under_transforms.apply(*args)
     return op.overload(*args)
 
@@ -148,27 +147,31 @@ def _no_double_backward(ctx, *grads):
 
 
 def define_family(family: str, parameters: str, plan: Callable[..., Plan], gradient: Callable[..., Plan],
-                  with_indices: bool = False, dims: tuple = (1, 2, 3)) -> None:
+                  with_indices: bool = False, one_form: bool = False) -> None:
     """Register a family's operators (see the module's docstring).
 
     ``parameters``: the schema's arguments, ``device_key`` last; ``plan(function,
     *arguments, device=)`` checks a call and plans its results (``return_indices=`` too
-    where ``with_indices``);
-    ``gradient(function, grad_output, *arguments, device=)`` plans the input's gradient."""
-    named = (lambda arguments: family) if dims == () else (lambda arguments: f"{family}{_dims(arguments)}d")
-    backward = _define(f"{family}_backward", named, f"(Tensor grad_output, {parameters}) -> Tensor", gradient)
+    where ``with_indices``); ``gradient(function, grad_output, *arguments, device=)`` plans
+    the input's gradient.  ``one_form``: one operator named ``family`` (``roi_pool``), not
+    the 1d, 2d and 3d forms."""
+    if one_form:
+        forms, function = [family], (lambda arguments: family)
+    else:
+        forms, function = [f"{family}{d}d" for d in (1, 2, 3)], (lambda arguments: f"{family}{_dims(arguments)}d")
+    backward = _define(f"{family}_backward", function, f"(Tensor grad_output, {parameters}) -> Tensor", gradient)
     torch.library.register_autograd(f"poolgpu::{family}_backward", _no_double_backward, lib=LIBRARY)
     formula = _formula(backward)
-    for name, indices in [(family, False)] if dims == () else [
-            (f"{family}{d}d{suffix}", suffix != "") for d in dims for suffix in ("", "_with_indices")[:1 + with_indices]]:
-        returns = "(Tensor, Tensor)" if indices else "Tensor"
-        planned = functools.partial(plan, return_indices=indices) if with_indices else plan
-        overload = _define(name, named, f"({parameters}) -> {returns}", planned)
-        torch.library.register_autograd(f"poolgpu::{name}", formula, setup_context=_setup_context, lib=LIBRARY)
-        under_transforms = type(f"{name}_function", (torch.autograd.Function,), {
-            "forward": staticmethod(_calling(overload)), "setup_context": staticmethod(_setup_context),
-            "backward": staticmethod(formula), "generate_vmap_rule": True})
-        OPERATORS[name] = Operator(overload, name.removesuffix("_with_indices"), planned, under_transforms)
+    for form in forms:
+        for name, indices in [(form, False)] + ([(f"{form}_with_indices", True)] if with_indices else []):
+            planned = functools.partial(plan, return_indices=indices) if with_indices else plan
+            overload = _define(name, function, f"({parameters}) -> {'(Tensor, Tensor)' if indices else 'Tensor'}",
+                               planned)
+            torch.library.register_autograd(f"poolgpu::{name}", formula, setup_context=_setup_context, lib=LIBRARY)
+            under_transforms = type(f"{name}_function", (torch.autograd.Function,), {
+                "forward": staticmethod(_calling(overload)), "setup_context": staticmethod(_setup_context),
+                "backward": staticmethod(formula), "generate_vmap_rule": True})
+            OPERATORS[name] = Operator(overload, form, planned, under_transforms)
 
 
 def _calling(overload) -> Callable:

@@ -162,4 +162,4 @@ def _plan(function, input, boxes, output_size, spatial_scale, *, device):
 
 
 define_family("roi_pool", "Tensor input, Tensor boxes, int[] output_size, float spatial_scale, int? device_key", _plan,
-              no_gradient("torchvision.ops"), dims=())
+              no_gradient("torchvision.ops"), one_form=True)
