@@ -114,5 +114,5 @@ def window_args(dims: int, function: str, kernel_size: Any, stride: Any, padding
     f = function
     kernel = kernel or sizes_arg(kernel_size, dims, "kernel_size", f)
     strides = kernel if no_stride(stride) else sizes_arg(stride, dims, "stride", f)
-    return (kernel, strides, sizes_arg(padding, dims, "padding", f, minimum=0), sizes_arg(dilation, dims, "dilation", f),
-            boolean(ceil_mode, "ceil_mode", f))
+    return (kernel, strides, sizes_arg(padding, dims, "padding", f, minimum=0),
+            sizes_arg(dilation, dims, "dilation", f), boolean(ceil_mode, "ceil_mode", f))

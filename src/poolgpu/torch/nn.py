@@ -105,9 +105,11 @@ class _Unpool(_Pooling):
 _MODULES: Dict[type, type] = {}  # torch's class -> poolgpu's
 
 
-def _forms(name: str, base: type, function: str, arguments: Sequence[tuple], doc: str, module) -> tuple:
+def _forms(name: str, base: type, function: str, arguments: Sequence[tuple], doc: str, module,
+           **each: tuple) -> tuple:
     """``name`` 1d, 2d and 3d: subclasses of ``base`` and of torch's classes, calling
-    ``module.<function>{d}d`` with ``arguments[d - 1]``."""
+    ``module.<function>{d}d`` with ``arguments[d - 1]``; ``doc`` their docstring, with
+    ``each``'s words (one per form)."""
     classes = []
     for dims in (1, 2, 3):
         torch_class = getattr(torch.nn, f"{name}{dims}d")
@@ -115,7 +117,7 @@ def _forms(name: str, base: type, function: str, arguments: Sequence[tuple], doc
         device = inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY, default=None,
                                    annotation=Optional[Device])
         cls = type(f"{name}{dims}d", (base, torch_class), {
-            "__doc__": doc.format(name=f"{name}{dims}d", **fields(dims)),
+            "__doc__": doc.format(name=f"{name}{dims}d", **fields(dims), **{k: v[dims - 1] for k, v in each.items()}),
             "__module__": __name__,
             "__signature__": signature.replace(parameters=[*signature.parameters.values(), device]),
             "_function": staticmethod(getattr(module, f"{function}{dims}d")),
@@ -154,6 +156,9 @@ ceil_mode : bool, default False
     Round the output size up.
 """ + _REST, pooling)
 
+_DIVISOR = """
+divisor_override : int, optional
+    If given, every window's sum is divided by it (any int but 0)."""
 _AVG = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad")
 AvgPool1d, AvgPool2d, AvgPool3d = _forms("AvgPool", _Pool, "avg_pool", [
     _AVG, _AVG + ("divisor_override",), _AVG + ("divisor_override",)],
@@ -162,10 +167,8 @@ AvgPool1d, AvgPool2d, AvgPool3d = _forms("AvgPool", _Pool, "avg_pool", [
 ceil_mode : bool, default False
     Round the output size up.
 count_include_pad : bool, default True
-    Divide by the window clipped to the padded input; False: by the input elements covered.
-divisor_override : int, optional (2d and 3d)
-    If given, every window's sum is divided by it (any int but 0).
-""" + _REST, pooling)
+    Divide by the window clipped to the padded input; False: by the input elements covered.{divisor}
+""" + _REST, pooling, divisor=("", _DIVISOR, _DIVISOR))
 
 LPPool1d, LPPool2d, LPPool3d = _forms("LPPool", _Pool, "lp_pool", [
     ("norm_type", "kernel_size", "stride", "ceil_mode")] * 3,
