@@ -63,16 +63,15 @@ def device_of(key: Optional[int], function: str) -> Optional[Device]:
 
 
 class Operator(NamedTuple):
-    """A public function's operator: its OpOverload, the function's name (for messages), its
-    plan, and the autograd.Function that carries its formula under torch.func's transforms."""
+    """A public function's operator: the function's name (for messages) and its plan."""
 
-    overload: Any
     function: str
     plan: Callable[..., Plan]
-    under_transforms: type
 
 
-OPERATORS: Dict[str, Operator] = {}
+OPERATORS: Dict[str, Operator] = {}  # name -> what serves the public functions
+_OVERLOADS: Dict[str, Any] = {}  # name -> torch.ops.poolgpu.<name>.default
+_UNDER_TRANSFORMS: Dict[str, type] = {}  # name -> its autograd.Function (see call)
 
 
 def call(name: str, *args):
@@ -81,10 +80,9 @@ def call(name: str, *args):
     Under torch.func's transforms the call goes through an autograd.Function with the same
     formula: the autograd kernel that ``torch.library.register_autograd`` makes has no
     ``setup_context``, which ``torch.func.grad`` requires (torch 2.13 and 2.14)."""
-    op = OPERATORS[name]
     if torch._C._are_functorch_transforms_active():
-        return op.under_transforms.apply(*args)
-    return op.overload(*args)
+        return _UNDER_TRANSFORMS[name].apply(*args)
+    return _OVERLOADS[name](*args)
 
 
 def dispatch(name: str, input, *arguments, device: Any):
@@ -100,9 +98,10 @@ def _one(results: tuple):
     return results[0] if len(results) == 1 else results
 
 
-def _define(name: str, function: Callable[[tuple], str], schema: str, plan: Callable[..., Plan]) -> Any:
+def _define(name: str, function: Callable[[tuple], str], schema: str, plan: Callable[..., Plan],
+            setup_context: Callable, backward: Callable) -> None:
     """``torch.ops.poolgpu.<name>`` computing ``plan(function, *arguments, device=)``, where
-    ``schema``'s last argument is ``device_key``; returns its OpOverload."""
+    ``schema``'s last argument is ``device_key``, differentiated by ``backward``."""
     LIBRARY.define(name + schema)
 
     def real(*args):
@@ -115,9 +114,12 @@ def _define(name: str, function: Callable[[tuple], str], schema: str, plan: Call
 
     LIBRARY.impl(name, real, "CompositeExplicitAutograd")
     torch.library.register_fake(f"poolgpu::{name}", fake, lib=LIBRARY)
-    overload = getattr(torch.ops.poolgpu, name).default
+    overload = _OVERLOADS[name] = getattr(torch.ops.poolgpu, name).default
     torch.library.register_vmap(f"poolgpu::{name}", _fold(overload), lib=LIBRARY)
-    return overload
+    torch.library.register_autograd(f"poolgpu::{name}", backward, setup_context=setup_context, lib=LIBRARY)
+    _UNDER_TRANSFORMS[name] = type(f"{name}_function", (torch.autograd.Function,), {
+        "forward": staticmethod(_calling(overload)), "setup_context": staticmethod(setup_context),
+        "backward": staticmethod(backward), "generate_vmap_rule": True})
 
 
 _SAVED = object()  # in ctx.arguments: a tensor argument, kept by save_for_backward
@@ -128,17 +130,21 @@ def _setup_context(ctx, inputs, output):
     ctx.arguments = tuple(_SAVED if isinstance(i, torch.Tensor) else i for i in inputs)
 
 
-def _formula(backward_op) -> Callable:
-    """The backward of an operator: ``backward_op(grad_output, <its arguments>)`` for the
-    input (the first argument); no gradient for the others (indices, boxes)."""
+def _formula(backward_name: str) -> Callable:
+    """The backward of an operator: ``<backward_name>(grad_output, <its arguments>)`` for
+    the input (the first argument); no gradient for the others (indices, boxes)."""
 
     def backward(ctx, grad_output, *_):
         saved = iter(ctx.saved_tensors)
         arguments = [next(saved) if a is _SAVED else a for a in ctx.arguments]
-        dx = backward_op(grad_output, *arguments) if ctx.needs_input_grad[0] else None
+        dx = call(backward_name, grad_output, *arguments) if ctx.needs_input_grad[0] else None
         return (dx,) + (None,) * (len(arguments) - 1)
 
     return backward
+
+
+def _nothing_saved(ctx, inputs, output):
+    pass
 
 
 def _no_double_backward(ctx, *grads):
@@ -159,19 +165,15 @@ def define_family(family: str, parameters: str, plan: Callable[..., Plan], gradi
         forms, function = [family], (lambda arguments: family)
     else:
         forms, function = [f"{family}{d}d" for d in (1, 2, 3)], (lambda arguments: f"{family}{_dims(arguments)}d")
-    backward = _define(f"{family}_backward", function, f"(Tensor grad_output, {parameters}) -> Tensor", gradient)
-    torch.library.register_autograd(f"poolgpu::{family}_backward", _no_double_backward, lib=LIBRARY)
-    formula = _formula(backward)
+    _define(f"{family}_backward", function, f"(Tensor grad_output, {parameters}) -> Tensor", gradient,
+            _nothing_saved, _no_double_backward)
+    formula = _formula(f"{family}_backward")
     for form in forms:
         for name, indices in [(form, False)] + ([(f"{form}_with_indices", True)] if with_indices else []):
             planned = functools.partial(plan, return_indices=indices) if with_indices else plan
-            overload = _define(name, function, f"({parameters}) -> {'(Tensor, Tensor)' if indices else 'Tensor'}",
-                               planned)
-            torch.library.register_autograd(f"poolgpu::{name}", formula, setup_context=_setup_context, lib=LIBRARY)
-            under_transforms = type(f"{name}_function", (torch.autograd.Function,), {
-                "forward": staticmethod(_calling(overload)), "setup_context": staticmethod(_setup_context),
-                "backward": staticmethod(formula), "generate_vmap_rule": True})
-            OPERATORS[name] = Operator(overload, form, planned, under_transforms)
+            returns = "(Tensor, Tensor)" if indices else "Tensor"
+            _define(name, function, f"({parameters}) -> {returns}", planned, _setup_context, formula)
+            OPERATORS[name] = Operator(form, planned)
 
 
 def _calling(overload) -> Callable:
