@@ -32,6 +32,10 @@ VARIANTS = {
     "rowsN": "the walks chosen for CPU adapters, N output rows per rows-walk invocation",
     "blockgather": "the gradients' block gathers instead of the row gathers (Tuning.row_gathers)",
     "tapsfirst": "the block gathers' loops (a window read once per tap) instead of windows first",
+    "planeN": "global pooling by the plane walk, workgroups of N invocations (Tuning.plane_lanes)",
+    "noplane": "global pooling by the general walk (Tuning.plane_walk off)",
+    "partN": "the plane walk's workgroups reduce runs of at most N elements (Tuning.plane_part)",
+    "budgetN": "at most N loop iterations per invocation before windows split (Tuning.loop_budget)",
 }
 
 
@@ -46,6 +50,14 @@ def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
         return replace(tuning, lines_workgroup=int(digits))
     if name == "rows" and digits:
         return replace(tuning, walk="auto", rows_walks=True, plane_walk=False, rows_per_invocation=int(digits))
+    if name == "plane" and digits:
+        return replace(tuning, plane_walk=True, plane_lanes=int(digits))
+    if part == "noplane":
+        return replace(tuning, plane_walk=False)
+    if name == "part" and digits:
+        return replace(tuning, plane_part=int(digits))
+    if name == "budget" and digits:
+        return replace(tuning, loop_budget=int(digits))
     if part == "blockgather":
         return replace(tuning, row_gathers=False)
     if part == "tapsfirst":

@@ -151,12 +151,10 @@ def tuned_for(device, tuning):
         device.tuning = before
 
 
-# The forward walks, by the last file of their kernels' library (poolgpu.kernels.window).
-WALK_FILES = {"window_walk.wgsl": "general", "rows_store4.wgsl": "rows", "rows_store_tail.wgsl": "rows_tail",
-              "window_walk_channels.wgsl": "channels", "window_walk_plane.wgsl": "plane"}
-
-
 def forward_walk(desc, tuning=None):
     """The window walk of the forward pooling ``desc`` under ``tuning`` (default: the CPU
-    preset), read off its program."""
-    return WALK_FILES[pg.kernels.program_for(desc, tuning).passes[0].kernel.library[-1]]
+    preset), read off its program (poolgpu.kernels.window's kernels by walk)."""
+    kernel = pg.kernels.program_for(desc, tuning).passes[0].kernel
+    window = pg.kernels.window
+    return next((walk for family in (window.MAX_POOL, window.AVERAGE_POOL, window.LP_POOL)
+                 for walk, k in family.items() if k == kernel), "bins")  # (else adaptive pooling's bins)

@@ -192,7 +192,8 @@ def test_wide_uniform_bins_reuse_the_fixed_window_kernels():
     for desc_class, fixed in ((pg.AdaptiveMaxPoolingDesc, kernels.window.MAX_POOL), (pg.AdaptiveAveragePoolingDesc, kernels.window.AVERAGE_POOL)):
         assert first_kernel(desc_class, (1, 2, 16, 24), (8, 12)) in fixed.values()
         assert first_kernel(desc_class, (1, 2, 16, 24), (5, 12)) is kernels.binned.ADAPTIVE_BINS  # 16 % 5: bins differ
-        assert first_kernel(desc_class, (1, 2, 14, 14), (1, 1)) is kernels.binned.ADAPTIVE_BINS  # narrow rows
+        assert first_kernel(desc_class, (1, 2, 14, 14), (7, 1)) is kernels.binned.ADAPTIVE_BINS  # narrow rows
+        assert first_kernel(desc_class, (1, 2, 14, 14), (1, 1)) is fixed["plane"]  # global: the plane walk
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])

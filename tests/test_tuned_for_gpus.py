@@ -12,8 +12,8 @@ import poolgpu as pg
 import reference
 import test_average_lp
 import test_max_pool
-from helpers import (FLOAT_TYPES, assert_canaries_intact, canary_tensor, layout_strides, random_values, same_bits,
-                     tuned_for)
+from helpers import (FLOAT_TYPES, assert_canaries_intact, canary_tensor, forward_walk, layout_strides, random_values,
+                     same_bits, tuned_for)
 from poolgpu import kernels
 from test_grad import assert_gradient_close
 from test_scale import bounded
@@ -30,24 +30,28 @@ def gpu_tuned(device):
 
 
 def _walk(desc, gpu=True):
-    return kernels.program_for(desc, pg.Tuning.preset("gpu" if gpu else "cpu")).passes[0].kernel.library[-1]
+    return forward_walk(desc, pg.Tuning.preset("gpu" if gpu else "cpu"))
 
 
-def test_global_windows_take_the_plane_walk_on_gpus_only():
+def test_global_windows_take_the_plane_walk():
     x = pg.TensorDesc("FLOAT32", (2, 8, 16, 16))
     for desc in (pg.MaxPooling2Desc(x, window_size=(16, 16)), pg.AveragePooling1Desc(x, window_size=(16, 16)),
                  pg.LpPooling1Desc(x, window_size=(16, 16), p=2), pg.AdaptiveMaxPoolingDesc(x, output_size=(1, 1)),
                  pg.AdaptiveAveragePoolingDesc(x, output_size=(1, 1))):
-        assert _walk(desc) == "window_walk_plane.wgsl"
-        assert _walk(desc, gpu=False) != "window_walk_plane.wgsl"
-    # planes smaller than its lanes: one invocation per output
-    assert _walk(pg.MaxPooling2Desc(pg.TensorDesc("FLOAT32", (2, 8, 15, 17)), window_size=(15, 17))) == "window_walk.wgsl"
+        assert _walk(desc) == "plane"
+        assert _walk(desc, gpu=False) == "plane"
+    # planes smaller than a GPU workgroup's lanes: one invocation per output
+    small = pg.MaxPooling2Desc(pg.TensorDesc("FLOAT32", (2, 8, 15, 17)), window_size=(15, 17))
+    assert _walk(small) == "general" and _walk(small, gpu=False) == "plane"
+    # planes that are not contiguous (channels last): not the plane walk
+    nhwc = pg.TensorDesc("FLOAT32", (2, 8, 16, 16), (2048, 1, 128, 8))
+    assert _walk(pg.MaxPooling2Desc(nhwc, window_size=(16, 16))) != "plane"
     # a window short of the plane, padded or dilated is not global
     for kw in (dict(window_size=(16, 15)), dict(window_size=(16, 16), start_padding=(1, 0), end_padding=(0, 0)),
                dict(window_size=(8, 16), dilations=(2, 1))):
-        assert _walk(pg.MaxPooling2Desc(x, **kw)) != "window_walk_plane.wgsl"
+        assert _walk(pg.MaxPooling2Desc(x, **kw)) != "plane"
     # 3x3 windows: one output per invocation on GPUs, four rows of four on software adapters
-    assert _walk(pg.MaxPooling2Desc(x, window_size=(3, 3), strides=(2, 2))) == "window_walk.wgsl"
+    assert _walk(pg.MaxPooling2Desc(x, window_size=(3, 3), strides=(2, 2))) == "general"
     assert "window_walk_rows.wgsl" in kernels.program_for(
         pg.MaxPooling2Desc(x, window_size=(3, 3), strides=(2, 2))).passes[0].kernel.library
 
@@ -130,8 +134,11 @@ def test_global_max_pooling_gradient(gpu_tuned):
     assert_gradient_close(got, reference.max_pool_grad(x, dy, (17, 19)), dy)
 
 
-def test_the_plane_walks_lanes_are_kernels_py_s():
-    assert f"const PLANE_LANES: u32 = {kernels.window.PLANE_LANES}u;" in kernels.read_wgsl("common/window_walk_plane.wgsl")
+def test_the_plane_walks_workgroup_memory_holds_the_most_lanes_a_tuning_takes():
+    assert "const PLANE_LANES_MAX: u32 = 256u;" in kernels.read_wgsl("common/window_walk_plane.wgsl")
+    pg.Tuning(plane_lanes=256)
+    with pytest.raises(pg.ValidationError, match="plane_lanes"):
+        pg.Tuning(plane_lanes=512)
 
 
 @pytest.mark.parametrize("limit", [2048, 4096])
@@ -140,7 +147,7 @@ def test_global_pooling_in_chunks_of_planes(device, limit):
     x = np.random.default_rng(5).standard_normal((3, 7, 16, 17)).astype(np.float32)
     with tuned_for(bounded(device, limit), "gpu") as small:  # (test_scale shares these Devices)
         op = small.compile(pg.MaxPooling2Desc(pg.TensorDesc("FLOAT32", x.shape), window_size=(16, 17)))
-        assert len(op._program.passes) > 1 and op._program.passes[0].kernel.library[-1] == "window_walk_plane.wgsl"
+        assert len(op._program.passes) > 1 and op._program.passes[0].kernel is kernels.window.MAX_POOL["plane"]
         _assert_global_max_and_average(
             x, lambda x: pg.max_pool(x, (16, 17), return_indices=True, device=small),
             lambda x: pg.average_pool(x, (16, 17), device=small),
@@ -178,7 +185,7 @@ def test_windows_longer_than_the_taps_written_out(gpu_tuned, geometry, data_type
                 indices="uint32", seed=dims)
     assert _walk(pg.MaxPooling2Desc(pg.TensorDesc(data_type, case["sizes"]),
                                     **{k: case[k] for k in ("window_size", "strides", "start_padding",
-                                                            "end_padding")})) == "window_walk.wgsl"
+                                                            "end_padding")})) == "general"
     test_max_pool.run_case(gpu_tuned, case)
     if data_type != pg.DataType.INT8:
         for operator in ("average_with_padding", "lp2"):

@@ -328,22 +328,22 @@ class Device:
                 self._ops.popitem(last=False)
         return op
 
-    def _pipeline(self, kernel, data_types: tuple, writable_inputs: frozenset, constants: tuple):
-        key = (kernel, data_types, writable_inputs, constants)
+    def _pipeline(self, kernel, data_types: tuple, writable_inputs: frozenset, constants: tuple, value_type=None):
+        key = (kernel, data_types, writable_inputs, constants, value_type)
         with self._pipeline_lock:  # not the device lock: building takes long, dispatches go on
             entry = self._pipelines.get(key)
             if entry is not None:
                 self._pipelines.move_to_end(key)
                 return entry
             with self._guard(f"building the pipeline of {kernel.file}"):
-                entry = self._build_pipeline(kernel, data_types, writable_inputs, constants)
+                entry = self._build_pipeline(kernel, data_types, writable_inputs, constants, value_type)
             self._pipelines[key] = entry
             while len(self._pipelines) > _PIPELINE_CACHE_SIZE:
                 self._pipelines.popitem(last=False)
             return entry
 
-    def _build_pipeline(self, kernel, data_types: tuple, writable_inputs: frozenset, constants: tuple):
-        source = kernels.shader_source(kernel, data_types, writable_inputs)
+    def _build_pipeline(self, kernel, data_types: tuple, writable_inputs: frozenset, constants: tuple, value_type):
+        source = kernels.shader_source(kernel, data_types, writable_inputs, value_type)
         entries = [{"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": "uniform"}}]
         for binding, (slot, data_type) in enumerate(zip(kernel.slots, data_types), start=1):
             if data_type is None:

@@ -93,7 +93,7 @@ class Op:
             slot.name for slot, role in zip(pass_.kernel.slots, roles)
             if role in writable_roles and not slot.output
         )
-        return self.device._pipeline(pass_.kernel, data_types, writable, pass_.constants)
+        return self.device._pipeline(pass_.kernel, data_types, writable, pass_.constants, pass_.value_type)
 
     def _view(self, entry) -> kernels.View:
         """A pass's tensor entry as a View (a role alone: the whole tensor)."""

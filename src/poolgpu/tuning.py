@@ -44,7 +44,15 @@ class Tuning:
         4-element loads) where tensors are contiguous along W.
     plane_walk : bool
         With ``walk="auto"``: pool each whole plane (global pooling, also adaptive pooling
-        to one output) with one workgroup per output.
+        to one output) as a reduction, workgroups of ``plane_lanes`` invocations each
+        reducing a run of at most ``plane_part`` elements of a plane (planes contiguous
+        in the input, of at least ``plane_lanes`` elements).
+    plane_lanes : {16, 32, 64, 128, 256}
+        Invocations per workgroup of the plane walk.
+    plane_part : int
+        The most elements of a plane one workgroup of the plane walk reduces, at least 1024:
+        larger planes are cut into runs that several workgroups reduce, merged by a second
+        pass.
     outputs_per_invocation : {1, 2}
         Neighbouring outputs along W per invocation of the general walk (it is also the
         first pass of the max pooling gradient).
@@ -69,6 +77,11 @@ class Tuning:
         Adaptive pooling whose bins are one fixed window (each input size a multiple of the
         output's) runs the fixed-window kernels where output rows hold at least this many
         outputs (else the bin kernels, which pack outputs flat).
+    loop_budget : int
+        The most loop iterations one invocation of a kernel may run, 256 to 32768: longer
+        windows, bins and planes are split into parts that several invocations walk, merged
+        by further passes in a fixed order (docs/semantics.md).  Software adapters end an
+        invocation's loops after 65535 iterations in all, without an error.
 
     Every field has the default of :meth:`for_cpu`; :meth:`for_gpu` lists where the GPU
     preset differs.
@@ -82,7 +95,9 @@ class Tuning:
     target: str = "cpu"
     walk: str = "auto"
     rows_walks: bool = True
-    plane_walk: bool = False
+    plane_walk: bool = True
+    plane_lanes: int = 8
+    plane_part: int = 16384
     outputs_per_invocation: int = 1
     rows_per_invocation: int = 4
     lines_workgroup: int = 64
@@ -91,6 +106,7 @@ class Tuning:
     row_gathers: bool = True
     windows_first: bool = True
     fixed_window_min_row: int = 8
+    loop_budget: int = 16384
 
     def __post_init__(self) -> None:
         if self.target not in ("cpu", "gpu"):
@@ -107,6 +123,12 @@ class Tuning:
             raise ValidationError("outputs_per_invocation", f"expected 1 or 2, got {self.outputs_per_invocation}")
         if self.rows_per_invocation > 4:
             raise ValidationError("rows_per_invocation", f"expected 1 to 4, got {self.rows_per_invocation}")
+        if self.plane_lanes not in (4, 8, 16, 32, 64, 128, 256):  # (window_walk_plane.wgsl's tree halves them)
+            raise ValidationError("plane_lanes", f"expected 4, 8, 16, 32, 64, 128 or 256, got {self.plane_lanes}")
+        if self.plane_part < 1024:
+            raise ValidationError("plane_part", f"expected at least 1024 elements, got {self.plane_part}")
+        if not 256 <= self.loop_budget <= 32768:  # (the kernels' loops other than the split ones fit in the rest)
+            raise ValidationError("loop_budget", f"expected 256 to 32768 iterations, got {self.loop_budget}")
         for name in ("lines_workgroup", "block_workgroup", "flat_workgroup"):
             if getattr(self, name) > 256:  # WebGPU's guaranteed max-compute-invocations-per-workgroup
                 raise ValidationError(name, f"expected at most 256 invocations, got {getattr(self, name)}")
@@ -128,15 +150,15 @@ class Tuning:
         """The choices for GPUs: no rows walks (measured on an H100, case A: 2-4x slower
         than the general walk), two outputs per invocation of the general walk (1.2-1.6x
         faster than one; four were 0.8-0.9x as fast as two), the plane walk for global
-        pooling.
+        pooling with workgroups of 256 invocations.
 
         Returns
         -------
         Tuning
-            ``target="gpu"``, ``rows_walks=False``, ``plane_walk=True``,
+            ``target="gpu"``, ``rows_walks=False``, ``plane_walk=True``, ``plane_lanes=256``,
             ``outputs_per_invocation=2``; the other fields as :meth:`for_cpu`'s.
         """
-        return cls(target="gpu", rows_walks=False, plane_walk=True, outputs_per_invocation=2)
+        return cls(target="gpu", rows_walks=False, plane_walk=True, plane_lanes=256, outputs_per_invocation=2)
 
     @classmethod
     def preset(cls, target: str) -> "Tuning":

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import replace
 from functools import partial
+from typing import Optional
 
 from ..descs import AveragePooling1Desc, MaxPooling2Desc
 from ..dtypes import DataType
@@ -18,13 +18,21 @@ from .core import Kernel, Pass, Program, Slot, Split
 from .grids import (FLAT_GRID, IN_SIZES, OUT_SIZES, as_5d, flat_grid, flat_regrid, sorted_constants, stride_fields,
                     tensor_stride_params)
 from .registry import register
-from .window import COMPENSATED_SUM, average_pool_program, max_pool_program, plane_walk_fits
+from .split import Accumulator, fewest_parts, gradient_merge_passes, iterations, loop_total, merge_passes, partials_desc
+from .window import (AVERAGE, AVERAGE_POOL, MAX, MAX_POOL, average_pool_program, max_pool_program,
+                     plane_walk_fits)
 
+# The bins passes' loops: wide_int.wgsl's, a fixed number (div_wide: 32 bits; the 192-bit
+# Wide helpers: 6 words): adaptive_range's two div_wide; per ROI, its five values and four
+# corners (each rounded: a wide_negate and its wide_add), then one bin_range (wide_negate,
+# four wide_add, wide_is_zero, three wide_mul, two div_wide).
 ADAPTIVE_BINS = Kernel(
     "adaptive_bins.wgsl", (Slot("bins", True),), value_slot="bins",
     library=("wide_int.wgsl", "adaptive_range.wgsl", "flat_index.wgsl"),
     params=IN_SIZES + OUT_SIZES + ("total",),  # total: out_d + out_h + out_w bins
+    loops=lambda constants, params: {"bit": iterations(2, 32), "k": 0},
 )
+_WIDE = iterations(1, 6)  # one of the Wide helpers' loops
 ROI_BINS = Kernel(
     "roi_bins.wgsl", (Slot("roi", False), Slot("bins", True)), value_slot="roi",
     library=("wide_int.wgsl", "flat_index.wgsl"),
@@ -32,21 +40,41 @@ ROI_BINS = Kernel(
             "batches", "in_h", "in_w", "pooled_h", "pooled_w",
             "scale_bits",  # spatial_scale as f32 bits
             "total"),  # R * (1 + pooled_h + pooled_w)
+    loops=lambda constants, params: {"bit": iterations(2, 32),
+                                     "k": iterations(1, 5) + iterations(1, 4) + 4 * 2 * _WIDE + 10 * _WIDE},
 )
-BINNED_MAX = Kernel(
-    "binned_max.wgsl", (Slot("x", False), Slot("bins", False), Slot("y", True), Slot("idx", True)), value_slot="x",
-    library=("bin_table.wgsl", "flat_index.wgsl"),
-    # ROI pooling reads the input planes (batch * C + c) its ROIs name: for inputs larger
-    # than a binding (chunked) a dispatch writes only outputs reading planes in
-    # [source_first, source_first + source_count).
-    params=FLAT_GRID + ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("x", "y", "idx")
-    + ("source_first", "source_count"),
-)
-BINNED_AVERAGE = Kernel(
-    "binned_average.wgsl", (Slot("x", False), Slot("bins", False), Slot("y", True)), value_slot="x",
-    library=("bin_table.wgsl", "flat_index.wgsl") + COMPENSATED_SUM,
-    params=FLAT_GRID + ("channels",) + OUT_SIZES + stride_fields("x", "y") + ("opaque_zero",),
-)
+def _longest_bins(roi: bool, params: dict) -> tuple:
+    """The most taps of a bin along D, H and W: ROI bins are clamped to the input; adaptive
+    bins [floor(o * in / out), ceil((o + 1) * in / out)) span at most ceil(in / out) + 1."""
+    if roi:
+        return 1, params["in_h"], params["in_w"]
+    return tuple(-(-params[f"in_{a}"] // params[f"out_{a}"]) + (params[f"in_{a}"] % params[f"out_{a}"] != 0)
+                 for a in "dhw")
+
+
+def bins_loops(constants: dict, params: dict) -> dict:
+    """window_walk_bins.wgsl's loops over one bin (of its part)."""
+    d, h, w = (-(-size // constants.get(f"PARTS_{axis}", 1))
+               for size, axis in zip(_longest_bins(constants.get("ROI", False), params), "DHW"))
+    return {"d": iterations(1, d), "h": iterations(d, h), "w": iterations(d * h, w)}
+
+
+def _bins_kernel(accumulator: Accumulator) -> Kernel:
+    """The operator's bins walk (common/window_walk_bins.wgsl)."""
+    slots = (Slot("x", False), Slot("bins", False), Slot("y", True), Slot("idx", True),
+             Slot("part", True, snippet="words_write.wgsl"))
+    library = accumulator.library + (accumulator.partials, "window_constants.wgsl", "window_geometry.wgsl", "taps.wgsl",
+                                     "bin_table.wgsl", "flat_index.wgsl", "window_walk_bins.wgsl", "store_one.wgsl")
+    # source_first, source_count: ROI pooling in chunks (window_walk_bins.wgsl)
+    params = FLAT_GRID + ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("x", "y", "idx") \
+        + ("source_first", "source_count", "opaque_zero")
+    return Kernel(accumulator.file, slots, "x", library=library, params=params, loops=bins_loops)
+
+
+BINS_MAX = _bins_kernel(MAX)
+BINS_AVERAGE = _bins_kernel(AVERAGE)
+# ... and their merges (split bins)
+MERGES = {MAX: MAX_POOL["merge"], AVERAGE: AVERAGE_POOL["merge"]}
 
 
 def _bin_table(rows: int, out_spatial_3d: tuple) -> TensorDesc:
@@ -55,40 +83,53 @@ def _bin_table(rows: int, out_spatial_3d: tuple) -> TensorDesc:
     return TensorDesc(DataType.UINT32, (1, rows, 1 + 2 * sum(out_spatial_3d)))
 
 
-def _binned_pass(kernel: Kernel, desc, roi: bool, wg_x: int) -> Pass:
-    """The pass pooling each output's bin of ``desc.input`` into ``desc.output`` (and
-    ``desc.output_indices`` where the kernel has an idx slot)."""
+def _binned_passes(kernel: Kernel, accumulator: Accumulator, desc, roi: bool, tuning: Tuning,
+                   roles: Optional[tuple] = None) -> tuple:
+    """(the passes pooling each output's bin of ``desc.input`` into ``roles`` (y, idx) with
+    ``kernel``, a bins walk (default roles: the description's outputs): one pass, or where bins hold more taps than
+    ``tuning.loop_budget`` allows, the split walk and its merge passes; the scratch they add)."""
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
     out_sizes, _ = as_5d(desc.output.sizes, desc.output.strides)
-    total = math.prod(out_sizes)
+    wg_x = tuning.flat_workgroup
     params = {
-        "total": total, "origin": 0, "channels": in_sizes[1],
+        "channels": in_sizes[1],
         "in_d": in_sizes[2], "in_h": in_sizes[3], "in_w": in_sizes[4],
         "out_d": out_sizes[2], "out_h": out_sizes[3], "out_w": out_sizes[4],
+        **_source_planes(0, 2**32 - 1),
     }
     indices = getattr(desc, "output_indices", None)
-    by_slot = {  # slot -> (role, tensor); the bin table is the program's scratch
-        "x": ("input", desc.input), "bins": ("bins", None), "y": ("output", desc.output),
-        "idx": ("output_indices" if indices is not None else None, indices),
-    }
-    for slot in kernel.slots:
-        if slot.name != "bins":
-            params.update(tensor_stride_params(slot.name, by_slot[slot.name][1]))
-    roles = tuple(by_slot[slot.name][0] for slot in kernel.slots)
-    constants = sorted_constants({"ROI": roi, "WG_X": wg_x})
+    if roles is None:
+        roles = ("output", None if indices is None else "output_indices")
+    params.update(tensor_stride_params("x", desc.input))
+    params.update(tensor_stride_params("y", desc.output))
+    params.update(tensor_stride_params("idx", indices))
+    outputs = math.prod(out_sizes)
+
+    def trips(parts: tuple) -> int:
+        return loop_total(kernel, {"ROI": roi, **{f"PARTS_{a}": p for a, p in zip("DHW", parts)}}, params)
+
+    parts = fewest_parts(trips, _longest_bins(roi, params), tuning.loop_budget)
+    count = math.prod(parts)
+    constants = {"ROI": roi, "WG_X": wg_x, "PARTS": count, **{f"PARTS_{a}": p for a, p in zip("DHW", parts)}}
     regrid = partial(flat_regrid, wg_x)
-    if kernel is BINNED_MAX:
-        params.update(_source_planes(0, 2**32 - 1))
+    per_plane = math.prod(out_sizes[2:]) * count
     if roi:  # an ROI's input planes are data (its batch): x is read in ranges of planes
-        split = Split(math.prod(out_sizes[2:]), regrid, whole=("roi", "bins"), gather="input",
-                      filter=_source_planes)
+        split = Split(per_plane, regrid, whole=("roi", "bins"), gather="input", filter=_source_planes)
     else:
-        split = Split(math.prod(out_sizes[2:]), regrid, whole=("bins",))
-    return Pass(kernel, roles, constants, params, flat_grid(total, wg_x), split)
+        split = Split(per_plane, regrid, whole=("bins",))
+    walk_roles = ("input", "bins") + (roles if count == 1 else (None, None)) + (None if count == 1 else "part",)
+    walk = Pass(kernel, walk_roles, sorted_constants(constants), {**params, "total": outputs * count, "origin": 0},
+                flat_grid(outputs * count, wg_x), split)
+    if count == 1:
+        return (walk,), ()
+    merge_params = {key: params[key] for key in ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("y", "idx")}
+    merges, scratch = merge_passes(MERGES[accumulator], accumulator, out_sizes, count, roles, merge_params, {},
+                                   tuning.lines_workgroup, tuning.loop_budget, value_type=desc.input.data_type)
+    return (walk,) + merges, (("part", partials_desc(out_sizes, count, accumulator.words)),) + scratch
 
 
 def _source_planes(first: int, planes: int, *_) -> dict:
-    """binned_max.wgsl's ROI filter: only outputs reading input planes (batch * C + c) in
+    """window_walk_bins.wgsl's ROI filter: only outputs reading input planes (batch * C + c) in
     [first, first + planes) are written."""
     return {"source_first": first, "source_count": planes}
 
@@ -120,16 +161,17 @@ def _fixed_window_for_bins(desc, tuning: Tuning):
     it (rows of at least ``tuning.fixed_window_min_row`` outputs, or where the tuning takes
     the plane walk, global pooling); else None."""
     in_spatial, out_spatial = desc.input.sizes[2:], desc.output.sizes[2:]
-    if tuning.plane_walk and plane_walk_fits(in_spatial, out_spatial):
+    if tuning.plane_walk and plane_walk_fits(in_spatial, out_spatial, tuning):
         return tuple(in_spatial)
     if any(i % o for i, o in zip(in_spatial, out_spatial)) or out_spatial[-1] < tuning.fixed_window_min_row:
         return None
     return tuple(i // o for i, o in zip(in_spatial, out_spatial))
 
 
-def _binned_program(kernel: Kernel, desc, tuning: Tuning) -> Program:
+def _binned_program(kernel: Kernel, accumulator: Accumulator, desc, tuning: Tuning) -> Program:
     bins_pass, table = _adaptive_bins_pass(desc, tuning.flat_workgroup)
-    return Program((bins_pass, _binned_pass(kernel, desc, False, tuning.flat_workgroup)), scratch=(("bins", table),))
+    passes, scratch = _binned_passes(kernel, accumulator, desc, False, tuning)
+    return Program((bins_pass,) + passes, scratch=(("bins", table),) + scratch)
 
 
 @register("adaptive_max_pool")
@@ -139,7 +181,7 @@ def _adaptive_max_pool_program(desc, tuning: Tuning) -> Program:
         return max_pool_program(
             MaxPooling2Desc(desc.input, desc.output, desc.output_indices, window_size=window, strides=window), tuning
         )
-    return _binned_program(BINNED_MAX, desc, tuning)
+    return _binned_program(BINS_MAX, MAX, desc, tuning)
 
 
 @register("adaptive_average_pool")
@@ -148,7 +190,7 @@ def _adaptive_average_pool_program(desc, tuning: Tuning) -> Program:
     if window is not None:  # the same compensated sum in the same order: the same bits
         return average_pool_program(
             AveragePooling1Desc(desc.input, desc.output, window_size=window, strides=window), tuning)
-    return _binned_program(BINNED_AVERAGE, desc, tuning)
+    return _binned_program(BINS_AVERAGE, AVERAGE, desc, tuning)
 
 
 @register("roi_pool")
@@ -167,41 +209,100 @@ def _roi_pool_program(desc, tuning: Tuning) -> Program:
     constants = sorted_constants({"WG_X": wg_x})
     bins_pass = Pass(ROI_BINS, ("roi", "bins"), constants, params, flat_grid(rois * entries, wg_x))
     table = _bin_table(rois, (1, pooled_h, pooled_w))
-    return Program((bins_pass, _binned_pass(BINNED_MAX, desc, True, wg_x)), scratch=(("bins", table),))
+    passes, scratch = _binned_passes(BINS_MAX, MAX, desc, True, tuning)
+    return Program((bins_pass,) + passes, scratch=(("bins", table),) + scratch)
 
 
 # The adaptive pooling gradients: straightforward gathers (each dx element visits the bins
 # covering it, in a fixed order: deterministic, no float atomics), one invocation per dx
 # element, numbered flat (common/adaptive_gather.wgsl).
-_ADAPTIVE_GATHER_LIBRARY = ("wide_int.wgsl", "adaptive_range.wgsl", "adaptive_gather.wgsl", "flat_index.wgsl")
+_ADAPTIVE_GATHER_LIBRARY = ("wide_int.wgsl", "adaptive_range.wgsl", "taps.wgsl", "adaptive_gather.wgsl",
+                            "flat_index.wgsl")
 _ADAPTIVE_GATHER_PARAMS = FLAT_GRID + ("channels",) + IN_SIZES + OUT_SIZES  # in_*: dx's, out_*: dy's
+_PART = Slot("part", True, snippet="words_write.wgsl")  # a split gather's partial sums
+
+
+def _wide(params: dict, axis: str) -> bool:
+    """Whether adaptive_range's products along ``axis`` can pass 32 bits (wide_int.wgsl's
+    div_wide then loops over 32 bits)."""
+    size_in, size_out = params[f"in_{axis}"], params[f"out_{axis}"]
+    return (size_in + 1) * (size_out + 1) >= 2**32
+
+
+def _covering(constants: dict, params: dict) -> tuple:
+    """The most bins covering one dx element along D, H, W (of a split gather's part):
+    adaptive bins with in and out swapped (common/adaptive_range.wgsl)."""
+    swapped = {f"in_{a}": params[f"out_{a}"] for a in "dhw"} | {f"out_{a}": params[f"in_{a}"] for a in "dhw"}
+    return tuple(-(-size // constants.get(f"PARTS_{axis}", 1))
+                 for size, axis in zip(_longest_bins(False, swapped), "DHW"))
+
+
+def adaptive_gather_loops(counts_bins: bool, constants: dict, params: dict) -> dict:
+    """The adaptive gathers' loops over the bins covering a dx element, and div_wide's 32
+    steps in each adaptive_range of covered() (two per dimension) and, where the gather
+    counts each bin (``counts_bins``: the average's), in each bin_count (two per bin of a
+    dimension's loop)."""
+    d, h, w = _covering(constants, params)
+    wide = {a: _wide(params, a) for a in "dhw"}
+    bit = sum(iterations(2, 32) for a in "dhw" if wide[a])
+    if counts_bins:
+        runs = {"d": d, "h": d * h, "w": d * h * w}
+        bit += sum(iterations(2 * runs[a], 32) for a in "dhw" if wide[a])
+    # (wide_int.wgsl's Wide helpers, "k", go unused)
+    return {"od": iterations(1, d), "oh": iterations(d, h), "ow": iterations(d * h, w), "bit": bit, "k": 0}
+
+
 ADAPTIVE_MAX_POOL_GRAD = Kernel(
-    "adaptive_max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True)), value_slot="dy",
+    "adaptive_max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True), _PART), value_slot="dy",
     library=_ADAPTIVE_GATHER_LIBRARY, params=_ADAPTIVE_GATHER_PARAMS + stride_fields("dy", "arg", "dx"),
+    loops=partial(adaptive_gather_loops, False),
 )
 ADAPTIVE_AVERAGE_POOL_GRAD = Kernel(
-    "adaptive_average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)), value_slot="dy",
+    "adaptive_average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True), _PART), value_slot="dy",
     library=_ADAPTIVE_GATHER_LIBRARY + ("as_written.wgsl",),
     params=_ADAPTIVE_GATHER_PARAMS + stride_fields("dy", "dx") + ("opaque_zero",),
+    loops=partial(adaptive_gather_loops, True),
 )
 
 
-def _adaptive_gather_pass(kernel: Kernel, desc, tensors: dict, described: dict, wg_x: int) -> Pass:
-    """One invocation per element of ``desc.output_gradient`` (dx), in chunks of its (n, c)
-    planes.  ``tensors`` maps slot names to roles, ``described`` roles to TensorDescs."""
+def _adaptive_gather_pass(kernel: Kernel, desc, tensors: dict, described: dict, wg_x: int,
+                          parts: tuple = (1, 1, 1)) -> Pass:
+    """One invocation per element of ``desc.output_gradient`` (dx), or with ``parts`` (along
+    D, H, W) per part of the bins covering it, in chunks of its (n, c) planes.  ``tensors``
+    maps slot names to roles, ``described`` roles to TensorDescs."""
     dy, dx = desc.input_gradient, desc.output_gradient
     in_sizes, out_sizes = as_5d(dx.sizes, dx.strides)[0], as_5d(dy.sizes, dy.strides)[0]
-    total = math.prod(in_sizes)
+    count = math.prod(parts)
+    total = math.prod(in_sizes) * count
     params = {
         "total": total, "origin": 0, "channels": in_sizes[1],
         "in_d": in_sizes[2], "in_h": in_sizes[3], "in_w": in_sizes[4],
         "out_d": out_sizes[2], "out_h": out_sizes[3], "out_w": out_sizes[4],
     }
     for slot, role in tensors.items():
-        params.update(tensor_stride_params(slot, described[role]))
-    split = Split(math.prod(in_sizes[2:]), partial(flat_regrid, wg_x))
-    return Pass(kernel, tuple(tensors.values()), sorted_constants({"WG_X": wg_x}), params, flat_grid(total, wg_x),
-                split)
+        if slot != "part":  # (partial sums: numbered flat, no strides)
+            params.update(tensor_stride_params(slot, described[role]))
+    constants = {"WG_X": wg_x, "PARTS": count, **{f"PARTS_{axis}": p for axis, p in zip("DHW", parts)}}
+    split = Split(math.prod(in_sizes[2:]) * count, partial(flat_regrid, wg_x))
+    return Pass(kernel, tuple(tensors.get(slot.name) for slot in kernel.slots), sorted_constants(constants), params,
+                flat_grid(total, wg_x), split)
+
+
+def _adaptive_gather_passes(kernel: Kernel, desc, tensors: dict, described: dict, tuning: Tuning) -> tuple:
+    """(the passes of an adaptive gather, the scratch they add): one, or where more bins cover
+    a dx element than ``tuning.loop_budget`` allows, the split gather and its merges."""
+    whole = _adaptive_gather_pass(kernel, desc, tensors, described, tuning.flat_workgroup)
+
+    def trips(parts: tuple) -> int:
+        return loop_total(kernel, {f"PARTS_{axis}": p for axis, p in zip("DHW", parts)}, whole.params)
+
+    parts = fewest_parts(trips, _covering({}, whole.params), tuning.loop_budget)
+    if math.prod(parts) == 1:
+        return (whole,), ()
+    split = _adaptive_gather_pass(kernel, desc, dict(tensors, part="dx_part"), described, tuning.flat_workgroup, parts)
+    merges, scratch = gradient_merge_passes(desc.output_gradient, math.prod(parts), tuning.lines_workgroup,
+                                            tuning.loop_budget)
+    return (split,) + merges, scratch
 
 
 @register("adaptive_max_pool_grad")
@@ -210,19 +311,19 @@ def _adaptive_max_pool_grad_program(desc, tuning: Tuning) -> Program:
     writing only indices), then the gather adding each bin's dy at its argmax."""
     forward, wg_x = desc.forward, tuning.flat_workgroup
     bins_pass, table = _adaptive_bins_pass(forward, wg_x)
-    argmax = _binned_pass(BINNED_MAX, forward, False, wg_x)
-    renamed = {"output": None, "output_indices": "argmax"}
-    argmax = replace(argmax, tensors=tuple(renamed.get(role, role) for role in argmax.tensors))
+    argmax, split_scratch = _binned_passes(BINS_MAX, MAX, forward, False, tuning, roles=(None, "argmax"))
     described = {"input_gradient": desc.input_gradient, "argmax": forward.output_indices,
                  "output_gradient": desc.output_gradient}
-    gather = _adaptive_gather_pass(ADAPTIVE_MAX_POOL_GRAD, desc,
-                                   {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}, described, wg_x)
-    return Program((bins_pass, argmax, gather), scratch=(("bins", table), ("argmax", forward.output_indices)))
+    gather, gather_scratch = _adaptive_gather_passes(
+        ADAPTIVE_MAX_POOL_GRAD, desc, {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}, described,
+        tuning)
+    return Program((bins_pass,) + argmax + gather,
+                   scratch=(("bins", table), ("argmax", forward.output_indices)) + split_scratch + gather_scratch)
 
 
 @register("adaptive_average_pool_grad")
 def _adaptive_average_pool_grad_program(desc, tuning: Tuning) -> Program:
     described = {"input_gradient": desc.input_gradient, "output_gradient": desc.output_gradient}
-    return Program((_adaptive_gather_pass(ADAPTIVE_AVERAGE_POOL_GRAD, desc,
-                                          {"dy": "input_gradient", "dx": "output_gradient"}, described,
-                                          tuning.flat_workgroup),))
+    passes, scratch = _adaptive_gather_passes(ADAPTIVE_AVERAGE_POOL_GRAD, desc,
+                                              {"dy": "input_gradient", "dx": "output_gradient"}, described, tuning)
+    return Program(passes, scratch=scratch)

@@ -56,13 +56,17 @@ class Kernel:
     ``library`` lists shared files (``wgsl/common/``) appended after it, such as the
     window walk that calls the operator's accumulator.  ``params`` names the u32 fields of
     its Params uniform after the slots' ``<slot>_base`` offsets (which the device layer
-    fills); the header declares them (see :func:`shader_source`)."""
+    fills); the header declares them (see :func:`shader_source`).  ``loops(constants,
+    params)`` gives, for each loop variable of its WGSL, the most iterations one invocation
+    runs of that loop in a pass with these override constants and uniform values (see
+    :mod:`.split`)."""
 
     file: str
     slots: tuple
     value_slot: str  # the slot whose data type picks the value snippet
     library: tuple = ()
     params: tuple = ()
+    loops: Optional[Callable] = None
 
     def __post_init__(self):
         fields = self.fields
@@ -128,7 +132,9 @@ class Pass:
     """One dispatch of a kernel: which tensor feeds each slot (a role of the description, a
     scratch name, a :class:`View` of one in a chunked program, or None for an absent
     optional output), its override constants, its uniform values (all but the per-slot
-    ``<name>_base`` offsets), its workgroup grid, and how it splits for large tensors."""
+    ``<name>_base`` offsets), its workgroup grid, and how it splits for large tensors.
+    ``value_type`` gives the data type of the kernel's values where its value slot is
+    absent (a split max walk's merge writing only indices)."""
 
     kernel: Kernel
     tensors: tuple
@@ -136,6 +142,7 @@ class Pass:
     params: Mapping[str, int]
     grid: tuple
     split: Optional[Split] = None
+    value_type: Optional[DataType] = None  # the value snippet's type where the value slot is absent
 
 
 @dataclass(frozen=True)
@@ -170,8 +177,10 @@ def _value_snippet(data_type: DataType) -> str:
 
 
 @lru_cache(maxsize=None)
-def shader_source(kernel: Kernel, data_types: tuple, writable_inputs: frozenset = frozenset()) -> str:
-    """The full WGSL of ``kernel`` for the data types of its slots (None: absent output).
+def shader_source(kernel: Kernel, data_types: tuple, writable_inputs: frozenset = frozenset(),
+                  value_type: Optional[DataType] = None) -> str:
+    """The full WGSL of ``kernel`` for the data types of its slots (None: absent output);
+    ``value_type``: its values' type where the value slot is absent.
 
     ``writable_inputs`` names input slots to declare read_write: WebGPU forbids a buffer
     bound read-only and writable in one dispatch, so an input sharing a buffer with an
@@ -179,7 +188,7 @@ def shader_source(kernel: Kernel, data_types: tuple, writable_inputs: frozenset 
     fields = "\n".join(f"    {name}: u32," for name in kernel.fields)
     parts = [Template(read_wgsl("common/header.wgsl")).substitute(fields=fields)]
     by_slot = dict(zip((s.name for s in kernel.slots), data_types))
-    parts.append(_value_snippet(by_slot[kernel.value_slot]))
+    parts.append(_value_snippet(by_slot[kernel.value_slot] or value_type))
     for binding, (slot, data_type) in enumerate(zip(kernel.slots, data_types), start=1):
         if data_type is None:
             parts.append(Template(read_wgsl("common/absent.wgsl")).substitute(name=slot.name))

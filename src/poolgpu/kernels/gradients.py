@@ -16,8 +16,58 @@ from .grids import (IN_SIZES, LINES_GRID, OUT_SIZES, ROW_GRID, as_3d, as_5d, cha
                     divisor_fields, divisor_params, lines_grid, lines_regrid, row_grid, rows_regrid, sorted_constants,
                     stride_fields, strides_5d, tensor_stride_params, window_constants)
 from .registry import register
-from .window import (CHUNKED_WALKS, MAX_POOL, average_divisor_constants, pair_aligned, reads_pairs, walk_for,
-                     window_walk_pass)
+from .split import GRADIENT_MERGE, fewest_parts, gradient_merge_passes, iterations, loop_total  # noqa: F401
+from .window import (CHUNKED_WALKS, MAX, MAX_POOL, average_divisor_constants, pair_aligned, reads_pairs, walk_for,
+                     window_walk_passes)
+
+def _landing(constants: dict, axis: str) -> int:
+    """The most taps of a window dimension landing on one dx element (windows_covering.wgsl's
+    tap loops: every tap_step taps from first_tap), of a split gather's part."""
+    taps, step = constants[f"K{axis}"], min(constants[f"T{axis}"], constants[f"K{axis}"])
+    return -(-(-(-taps // step)) // constants.get(f"PARTS_{axis}", 1))
+
+
+def block_gather_loops(constants: dict, params: dict) -> dict:
+    """The block gathers' loops (max_pool_grad.wgsl, average_pool_grad.wgsl): the block's
+    elements (one along element-block dimensions), for each the taps landing on it, and
+    first_tap's times_mod (32 steps a call) where a tap step passes 65536; none on the
+    windows-first visit (written out)."""
+    names = ("rd", "rh", "rw", "kd", "kh", "kw", "bit")
+    if constants.get("WINDOWS_FIRST", False):
+        return dict.fromkeys(names, 0)
+    bd, bh, bw = (1 if constants.get(f"BY_ELEMENT_{a}", False) else constants[f"S{a}"] for a in "DHW")
+    nd, nh, nw = (_landing(constants, a) for a in "DHW")
+    elements = bd * bh * bw
+    calls = {"D": elements, "H": elements * nd, "W": elements * nd * nh}  # first_tap's, per dimension
+    return {"rd": iterations(1, bd), "rh": iterations(bd, bh), "rw": iterations(bd * bh, bw),
+            "kd": iterations(elements, nd), "kh": iterations(elements * nd, nh), "kw": iterations(elements * nd * nh, nw),
+            "bit": sum(iterations(calls[a], 32) for a in "DHW" if constants[f"T{a}"] > 65536)}
+
+
+def disjoint_loops(lanes: int, constants: dict, params: dict) -> dict:
+    """max_pool_grad_disjoint.wgsl's loops: the window's taps (each over the `lanes`), the
+    lanes' winners, the block's elements."""
+    kd, kh, kw, sd, sh, sw = (constants[name] for name in ("KD", "KH", "KW", "SD", "SH", "SW"))
+    return {"kd": iterations(1, kd), "kh": iterations(kd, kh), "kw": iterations(kd * kh, kw),
+            "i": iterations(kd * kh * kw, lanes) + iterations(1, lanes),
+            "rd": iterations(1, sd), "rh": iterations(sd, sh), "rw": iterations(sd * sh, sw),
+            "bit": 0}  # (windows_covering.wgsl's first_tap goes unused)
+
+
+def disjoint_rows_loops(constants: dict, params: dict) -> dict:
+    """max_pool_grad_disjoint_rows.wgsl's loops (its span and taps are written out)."""
+    kd, kh, sd, sh = (constants[name] for name in ("KD", "KH", "SD", "SH"))
+    return {"kd": iterations(1, kd), "kh": iterations(kd, kh), "v": iterations(1, 4),
+            "rd": iterations(1, sd), "rh": iterations(sd, sh), "bit": 0}  # (first_tap goes unused)
+
+
+def rows_gather_loops(constants: dict, params: dict) -> dict:
+    """common/gather_rows.wgsl's loops: window planes, rows, and chunks past the four
+    written out."""
+    kd, rows = constants["KD"], constants["OH_ROWS"]
+    return {"kd": iterations(1, kd), "i": iterations(kd, rows),
+            "j": iterations(kd * rows, max(constants["DY_CHUNKS"] - 4, 0))}
+
 
 # Params: in_* the forward input's (dx's) spatial sizes, out_* the forward output's (dy's);
 # the block gathers (_gradient_block_pass) divide by the blocks along D, H, W and by C
@@ -28,13 +78,17 @@ ROWS_PARAMS = ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("dy", "dx", a
 
 
 def _block_gather_kernels(file: str, slots: tuple, library: tuple, params: tuple, argmax: bool) -> tuple:
-    """A block gather's kernel with one channel per invocation, and with four over
-    channels-last tensors (chunked dy, arg and dx; common/gather_lanes4.wgsl)."""
-    shared = ("window_constants.wgsl",) + library + ("divide.wgsl", "windows_covering.wgsl", "row_grid.wgsl")
+    """A block gather's kernel with one channel per invocation (which splits: partial sums
+    into its `part` slot), and with four over channels-last tensors (chunked dy, arg and dx;
+    common/gather_lanes4.wgsl)."""
+    shared = ("window_constants.wgsl",) + library + ("divide.wgsl", "taps.wgsl", "windows_covering.wgsl",
+                                                     "row_grid.wgsl")
     lanes = {n: (f"gather_lanes{n}.wgsl",) + ((f"argmax_lanes{n}.wgsl",) if argmax else ()) for n in (1, 4)}
     chunked = {"dy": "read4_{storage}.wgsl", "arg": "read4_b32.wgsl", "dx": "write4_{storage}.wgsl"}
+    one = slots + (Slot("part", True, snippet="words_write.wgsl"),)
     four = tuple(replace(s, snippet=chunked[s.name]) for s in slots)
-    return tuple(Kernel(file, s, "dy", library=shared + lanes[n], params=params) for s, n in ((slots, 1), (four, 4)))
+    return tuple(Kernel(file, s, "dy", library=shared + lanes[n], params=params, loops=block_gather_loops)
+                 for s, n in ((one, 1), (four, 4)))
 
 
 MAX_POOL_GRAD, MAX_POOL_GRAD_CHANNELS = _block_gather_kernels(
@@ -44,18 +98,19 @@ AVERAGE_POOL_GRAD, AVERAGE_POOL_GRAD_CHANNELS = _block_gather_kernels(
     "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)),
     ("average_divisor.wgsl", "as_written.wgsl", "windows_first.wgsl"),
     BLOCK_PARAMS + stride_fields("dy", "dx") + ("opaque_zero",), argmax=False)
-_DISJOINT_LIBRARY = ("window_constants.wgsl", "divide.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl",
+_DISJOINT_LIBRARY = ("window_constants.wgsl", "divide.wgsl", "taps.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl",
                      "row_grid.wgsl", "disjoint_gradient.wgsl")
 DISJOINT_PARAMS = BLOCK_PARAMS + stride_fields("x", "dy", "dx")
 MAX_POOL_GRAD_DISJOINT = Kernel(
     "max_pool_grad_disjoint.wgsl", (Slot("x", False), Slot("dy", False), Slot("dx", True)), value_slot="x",
-    library=_DISJOINT_LIBRARY + ("disjoint_lanes1.wgsl",), params=DISJOINT_PARAMS,
+    library=_DISJOINT_LIBRARY + ("disjoint_lanes1.wgsl",), params=DISJOINT_PARAMS, loops=partial(disjoint_loops, 1),
 )
 MAX_POOL_GRAD_DISJOINT_CHANNELS = Kernel(  # four channels per invocation, in 4-element chunks
     "max_pool_grad_disjoint.wgsl",
     (Slot("x", False, snippet="read4_{storage}.wgsl"), Slot("dy", False, snippet="read4_{storage}.wgsl"),
      Slot("dx", True, snippet="write4_{storage}.wgsl")),
     value_slot="x", library=_DISJOINT_LIBRARY + ("disjoint_lanes4.wgsl",), params=DISJOINT_PARAMS,
+    loops=partial(disjoint_loops, 4),
 )
 # The one-pass disjoint gradient over rows, by (x and dx in pairs of chunks, dy in chunks):
 # see max_pool_grad_disjoint_rows.wgsl and common/disjoint_rows_*.wgsl.
@@ -68,7 +123,7 @@ MAX_POOL_GRAD_DISJOINT_ROWS = {
         value_slot="x",
         library=_DISJOINT_LIBRARY + ("disjoint_rows_pairs.wgsl" if pairs else "disjoint_rows_chunks.wgsl",
                                      "disjoint_rows_dy4.wgsl" if dy_chunks else "disjoint_rows_dy1.wgsl"),
-        params=DISJOINT_PARAMS,
+        params=DISJOINT_PARAMS, loops=disjoint_rows_loops,
     )
     for pairs in (False, True) for dy_chunks in (False, True)
 }
@@ -76,14 +131,14 @@ MAX_POOL_GRAD_ROWS = Kernel(
     "max_pool_grad_rows.wgsl",
     (Slot("dy", False, snippet="read4_{storage}.wgsl"), Slot("arg", False, snippet="read4_b32.wgsl"),
      Slot("dx", True, snippet="write4_{storage}.wgsl")), value_slot="dy",
-    library=("grid.wgsl", "window_constants.wgsl", "gather_rows.wgsl"), params=ROWS_PARAMS,
+    library=("grid.wgsl", "window_constants.wgsl", "gather_rows.wgsl"), params=ROWS_PARAMS, loops=rows_gather_loops,
 )
 AVERAGE_POOL_GRAD_ROWS = Kernel(
     "average_pool_grad_rows.wgsl",
     (Slot("dy", False, snippet="read4_{storage}.wgsl"), Slot("dx", True, snippet="write4_{storage}.wgsl")),
     value_slot="dy",
     library=("grid.wgsl", "window_constants.wgsl", "average_divisor.wgsl", "as_written.wgsl", "gather_rows.wgsl"),
-    params=ROWS_PARAMS + ("opaque_zero",),
+    params=ROWS_PARAMS + ("opaque_zero",), loops=rows_gather_loops,
 )
 
 
@@ -94,11 +149,14 @@ def _channel_lanes(dx) -> bool:
     return dx.sizes[1] > 1 and strides_5d(dx).get("c") == 1
 
 
-def _gathers_channels(desc) -> bool:
+def _gathers_channels(desc, tuning: Tuning) -> bool:
     """Whether dy and dx meet the four-channel block gathers' layout (gather_lanes4.wgsl):
-    channels-last, C a multiple of 4, 4-element aligned steps."""
+    channels-last, C a multiple of 4, 4-element aligned steps; and their loops fit the
+    tuning's budget (they do not split)."""
     dy, dx = desc.input_gradient, desc.output_gradient
-    return _channel_lanes(dx) and dx.sizes[1] % 4 == 0 and contiguous_along([dy, dx], "c")
+    return _channel_lanes(dx) and dx.sizes[1] % 4 == 0 and contiguous_along([dy, dx], "c") \
+        and _fits(_gradient_block_pass(AVERAGE_POOL_GRAD_CHANNELS, desc, tuning, {}, _block_constants(desc.window,
+                                                                                                      tuning)), tuning)
 
 
 
@@ -121,18 +179,22 @@ def element_block_axes(window) -> str:
 
 
 def _gradient_block_pass(kernel: Kernel, desc, tuning: Tuning, tensors: dict, constants: dict, windows_w: int = 1,
-                         scratch: Optional[Mapping[str, TensorDesc]] = None, channels_per_lane: int = 1) -> Pass:
+                         scratch: Optional[Mapping[str, TensorDesc]] = None, channels_per_lane: int = 1,
+                         elements: Optional[str] = None, parts: tuple = (1, 1, 1)) -> Pass:
     """One invocation per block of stride-many dx elements along each dimension (see
-    wgsl/common/windows_covering.wgsl; one element along element_block_axes), or `windows_w`
-    times the stride along W, rows of
+    wgsl/common/windows_covering.wgsl; one element along ``elements``, by default
+    element_block_axes), or `windows_w` times the stride along W, rows of
     blocks folded as in max pooling; over channels-last dx, lanes along C, each taking
-    `channels_per_lane` channels.  ``tensors`` maps slot names to description roles (or
-    ``scratch`` names)."""
+    `channels_per_lane` channels; with ``parts`` (along D, H, W), one part of the taps
+    landing on its elements (a split gather).  ``tensors`` maps slot names to description
+    roles (or ``scratch`` names; a slot it does not name is absent)."""
     dy, dx, window = desc.input_gradient, desc.output_gradient, desc.window
     n, c, in_d, in_h, in_w = as_5d(dx.sizes, dx.strides)[0]
     _, _, out_d, out_h, out_w = as_5d(dy.sizes, dy.strides)[0]
     # blocks b * stride - pad % stride + [0, stride) cover [0, size); element blocks: one per element
-    elements = element_block_axes(window)  # (the disjoint kernels are never given any: _max_pool_grad_program)
+    # (the disjoint kernels are never given any: _max_pool_grad_program)
+    elements = element_block_axes(window) if elements is None else elements
+    count = math.prod(parts)
     blocks_d, blocks_h, blocks_w = (
         size if axis in elements else -(-(size + pad % stride) // stride)
         for axis, size, stride, pad in zip("DHW", (in_d, in_h, in_w), as_3d(window.strides, 1),
@@ -141,13 +203,15 @@ def _gradient_block_pass(kernel: Kernel, desc, tuning: Tuning, tensors: dict, co
     blocks_w = -(-blocks_w // windows_w)
     wg_x = tuning.block_workgroup
     if windows_w == 1 and _channel_lanes(dx):
-        per_n, lanes = blocks_d * blocks_h * blocks_w, -(-c // channels_per_lane)
+        per_n, lanes = blocks_d * blocks_h * blocks_w * count, -(-c // channels_per_lane)
         grid_constants, grid_params, grid = row_grid(lanes, n * per_n, wg_x)
         split = Split(per_n, partial(rows_regrid, lanes, wg_x), whole_n=True)
         grid_constants.update(CHANNEL_LANES=True, CHANNELS_PER_LANE=channels_per_lane)
     else:
-        grid_constants, grid_params, grid = row_grid(blocks_w, n * c * blocks_d * blocks_h, wg_x)
-        split = Split(blocks_d * blocks_h, partial(rows_regrid, blocks_w, wg_x))
+        grid_constants, grid_params, grid = row_grid(blocks_w, n * c * blocks_d * blocks_h * count, wg_x)
+        split = Split(blocks_d * blocks_h * count, partial(rows_regrid, blocks_w, wg_x))
+    if count > 1:
+        grid_constants.update(PARTS=count, **{f"PARTS_{axis}": p for axis, p in zip("DHW", parts)})
     params = {
         "channels": c,
         "in_d": in_d, "in_h": in_h, "in_w": in_w,
@@ -162,7 +226,40 @@ def _gradient_block_pass(kernel: Kernel, desc, tuning: Tuning, tensors: dict, co
             params.update(tensor_stride_params(slot, described[role]))
     by_element = {f"BY_ELEMENT_{axis}": True for axis in elements}
     constants = {**grid_constants, **window_constants(window), **by_element, **constants}
-    return Pass(kernel, tuple(tensors.values()), sorted_constants(constants), params, grid, split)
+    roles = tuple(tensors.get(slot.name) for slot in kernel.slots)
+    return Pass(kernel, roles, sorted_constants(constants), params, grid, split)
+
+
+def _fits(p: Pass, tuning: Tuning) -> bool:
+    """Whether the pass's loops fit ``tuning.loop_budget``."""
+    return loop_total(p.kernel, p.constants, p.params) <= tuning.loop_budget
+
+
+def _block_gather_passes(kernel: Kernel, desc, tuning: Tuning, tensors: dict, constants: dict,
+                         scratch: Optional[Mapping[str, TensorDesc]] = None) -> tuple:
+    """(the passes of a one-lane block gather, the scratch they add): blocks as
+    element_block_axes makes them where their loops fit ``tuning.loop_budget``; else one dx
+    element per invocation; else, where more taps land on an element than that allows, the
+    split gather (each invocation sums a part of an element's taps) and its merge passes
+    (window_walk_merge.wgsl over gradient_sum.wgsl: the parts added in order)."""
+    whole = _gradient_block_pass(kernel, desc, tuning, tensors, constants, scratch=scratch)
+    if _fits(whole, tuning):
+        return (whole,), ()
+    elements = _gradient_block_pass(kernel, desc, tuning, tensors, constants, scratch=scratch, elements="DHW")
+    if _fits(elements, tuning):
+        return (elements,), ()
+    base = dict(elements.constants)
+
+    def trips(parts: tuple) -> int:
+        cut = dict(base, **{f"PARTS_{axis}": p for axis, p in zip("DHW", parts)})
+        return loop_total(kernel, cut, elements.params)
+
+    parts = fewest_parts(trips, tuple(_landing(base, axis) for axis in "DHW"), tuning.loop_budget)
+    walk = _gradient_block_pass(kernel, desc, tuning, dict(tensors, part="dx_part"), constants, scratch=scratch,
+                                elements="DHW", parts=parts)
+    merges, merge_scratch = gradient_merge_passes(desc.output_gradient, math.prod(parts), tuning.lines_workgroup,
+                                                  tuning.loop_budget)
+    return (walk,) + merges, merge_scratch
 
 
 def _tap_steps(window) -> dict:
@@ -193,7 +290,8 @@ def _gathers_rows(desc, tuning: Tuning) -> bool:
     dy, dx = desc.input_gradient, desc.output_gradient
     in_w, out_w = as_5d(dx.sizes, dx.strides)[0][4], as_5d(dy.sizes, dy.strides)[0][4]
     return tuning.row_gathers and in_w % 4 == 0 and out_w % 4 == 0 and contiguous_along([dx, dy], "w") \
-        and not element_block_axes(desc.window)  # (their window searches are sized by the strides)
+        and not element_block_axes(desc.window) \
+        and _fits(_gradient_rows_pass(MAX_POOL_GRAD_ROWS, desc, tuning, {}, {}), tuning)
 
 
 def _dy_chunks(window) -> int:
@@ -247,7 +345,7 @@ def _gradient_rows_pass(kernel: Kernel, desc, tuning: Tuning, tensors: dict, con
         **tensor_stride_params("dy", dy), **tensor_stride_params("dx", dx), **grid_params,
     }
     split = Split(in_d, partial(lines_regrid, columns, -(-in_h // 2), tuning.lines_workgroup))
-    return Pass(kernel, tuple(tensors.values()), sorted_constants(constants), params, grid, split)
+    return Pass(kernel, tuple(tensors.get(slot.name) for slot in kernel.slots), sorted_constants(constants), params, grid, split)
 
 
 def _lone_windows_disjoint(desc):
@@ -269,7 +367,9 @@ def _channels_last_io(desc) -> bool:
 @register("max_pool_grad")
 def _max_pool_grad_program(desc, tuning: Tuning) -> Program:
     desc = _lone_windows_disjoint(desc)
-    if all(s >= e for s, e in zip(desc.window.strides, desc.window.extents)) and not element_block_axes(desc.window):
+    disjoint = {"x": "input", "dy": "input_gradient", "dx": "output_gradient"}
+    if all(s >= e for s, e in zip(desc.window.strides, desc.window.extents)) and not element_block_axes(desc.window) \
+            and _fits(_gradient_block_pass(MAX_POOL_GRAD_DISJOINT, desc, tuning, disjoint, {}), tuning):
         # (with element blocks, reading each window once per element: the gather instead)
         return _disjoint_max_pool_grad_program(desc, tuning)
     forward = desc.forward
@@ -283,7 +383,7 @@ def _max_pool_grad_program(desc, tuning: Tuning) -> Program:
     general = _argmax_then_gather(desc, forward, tuning, "general", "blocks")
     walk = walk_for(forward, tuning)
     gather = "rows" if _gathers_rows(desc, tuning) else \
-        "channels" if _channels_last_io(desc) and _gathers_channels(desc) else "blocks"
+        "channels" if _channels_last_io(desc) and _gathers_channels(desc, tuning) else "blocks"
     if walk not in CHUNKED_WALKS and gather == "blocks":
         return general
     aligned = (("input",) if walk in CHUNKED_WALKS else ()) + \
@@ -298,16 +398,19 @@ def _argmax_then_gather(desc, forward, tuning: Tuning, walk: str, gather: str) -
     argmax (into scratch; no forward values: the y slot is absent); pass 2: the gather
     ("rows", "channels": four channels per invocation in 4-element chunks, or "blocks")
     adding each window's dy at its argmax."""
-    scratch = (("argmax", forward.output_indices),)
+    argmax, walk_scratch = window_walk_passes(MAX_POOL, MAX, forward, ("input", None, "argmax"), tuning, walk)
+    scratch = (("argmax", forward.output_indices),) + walk_scratch
     tensors = {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}
-    argmax = window_walk_pass(MAX_POOL, forward, ("input", None, "argmax"), tuning, walk)
     if gather == "rows":
-        second = _gradient_rows_pass(MAX_POOL_GRAD_ROWS, desc, tuning, tensors, {})
+        gathers, gather_scratch = (_gradient_rows_pass(MAX_POOL_GRAD_ROWS, desc, tuning, tensors, {}),), ()
+    elif gather == "channels":
+        gathers, gather_scratch = (_gradient_block_pass(MAX_POOL_GRAD_CHANNELS, desc, tuning, tensors,
+                                                        _block_constants(desc.window, tuning), scratch=dict(scratch),
+                                                        channels_per_lane=4),), ()
     else:
-        kernel, lanes = (MAX_POOL_GRAD_CHANNELS, 4) if gather == "channels" else (MAX_POOL_GRAD, 1)
-        second = _gradient_block_pass(kernel, desc, tuning, tensors, _block_constants(desc.window, tuning),
-                                      scratch=dict(scratch), channels_per_lane=lanes)
-    return Program((argmax, second), scratch=scratch)
+        gathers, gather_scratch = _block_gather_passes(MAX_POOL_GRAD, desc, tuning, tensors,
+                                                       _block_constants(desc.window, tuning), dict(scratch))
+    return Program(argmax + gathers, scratch=scratch + gather_scratch)
 
 
 def _disjoint_max_pool_grad_program(desc, tuning: Tuning) -> Program:
@@ -316,7 +419,7 @@ def _disjoint_max_pool_grad_program(desc, tuning: Tuning) -> Program:
     window = desc.window
     disjoint = {"x": "input", "dy": "input_gradient", "dx": "output_gradient"}
     general = Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT, desc, tuning, disjoint, {}),))
-    if _channels_last_io(desc) and _gathers_channels(desc) and contiguous_along([desc.input], "c"):
+    if _channels_last_io(desc) and _gathers_channels(desc, tuning) and contiguous_along([desc.input], "c"):
         # four channels per invocation, x, dy and dx in 4-element chunks
         four = Program((_gradient_block_pass(MAX_POOL_GRAD_DISJOINT_CHANNELS, desc, tuning, disjoint, {},
                                              channels_per_lane=4),))
@@ -343,11 +446,12 @@ def _average_pool_grad_program(desc, tuning: Tuning) -> Program:
     tensors = {"dy": "input_gradient", "dx": "output_gradient"}
     constants = average_divisor_constants(desc)
     block_constants = {**constants, **_block_constants(desc.window, tuning)}
-    general = Program((_gradient_block_pass(AVERAGE_POOL_GRAD, desc, tuning, tensors, block_constants),))
+    passes, scratch = _block_gather_passes(AVERAGE_POOL_GRAD, desc, tuning, tensors, block_constants)
+    general = Program(passes, scratch=scratch)
     if _gathers_rows(desc, tuning):
         rows = Program((_gradient_rows_pass(AVERAGE_POOL_GRAD_ROWS, desc, tuning, tensors, constants),))
         return replace(rows, aligned=("input_gradient", "output_gradient"), fallback=general)
-    if _gathers_channels(desc):  # four channels per invocation, in 4-element chunks
+    if _gathers_channels(desc, tuning):  # four channels per invocation, in 4-element chunks
         four = Program((_gradient_block_pass(AVERAGE_POOL_GRAD_CHANNELS, desc, tuning, tensors, block_constants,
                                              channels_per_lane=4),))
         return replace(four, aligned=("input_gradient", "output_gradient"), fallback=general)

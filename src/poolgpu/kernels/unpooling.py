@@ -17,6 +17,7 @@ from .core import Kernel, Pass, Program, Slot, Split
 from .grids import (IN_SIZES, LINES_GRID, OUT_SIZES, as_5d, contiguous_along, divisor_fields, divisor_params,
                     fold_groups, lines_grid, lines_regrid, sorted_constants, stride_fields, tensor_stride_params)
 from .registry import register
+from .split import iterations
 
 
 def _unpool_source_kernel(file: str, slots: tuple, value_slot: str, chunks: bool, params: tuple,
@@ -25,7 +26,18 @@ def _unpool_source_kernel(file: str, slots: tuple, value_slot: str, chunks: bool
     or (``chunks``) in 4-element chunks."""
     idx = Slot("idx", False, snippet="read4_index_{storage}.wgsl" if chunks else "")
     source = ("grid.wgsl", "unpool_source.wgsl", "unpool_indices4.wgsl" if chunks else "unpool_indices1.wgsl")
-    return Kernel(file, (idx,) + slots, value_slot=value_slot, library=source + library, params=params)
+    return Kernel(file, (idx,) + slots, value_slot=value_slot, library=source + library, params=params,
+                  loops=_source_loops)
+
+
+def _source_loops(constants: dict, params: dict) -> dict:
+    """The passes over input elements loop over their four elements, and
+    (unpool_indices1.wgsl) over their four indices."""
+    return {"k": 2 * iterations(1, 4)}
+
+
+def _no_loops(constants: dict, params: dict) -> dict:
+    return {}
 
 
 MAX_UNPOOL_WINNERS, MAX_UNPOOL_WINNERS_CHUNKS = (
@@ -43,7 +55,8 @@ MAX_UNPOOL_SCATTER, MAX_UNPOOL_SCATTER_CHUNKS = (
         + ("out_first", "out_count") + LINES_GRID, ("divide.wgsl", "output_coordinates.wgsl"))
     for chunks in (False, True))
 ZERO_FILL = Kernel("zero_fill.wgsl", (Slot("y", True, snippet="write4_{storage}.wgsl"),), value_slot="y",
-                   params=("quads",))  # the element count / 4 (a multiple of 4)
+                   params=("quads",),  # the element count / 4 (a multiple of 4)
+                   loops=lambda constants, params: {"k": iterations(1, constants["QUADS"])})
 # Inputs larger than a binding are read in ranges (chunked; unpool_walk.wgsl only): a
 # dispatch copies winners j in [source_first, source_first + source_count); with `zeros` it
 # writes the type's zero where there is no winner, with `reset` it clears the winners.
@@ -51,7 +64,7 @@ UNPOOL_PARAMS = ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("x", "y") +
     + ("source_first", "source_count", "zeros", "reset")
 MAX_UNPOOL = Kernel(
     "max_unpool.wgsl", (Slot("x", False), Slot("winner", True, snippet="take_b32.wgsl"), Slot("y", True)),
-    value_slot="x", library=("grid.wgsl", "unpool_walk.wgsl"), params=UNPOOL_PARAMS,
+    value_slot="x", library=("grid.wgsl", "unpool_walk.wgsl"), params=UNPOOL_PARAMS, loops=_no_loops,
 )
 # The gradient's gather over dx (max_unpool_grad.wgsl): out_* dy's sizes, divide() by those
 # its dy_offset divides by; dy_count: dy's elements (an index at or past it lies outside);
@@ -65,7 +78,7 @@ MAX_UNPOOL_GRAD = _unpool_source_kernel(
 MAX_UNPOOL_ROWS = Kernel(
     "max_unpool.wgsl",
     (Slot("x", False), Slot("winner", True, snippet="take4_b32.wgsl"), Slot("y", True, snippet="write4_{storage}.wgsl")),
-    value_slot="x", library=("grid.wgsl", "unpool_walk_rows.wgsl"), params=UNPOOL_PARAMS,
+    value_slot="x", library=("grid.wgsl", "unpool_walk_rows.wgsl"), params=UNPOOL_PARAMS, loops=_no_loops,
 )
 
 

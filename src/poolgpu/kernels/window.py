@@ -14,6 +14,7 @@ from ..dtypes import DataType
 from ..tuning import WALKS as TUNING_WALKS
 from ..tuning import Tuning
 from .core import Kernel, Pass, Program, Slot, Split
+from .split import Accumulator, fewest_parts, iterations, loop_total, merge_kernel, merge_passes, partials_desc
 from .grids import (IN_SIZES, LINES_GRID, OUT_SIZES, as_3d, as_5d, contiguous_along, fold_groups, lines_grid,
                     lines_regrid, sorted_constants, stride_fields, strides_5d, tensor_stride_params, window_constants)
 from .registry import register
@@ -23,37 +24,119 @@ _CHUNKED = (
     Slot("y", True, snippet="write4_{storage}.wgsl"),
     Slot("idx", True, snippet="write4_index_{storage}.wgsl"),
 )
+_PART = Slot("part", True, snippet="words_write.wgsl")  # a split walk's partial results
 WALKS = {  # walk -> (its files in wgsl/common, its slots)
-    "general": (("window_walk.wgsl",), (Slot("x", False), Slot("y", True), Slot("idx", True))),
+    "general": (("store_one.wgsl", "window_walk.wgsl"), (Slot("x", False), Slot("y", True), Slot("idx", True), _PART)),
     "rows": (("window_walk_rows.wgsl", "rows_store4.wgsl"), _CHUNKED),
-    "rows_tail": (("window_walk_rows.wgsl", "rows_store_tail.wgsl"), (_CHUNKED[0], Slot("y", True), Slot("idx", True))),
+    "rows_tail": (("window_walk_rows.wgsl", "store_one.wgsl", "rows_store_tail.wgsl"),
+                  (_CHUNKED[0], Slot("y", True), Slot("idx", True))),
     "channels": (("window_walk_channels.wgsl",), _CHUNKED),
-    "plane": (("window_walk_plane.wgsl",), (Slot("x", False), Slot("y", True), Slot("idx", True))),
+    "plane": (("store_one.wgsl", "window_walk_plane.wgsl"),
+              (_CHUNKED[0], Slot("y", True), Slot("idx", True), _PART)),
 }
 if set(WALKS) != set(TUNING_WALKS) - {"auto"}:  # Tuning validates walk names against its own list
     raise ImportError(f"kernels.window.WALKS {sorted(WALKS)} and tuning.WALKS {TUNING_WALKS} name different walks")
 CHUNKED_WALKS = ("rows", "rows_tail", "channels")  # the walks that need 4-element aligned tensors
+SPLIT_WALKS = ("general", "plane")  # the walks that split windows longer than an invocation may walk
 ROWS_MAX_CHUNKS = 8  # window_walk_rows.wgsl's span holds 32 elements
+UNROLLED = 4  # window_walk.wgsl: windows written out up to this many taps per dimension
 
 
 # Params of every walk (window_walk_pass); opaque_zero: common/as_written.wgsl's (always 0)
 WALK_PARAMS = ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("x", "y", "idx") + LINES_GRID + ("opaque_zero",)
 
 
-def _pooling_kernels(file: str, accumulator: tuple) -> dict:
-    """The operator's kernel under each walk."""
-    shared = ("grid.wgsl", "window_constants.wgsl", "window_geometry.wgsl")
+def _taps_walked(constants: dict, params: dict) -> tuple:
+    """window_walk.wgsl: per dimension (D, H, W), the taps one invocation walks of a window
+    (of its part): written out, the window size; looping, at most the part's share of the
+    taps inside the input (ceil(in / dilation) at most)."""
+    walked = []
+    for axis in "DHW":
+        taps, dilation = constants[f"K{axis}"], constants[f"L{axis}"]
+        if taps <= UNROLLED:
+            walked.append(taps)
+            continue
+        inside = min(taps, -(-params[f"in_{axis.lower()}"] // dilation))
+        walked.append(-(-inside // constants.get(f"PARTS_{axis}", 1)))
+    return tuple(walked)
+
+
+def general_loops(constants: dict, params: dict) -> dict:
+    """window_walk.wgsl's loops: a looping dimension's loop runs once per window plane or row
+    that holds it, OUTPUTS windows per invocation."""
+    d, h, w = _taps_walked(constants, params)
+    outputs = constants.get("OUTPUTS", 1)
+    loops = {"kd": 0, "kh": 0, "kw": 0}
+    if constants["KD"] > UNROLLED:
+        loops["kd"] = outputs * iterations(1, d)
+    if constants["KH"] > UNROLLED:
+        loops["kh"] = outputs * iterations(d, h)
+    if constants["KW"] > UNROLLED:
+        loops["kw"] = outputs * iterations(d * h, w)
+    return loops
+
+
+def _rows_walked(constants: dict) -> int:
+    """The input rows the rows and channels walks visit per window plane."""
+    return (constants["ROWS"] - 1) * constants["SH"] + (constants["KH"] - 1) * constants["LH"] + 1
+
+
+def rows_loops(constants: dict, params: dict) -> dict:
+    """window_walk_rows.wgsl's loops (fill_span_paired's, four_taps' per output row)."""
+    planes, rows = constants["KD"], _rows_walked(constants)
+    chunks, paired = constants["CHUNKS"], constants.get("PAIRED", False)
     return {
-        walk: Kernel(file, slots, "x", library=accumulator + shared + walk_files, params=WALK_PARAMS)
-        for walk, (walk_files, slots) in WALKS.items()
+        "kd": iterations(1, planes), "r": iterations(planes, rows),
+        "p": iterations(planes * rows, constants.get("PAIRS", 1)) if paired else 0,
+        "j": iterations(planes * rows, chunks),
+        "l": iterations(planes * rows * chunks, 4) if paired else 0,
+        "kw": iterations(planes * rows * constants["ROWS"], constants["KW"]),
     }
 
 
-MAX_POOL = _pooling_kernels("max_pool.wgsl", ("max_accumulator.wgsl",))
-COMPENSATED_SUM = ("compensated_sum.wgsl", "as_written.wgsl")  # the library and what it needs
-AVERAGE_POOL = _pooling_kernels("avg_pool.wgsl", COMPENSATED_SUM)
-LP_POOL = _pooling_kernels("lp_pool.wgsl", COMPENSATED_SUM)
+def rows_tail_loops(constants: dict, params: dict) -> dict:
+    """The rows walk's loops and rows_store_tail.wgsl's (its stores of four outputs, per
+    output row)."""
+    return dict(rows_loops(constants, params), k=iterations(constants["ROWS"], 4))
 
+
+def channels_loops(constants: dict, params: dict) -> dict:
+    """window_walk_channels.wgsl's loops."""
+    planes, rows = constants["KD"], _rows_walked(constants)
+    columns = (constants["COLS"] - 1) * constants["SW"] + (constants["KW"] - 1) * constants["LW"] + 1
+    return {"kd": iterations(1, planes), "r": iterations(planes, rows), "q": iterations(planes * rows, columns)}
+
+
+def plane_loops(constants: dict, params: dict) -> dict:
+    """window_walk_plane.wgsl's loops: a lane's chunks of its run of the plane (SPAN elements,
+    one chunk more where they straddle chunks), the merge tree."""
+    lanes, span = constants["WG_X"], constants["SPAN"]
+    return {"q": iterations(1, -(-(span // 4 + 1) // lanes)), "half": iterations(1, lanes.bit_length() - 1)}
+
+
+_WALK_LOOPS = {"general": general_loops, "rows": rows_loops, "rows_tail": rows_tail_loops,
+               "channels": channels_loops, "plane": plane_loops}
+
+
+def _pooling_kernels(accumulator: Accumulator) -> dict:
+    """The operator's kernel under each walk, and the merge of its split walks ("merge")."""
+    shared = ("grid.wgsl", "window_constants.wgsl", "window_geometry.wgsl", "taps.wgsl")
+    kernels = {}
+    for walk, (walk_files, slots) in WALKS.items():
+        partials = (accumulator.partials,) if walk in SPLIT_WALKS else ()
+        kernels[walk] = Kernel(accumulator.file, slots, "x", library=accumulator.library + partials + shared + walk_files,
+                               params=WALK_PARAMS, loops=_WALK_LOOPS[walk])
+    kernels["merge"] = merge_kernel(accumulator)
+    return kernels
+
+
+COMPENSATED_SUM = ("compensated_sum.wgsl", "as_written.wgsl")  # the library and what it needs
+MAX = Accumulator("max_pool.wgsl", ("max_accumulator.wgsl",), "max_partials.wgsl", 4)
+AVERAGE = Accumulator("avg_pool.wgsl", COMPENSATED_SUM, "sum_partials.wgsl", 3)
+LP = Accumulator("lp_pool.wgsl", COMPENSATED_SUM, "lp_partials.wgsl", 3)
+MAX_POOL = _pooling_kernels(MAX)
+AVERAGE_POOL = _pooling_kernels(AVERAGE)
+LP_POOL = _pooling_kernels(LP)
 
 
 def _row_span(window) -> tuple:
@@ -85,38 +168,50 @@ def _pair_constants(window, lead: int, chunks: int) -> dict:
     return {"PARITY": parity, "PAIRS": (chunks + 1) // 2 if parity == 0 else (chunks + 2) // 2}
 
 
-# The plane walk's workgroup (window_walk_plane.wgsl's PLANE_LANES): smaller planes would
-# leave most of its lanes idle (an H100, case C's 49-element planes: 24% of copy, against
-# 31% for one invocation per output).
-PLANE_LANES = 256
+def plane_walk_fits(in_spatial: tuple, out_spatial: tuple, tuning: Tuning) -> bool:
+    """Whether pooling each input plane to one output is the plane walk's: planes of at
+    least ``tuning.plane_lanes`` elements (on smaller ones most of a workgroup's lanes would
+    idle: an H100, case C's 49-element planes, 24% of copy against 31% for one invocation per
+    output)."""
+    return all(o == 1 for o in out_spatial) and math.prod(in_spatial) >= tuning.plane_lanes
 
 
-def plane_walk_fits(in_spatial: tuple, out_spatial: tuple) -> bool:
-    """Whether pooling each input plane to one output is the plane walk's (planes of at
-    least PLANE_LANES elements)."""
-    return all(o == 1 for o in out_spatial) and math.prod(in_spatial) >= PLANE_LANES
+def flat_planes(t) -> bool:
+    """Whether each (n, c) plane of ``t`` is contiguous (element e of a plane at offset e)."""
+    sizes = as_5d(t.sizes, t.strides)[0]
+    strides = strides_5d(t)
+    return all(strides.get(axis, step) == step for axis, step in
+               (("w", 1), ("h", sizes[4]), ("d", sizes[3] * sizes[4])))
 
 
-def _covers_plane(desc) -> bool:
-    """Whether ``desc``'s one window covers each whole input plane, for the plane walk."""
+def _covers_plane(desc, tuning: Tuning) -> bool:
+    """Whether ``desc``'s one window covers each whole, contiguous input plane, for the plane
+    walk."""
     window, in_spatial = desc.window, tuple(desc.input.sizes[2:])
     return tuple(window.window_size) == in_spatial and not any(window.start_padding) \
-        and all(d == 1 for d in window.dilations) and plane_walk_fits(in_spatial, desc.output.sizes[2:])
+        and all(d == 1 for d in window.dilations) and flat_planes(desc.input) \
+        and plane_walk_fits(in_spatial, desc.output.sizes[2:], tuning)
 
 
 def walk_for(desc, tuning: Tuning) -> str:
     """The walk of ``tuning.walk`` where ``desc``'s layout allows it (else "general"), or
     for "auto" the fastest one it allows among those the tuning admits: the plane walk
     (``plane_walk``), the rows walk (``rows_walks``), the channels walk, the rows walk with
-    scalar stores (``rows_walks``), the general walk."""
+    scalar stores (``rows_walks``), the general walk.  A walk whose loops would run longer
+    than ``tuning.loop_budget`` is not taken (the general walk splits long windows)."""
     tensors = [t for t in (desc.input, desc.output, getattr(desc, "output_indices", None)) if t is not None]
     out_w, channels = as_5d(desc.output.sizes, desc.output.strides)[0][4], desc.input.sizes[1]
     span_fits = _row_span(desc.window)[1] <= ROWS_MAX_CHUNKS
+
+    def fits(walk: str) -> bool:
+        p = window_walk_pass(_LAYOUT_ONLY, desc, ("input", "output", None), tuning, walk)
+        return loop_total(p.kernel, p.constants, p.params) <= tuning.loop_budget
+
     allows = {  # walk -> whether desc's layout allows it (evaluated on demand)
-        "plane": lambda: _covers_plane(desc),
-        "rows": lambda: out_w % 4 == 0 and span_fits and contiguous_along(tensors, "w"),
-        "channels": lambda: channels % 4 == 0 and contiguous_along(tensors, "c"),
-        "rows_tail": lambda: out_w >= 4 and span_fits and contiguous_along(tensors[:1], "w"),
+        "plane": lambda: _covers_plane(desc, tuning),
+        "rows": lambda: out_w % 4 == 0 and span_fits and contiguous_along(tensors, "w") and fits("rows"),
+        "channels": lambda: channels % 4 == 0 and contiguous_along(tensors, "c") and fits("channels"),
+        "rows_tail": lambda: out_w >= 4 and span_fits and contiguous_along(tensors[:1], "w") and fits("rows_tail"),
         "general": lambda: True,
     }
     if tuning.walk != "auto":
@@ -126,7 +221,8 @@ def walk_for(desc, tuning: Tuning) -> str:
 
 
 def _plane_params(first: int, planes: int) -> dict:
-    """The grid params of the plane walk: only its planes count (one workgroup each)."""
+    """The grid params of the plane walk: only its units count (one workgroup each: a part
+    of a plane)."""
     return {"columns": 1, "lines": 1, "line_groups": 1, "planes": planes, "plane_origin": first}
 
 
@@ -135,11 +231,15 @@ def _plane_regrid(first: int, count: int) -> tuple:
 
 
 def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, walk: str = "general",
-                     **constants) -> Pass:
+                     parts: tuple = (), **constants) -> Pass:
     """A pass of a window-walk kernel: `walk` picks the walk (see walk_for); the general
     walk computes ``tuning.outputs_per_invocation`` neighbouring outputs along W per
-    invocation (window_walk.wgsl's OUTPUTS)."""
+    invocation (window_walk.wgsl's OUTPUTS), or with ``parts`` (along D, H, W) one part
+    of one output's window (one output per invocation, however many parts); the plane walk
+    with ``parts`` (one count), a part of a plane per workgroup (split walks: where they
+    have more than one part, their roles name the partial results' scratch "part" fourth)."""
     workgroup = tuning.lines_workgroup
+    roles = (tuple(roles) + (None,) * 4)[:len(kernels_by_walk[walk].slots)]  # (only split walks save parts)
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
     n, c, out_d, out_h, out_w = as_5d(desc.output.sizes, desc.output.strides)[0]
     if walk in ("rows", "rows_tail"):  # (ow / 4, oh / ROWS, (n, c, od)): output rows share input rows
@@ -151,10 +251,10 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
             constants["PAIR_STORES"] = desc.output.data_type.size == 2 and strides_5d(desc.output).get("w") == 1
         if reads_pairs(desc):
             constants.update(PAIRED=True, **_pair_constants(desc.window, constants["LEAD"], constants["CHUNKS"]))
-    elif walk == "plane":  # a workgroup per (n, c), numbered flat
-        grid_constants, grid_params, grid = {}, _plane_params(0, n * c), fold_groups(n * c)
-        x_sizes, x_strides = as_5d(desc.input.sizes, desc.input.strides)
-        grid_constants["FLAT_PLANE"] = x_strides[2:] == (x_sizes[3] * x_sizes[4], x_sizes[4], 1)
+    elif walk == "plane":  # a workgroup per (n, c, part), numbered flat
+        count = parts[0] if parts else 1
+        grid_constants, grid_params, grid = {}, _plane_params(0, n * c * count), fold_groups(n * c * count)
+        grid_constants.update(WG_X=tuning.plane_lanes, PARTS=count, SPAN=_plane_span(desc, tuning, count))
     elif walk == "channels":  # (c / 4, ow / COLS, (n, od, oh / ROWS)): 2 x 2 outputs share loads
         # ... where windows overlap.  Disjoint ones share none, and a block of them only adds
         # registers: case B (2x2 stride 2) on lavapipe, one output per invocation made average
@@ -168,10 +268,13 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
         grid_constants, grid_params, grid = lines_grid(c // 4, -(-out_w // cols), n * out_d * -(-out_h // rows),
                                                        workgroup)
         constants["ROWS"], constants["COLS"] = rows, cols
-    else:  # (ow / OUTPUTS, oh, (n, c, od))
-        outputs = min(tuning.outputs_per_invocation, out_w)
-        grid_constants, grid_params, grid = lines_grid(-(-out_w // outputs), out_h, n * c * out_d, workgroup)
+    else:  # (ow / OUTPUTS, oh, ((n, c, od), part))
+        count = math.prod(parts or (1, 1, 1))
+        outputs = 1 if parts else min(tuning.outputs_per_invocation, out_w)  # (split walks: one output each)
+        grid_constants, grid_params, grid = lines_grid(-(-out_w // outputs), out_h, n * c * out_d * count, workgroup)
         constants["OUTPUTS"] = outputs
+        if count > 1:
+            constants.update(PARTS=count, **{f"PARTS_{axis}": p for axis, p in zip("DHW", parts)})
     # chunks (see chunked) are runs of planes: (n, c, od), or (n, od, oh) for channels
     per_plane = grid_params["planes"] // (n if walk == "channels" else n * c)
     regrid = _plane_regrid if walk == "plane" else \
@@ -190,23 +293,82 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
     return Pass(kernels_by_walk[walk], roles, sorted_constants(constants), params, grid, split)
 
 
-def _window_walk_program(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, **constants) -> Program:
-    """One window-walk pass, on the walk of walk_for, with the general walk as the fallback
-    for calls whose tensor offsets are not 4-element aligned."""
+# Kernels standing in for an operator's where only a walk's geometry matters (walk_for)
+_LAYOUT_ONLY = {walk: kernel for walk, kernel in _pooling_kernels(MAX).items()}
+
+
+def _plane_span(desc, tuning: Tuning, parts: int) -> int:
+    """The elements of a plane each workgroup of the plane walk reduces (SPAN): the plane in
+    ``parts`` runs, a multiple of 4 elements (whole chunks where the plane starts aligned)."""
+    plane = math.prod(desc.input.sizes[2:])
+    return (-(-plane // parts) + 3) // 4 * 4 if parts > 1 else plane
+
+
+def _plane_parts(desc, tuning: Tuning) -> int:
+    """How many runs the plane walk cuts each plane into: runs of at most
+    ``tuning.plane_part`` elements, and few enough chunks per lane for the loop budget."""
+    plane = math.prod(desc.input.sizes[2:])
+    longest = min(tuning.plane_part, 4 * tuning.plane_lanes * (tuning.loop_budget - 2) - 4)
+    return -(-plane // longest)
+
+
+def _general_parts(kernel: Kernel, whole: Pass, budget: int) -> tuple:
+    """The fewest parts along D, H, W of the general walk's windows (all 1: unsplit) for its
+    loops to fit ``budget``."""
+    base = dict(whole.constants, OUTPUTS=1)
+
+    def trips(parts: tuple) -> int:
+        cut = dict(base, **{f"PARTS_{axis}": p for axis, p in zip("DHW", parts)})
+        return loop_total(kernel, cut, whole.params)
+
+    counts = tuple(size if size > UNROLLED else 0 for size in _taps_walked(base, whole.params))
+    return fewest_parts(trips, counts, budget)
+
+
+def window_walk_passes(kernels_by_walk: dict, accumulator: Accumulator, desc, roles: tuple, tuning: Tuning,
+                       walk: str, **constants) -> tuple:
+    """(the passes computing ``desc``'s outputs into ``roles`` (input, y, idx) on `walk`,
+    the scratch they need): one pass, or where the general walk's window has more taps
+    than ``tuning.loop_budget`` allows, or the plane walk's plane more than one
+    workgroup's run, the split walk and its merge passes."""
+    whole = window_walk_pass(kernels_by_walk, desc, roles, tuning, walk, **constants)
+    if walk == "general" and loop_total(whole.kernel, whole.constants, whole.params) > tuning.loop_budget:
+        parts = _general_parts(kernels_by_walk[walk], whole, tuning.loop_budget)
+    elif walk == "plane" and _plane_parts(desc, tuning) > 1:
+        parts = (_plane_parts(desc, tuning),)
+    else:
+        return (whole,), ()
+    if math.prod(parts) == 1:  # (the general walk's windows fit once it computes one output per invocation)
+        return (window_walk_pass(kernels_by_walk, desc, roles, tuning, walk, parts, **constants),), ()
+    walk_pass = window_walk_pass(kernels_by_walk, desc, roles + ("part",), tuning, walk, parts, **constants)
+    out_sizes = as_5d(desc.output.sizes, desc.output.strides)[0]
+    merge_params = {key: walk_pass.params[key] for key in ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("y", "idx")}
+    merge_constants = {**constants, **window_constants(desc.window)}
+    merges, scratch = merge_passes(kernels_by_walk["merge"], accumulator, out_sizes, math.prod(parts), roles[1:],
+                                   merge_params, merge_constants, tuning.lines_workgroup, tuning.loop_budget,
+                                   value_type=desc.input.data_type)
+    part = partials_desc(out_sizes, math.prod(parts), accumulator.words)
+    return (walk_pass,) + merges, (("part", part),) + scratch
+
+
+def _window_walk_program(kernels_by_walk: dict, accumulator: Accumulator, desc, roles: tuple, tuning: Tuning,
+                         **constants) -> Program:
+    """The passes of window_walk_passes on the walk of walk_for, with the general walk as
+    the fallback for calls whose tensor offsets are not 4-element aligned."""
     walk = walk_for(desc, tuning)
+    passes, scratch = window_walk_passes(kernels_by_walk, accumulator, desc, roles, tuning, walk, **constants)
     if walk not in CHUNKED_WALKS:
-        return Program((window_walk_pass(kernels_by_walk, desc, roles, tuning, walk, **constants),))
-    general = Program((window_walk_pass(kernels_by_walk, desc, roles, tuning, "general", **constants),))
-    fast = (window_walk_pass(kernels_by_walk, desc, roles, tuning, walk, **constants),)
+        return Program(passes, scratch=scratch)
+    general = Program(*window_walk_passes(kernels_by_walk, accumulator, desc, roles, tuning, "general", **constants))
     aligned = roles[:1] if walk == "rows_tail" else tuple(r for r in roles if r is not None)
     pairs = walk in ("rows", "rows_tail") and reads_pairs(desc)
-    return Program(fast, aligned=aligned, fallback=general, aligned_elements=8 if pairs else 4)
+    return Program(passes, scratch=scratch, aligned=aligned, fallback=general, aligned_elements=8 if pairs else 4)
 
 
 @register("max_pool")
 def max_pool_program(desc, tuning: Tuning) -> Program:
     indices = "output_indices" if getattr(desc, "output_indices", None) is not None else None
-    return _window_walk_program(MAX_POOL, desc, ("input", "output", indices), tuning)
+    return _window_walk_program(MAX_POOL, MAX, desc, ("input", "output", indices), tuning)
 
 
 def average_divisor_constants(desc) -> dict:
@@ -225,7 +387,7 @@ def average_divisor_constants(desc) -> dict:
 
 @register("average_pool")
 def average_pool_program(desc, tuning: Tuning) -> Program:
-    return _window_walk_program(AVERAGE_POOL, desc, ("input", "output", None), tuning,
+    return _window_walk_program(AVERAGE_POOL, AVERAGE, desc, ("input", "output", None), tuning,
                                 **average_divisor_constants(desc))
 
 
@@ -237,5 +399,5 @@ LP_UNSCALED_FLOAT16_MAX_P = 4  # lp_pool.wgsl: float16 |x|^p stays in f32's norm
 def _lp_pool_program(desc, tuning: Tuning) -> Program:
     compensated = math.prod(desc.window.window_size) > LP_PLAIN_SUM_TAPS
     scaled = not (desc.input.data_type == DataType.FLOAT16 and desc.p <= LP_UNSCALED_FLOAT16_MAX_P)
-    return _window_walk_program(LP_POOL, desc, ("input", "output", None), tuning, P=desc.p,
+    return _window_walk_program(LP_POOL, LP, desc, ("input", "output", None), tuning, P=desc.p,
                                 COMPENSATED=compensated, SCALED=scaled)

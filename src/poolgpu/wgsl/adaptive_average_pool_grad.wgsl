@@ -23,7 +23,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
         @builtin(local_invocation_index) lane: u32) {
     let local = flat_index(wg, groups, lane, WG_X, params.total);
     if (local >= params.total) { return; }
-    let at = covered(params.origin + local);
+    let t = params.origin + local;
+    let at = covered(t);
     let dy_plane = params.dy_base + at.n * params.dy_n + at.c * params.dy_c;
     var sum = 0.0;
     for (var od = at.od.x; od < at.od.y; od++) {
@@ -37,6 +38,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
             }
         }
     }
-    dx_store(params.dx_base + at.n * params.dx_n + at.c * params.dx_c + at.d * params.dx_d + at.h * params.dx_h
-             + at.w * params.dx_w, from_f32(sum));
+    gather_store(t, params.dx_base + at.n * params.dx_n + at.c * params.dx_c + at.d * params.dx_d + at.h * params.dx_h
+                 + at.w * params.dx_w, sum);
 }

@@ -1,5 +1,5 @@
-// Adaptive max pooling gradient: a gather, after binned_max.wgsl has written each bin's
-// argmax (max pooling's rule: NaN above everything, ties to the lowest flat index) into
+// Adaptive max pooling gradient: a gather, after the bins walk (common/window_walk_bins.wgsl)
+// has written each bin's argmax (max pooling's rule: NaN above everything, ties to the lowest flat index) into
 // the scratch `arg`.  Each dx element sums, in increasing (od, oh, ow) order, the dy of the
 // bins covering it whose argmax it is: no atomics and a fixed order, so the same inputs give
 // bit-identical dx, run after run.  The sum is f32 (FLOAT16 rounded once at the end).
@@ -16,7 +16,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
         @builtin(local_invocation_index) lane: u32) {
     let local = flat_index(wg, groups, lane, WG_X, params.total);
     if (local >= params.total) { return; }
-    let at = covered(params.origin + local);
+    let t = params.origin + local;
+    let at = covered(t);
     let dy_plane = params.dy_base + at.n * params.dy_n + at.c * params.dy_c;
     let arg_plane = params.arg_base + at.n * params.arg_n + at.c * params.arg_c;
     var sum = 0.0;
@@ -29,6 +30,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
             }
         }
     }
-    dx_store(params.dx_base + at.n * params.dx_n + at.c * params.dx_c + at.d * params.dx_d + at.h * params.dx_h
-             + at.w * params.dx_w, from_f32(sum));
+    gather_store(t, params.dx_base + at.n * params.dx_n + at.c * params.dx_c + at.d * params.dx_d + at.h * params.dx_h
+                 + at.w * params.dx_w, sum);
 }

@@ -14,7 +14,7 @@
 // Prepended by poolgpu.kernels: the value type (Raw, to_f32, from_f32) and the tensors dy and
 // dx; library: block_of, block_element, first_tap and block_window
 // (common/windows_covering.wgsl), the windows-first visit (common/windows_first.wgsl),
-// taps_inside (common/average_divisor.wgsl), Sum, dy_sum and dx_put (the lanes).
+// divisor_taps (common/average_divisor.wgsl), Sum, dy_sum, dx_put and gather_put (the lanes).
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
@@ -42,6 +42,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         store_block(&sums, first, dx_plane);
         return;
     }
+    let along = part_along(block.part);
     for (var rd = block.first.x; rd < block.end.x; rd++) {
         let d = block_element(bd, rd, SD, PD, params.in_d);
         if (!d.inside) { continue; }
@@ -51,24 +52,28 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             for (var rw = block.first.z; rw < block.end.z; rw++) {
                 let w = block_element(bw, rw, SW, PW, params.in_w);
                 if (!w.inside) { continue; }
+                let me = ((nc * params.in_d + d.at) * params.in_h + h.at) * params.in_w + w.at;
                 var sum = Sum(0.0);
-                for (var kd = first_tap(rd, SD, TD, ID); kd < KD; kd += tap_step(TD, KD)) {
+                let kds = tap_run(first_tap(rd, SD, TD, ID), TD, KD, along.x, PARTS_D);
+                for (var kd = kds.first; kd < kds.end; kd += tap_step(TD, KD)) {
                     let od = block_window(bd, rd, kd, SD, LD, PD, params.out_d);
                     if (!od.hit) { continue; }
-                    let count_d = taps_inside(od.o, KD, SD, LD, PD, params.in_d, ED);
-                    for (var kh = first_tap(rh, SH, TH, IH); kh < KH; kh += tap_step(TH, KH)) {
+                    let count_d = divisor_taps(od.o, KD, SD, LD, PD, params.in_d, ED);
+                    let khs = tap_run(first_tap(rh, SH, TH, IH), TH, KH, along.y, PARTS_H);
+                    for (var kh = khs.first; kh < khs.end; kh += tap_step(TH, KH)) {
                         let oh = block_window(bh, rh, kh, SH, LH, PH, params.out_h);
                         if (!oh.hit) { continue; }
-                        let count_dh = count_d * taps_inside(oh.o, KH, SH, LH, PH, params.in_h, EH);
-                        for (var kw = first_tap(rw, SW, TW, IW); kw < KW; kw += tap_step(TW, KW)) {
+                        let count_dh = count_d * divisor_taps(oh.o, KH, SH, LH, PH, params.in_h, EH);
+                        let kws = tap_run(first_tap(rw, SW, TW, IW), TW, KW, along.z, PARTS_W);
+                        for (var kw = kws.first; kw < kws.end; kw += tap_step(TW, KW)) {
                             let ow = block_window(bw, rw, kw, SW, LW, PW, params.out_w);
                             if (!ow.hit) { continue; }
-                            let divisor = count_dh * taps_inside(ow.o, KW, SW, LW, PW, params.in_w, EW);
+                            let divisor = count_dh * divisor_taps(ow.o, KW, SW, LW, PW, params.in_w, EW);
                             sum += share_of(dy_sum(dy_plane + od.o * params.dy_d + oh.o * params.dy_h + ow.o * params.dy_w), divisor);
                         }
                     }
                 }
-                dx_put(dx_plane + d.at * params.dx_d + h.at * params.dx_h + w.at * params.dx_w, sum);
+                gather_put(dx_plane + d.at * params.dx_d + h.at * params.dx_h + w.at * params.dx_w, sum, me, block.part);
             }
         }
     }
@@ -79,8 +84,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 struct Reaching { dy_plane: u32 }
 struct WindowOf { share: Sum }
 fn read_window(at: Reaching, od: u32, oh: u32, ow: u32, real: bool) -> WindowOf {
-    let divisor = taps_inside(od, KD, SD, LD, PD, params.in_d, ED) * taps_inside(oh, KH, SH, LH, PH, params.in_h, EH)
-                  * taps_inside(ow, KW, SW, LW, PW, params.in_w, EW);
+    let divisor = divisor_taps(od, KD, SD, LD, PD, params.in_d, ED) * divisor_taps(oh, KH, SH, LH, PH, params.in_h, EH)
+                  * divisor_taps(ow, KW, SW, LW, PW, params.in_w, EW);
     let share = share_of(dy_sum(at.dy_plane + od * params.dy_d + oh * params.dy_h + ow * params.dy_w), divisor);
     return WindowOf(select(Sum(0.0), share, real));   // (+0 added changes no sum: none is -0)
 }

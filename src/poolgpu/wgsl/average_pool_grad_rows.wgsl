@@ -34,7 +34,7 @@ fn covers(ow: u32, w: u32) -> bool {
 fn gather_column(sums: Sixteen, row: WindowRow, chunk: Chunk, j: u32, k: u32) -> Sixteen {
     let ow = chunk.ow0 + k;
     // kept as written (common/as_written.wgsl): the same rounding as average_pool_grad.wgsl's share_of
-    let share = as_written(to_f32(chunk.dy[k]) / divisor_as_written(window_divisor(row.count_dh * taps_inside(ow, KW, SW, LW, PW, params.in_w, EW))));
+    let share = as_written(to_f32(chunk.dy[k]) / divisor_as_written(window_divisor(row.count_dh * divisor_taps(ow, KW, SW, LW, PW, params.in_w, EW))));
     var covered = columns_reached(j, k);   // with FIXED_COLUMNS, constants; else computed:
     if (!FIXED_COLUMNS) {
         let w0 = row.w0;
@@ -63,11 +63,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     for (var kd = 0u; kd < KD; kd++) {
         let od = window_of(d, kd, SD, LD, PD, params.out_d);
         if (!od.hit) { continue; }
-        let count_d = taps_inside(od.o, KD, SD, LD, PD, params.in_d, ED);
+        let count_d = divisor_taps(od.o, KD, SD, LD, PD, params.in_d, ED);
         for (var i = 0; i < i32(OH_ROWS); i++) {
             let oh = last_row - i;
             if (oh < 0 || oh >= i32(params.out_h)) { continue; }
-            let count_dh = count_d * taps_inside(u32(oh), KH, SH, LH, PH, params.in_h, EH);
+            let count_dh = count_d * divisor_taps(u32(oh), KH, SH, LH, PH, params.in_h, EH);
             let dy_row = params.dy_base + n * params.dy_n + c * params.dy_c + od.o * params.dy_d + u32(oh) * params.dy_h;
             sums = visit_chunks(sums, WindowRow(dy_row, w0, last_chunk, count_dh,
                                                 covers_row(u32(oh), h0), covers_row(u32(oh), h0 + 1u)));

@@ -30,21 +30,17 @@ fn acc_merge(a: Acc, b: Acc) -> Acc {
     return Acc(CompensatedSum(sum.sum, sum.error + b.sum.error), a.count + b.count);
 }
 
-// Taps of a window starting at `start` that fall in [-pad_start, size + pad_end).
-fn taps_within(start: i32, dilation: u32, taps: u32, pad_start: u32, size: u32, pad_end: u32) -> u32 {
-    var count = 0u;
-    for (var k = 0u; k < taps; k++) {
-        let p = start + i32(k * dilation);
-        count += u32(p >= -i32(pad_start) && p < i32(size + pad_end));
-    }
-    return count;
+// Taps of output o's window along a dimension that fall in [-pad_start, size + pad_end).
+fn taps_within(o: u32, stride: u32, taps: u32, dilation: u32, pad_start: u32, size: u32, pad_end: u32) -> u32 {
+    let within = taps_inside(i32(o * stride), taps, dilation, size + pad_start + pad_end);
+    return within.end - within.first;
 }
 
 fn padded_divisor(at: Out) -> u32 {
     if (!CLIP_DIVISOR) { return KD * KH * KW; }
-    return taps_within(i32(at.d * SD) - i32(PD), LD, KD, PD, params.in_d, ED)
-         * taps_within(i32(at.h * SH) - i32(PH), LH, KH, PH, params.in_h, EH)
-         * taps_within(i32(at.w * SW) - i32(PW), LW, KW, PW, params.in_w, EW);
+    return taps_within(at.d, SD, KD, LD, PD, params.in_d, ED)
+         * taps_within(at.h, SH, KH, LH, PH, params.in_h, EH)
+         * taps_within(at.w, SW, KW, LW, PW, params.in_w, EW);
 }
 
 fn acc_value(acc: Acc, at: Out) -> Raw {

@@ -36,6 +36,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         store_block(&sums, first, dx_plane);
         return;
     }
+    let along = part_along(block.part);
     for (var rd = block.first.x; rd < block.end.x; rd++) {
         let d = block_element(bd, rd, SD, PD, params.in_d);
         if (!d.inside) { continue; }
@@ -47,13 +48,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 if (!w.inside) { continue; }
                 let me = ((nc * params.in_d + d.at) * params.in_h + h.at) * params.in_w + w.at;  // as pass 1 wrote it
                 var sum = Sum(0.0);
-                for (var kd = first_tap(rd, SD, TD, ID); kd < KD; kd += tap_step(TD, KD)) {
+                let kds = tap_run(first_tap(rd, SD, TD, ID), TD, KD, along.x, PARTS_D);
+                for (var kd = kds.first; kd < kds.end; kd += tap_step(TD, KD)) {
                     let od = block_window(bd, rd, kd, SD, LD, PD, params.out_d);
                     if (!od.hit) { continue; }
-                    for (var kh = first_tap(rh, SH, TH, IH); kh < KH; kh += tap_step(TH, KH)) {
+                    let khs = tap_run(first_tap(rh, SH, TH, IH), TH, KH, along.y, PARTS_H);
+                    for (var kh = khs.first; kh < khs.end; kh += tap_step(TH, KH)) {
                         let oh = block_window(bh, rh, kh, SH, LH, PH, params.out_h);
                         if (!oh.hit) { continue; }
-                        for (var kw = first_tap(rw, SW, TW, IW); kw < KW; kw += tap_step(TW, KW)) {
+                        let kws = tap_run(first_tap(rw, SW, TW, IW), TW, KW, along.z, PARTS_W);
+                        for (var kw = kws.first; kw < kws.end; kw += tap_step(TW, KW)) {
                             let ow = block_window(bw, rw, kw, SW, LW, PW, params.out_w);
                             if (!ow.hit) { continue; }
                             // select, not a branch: both loads unconditional vectorise better
@@ -63,7 +67,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                         }
                     }
                 }
-                dx_put(dx_plane + d.at * params.dx_d + h.at * params.dx_h + w.at * params.dx_w, sum);
+                gather_put(dx_plane + d.at * params.dx_d + h.at * params.dx_h + w.at * params.dx_w, sum, me, block.part);
             }
         }
     }

@@ -1,6 +1,9 @@
-// Tensor `$name` was not asked for (an optional output): its stores compile to nothing.
+// Tensor `$name` was not asked for (an optional output, or the partial results of a walk
+// that is not split): its stores compile to nothing.
 fn ${name}_store_index(e: u32, i: u32) {}
 fn ${name}_store(e: u32, v: Raw) {}
 fn ${name}_store4_index(e: u32, i: array<u32, 4>) {}
 fn ${name}_store4(e: u32, v: array<Raw, 4>) {}
 fn ${name}_store_pair(e: u32, v0: Raw, v1: Raw) {}
+fn ${name}_word_store(e: u32, v: u32) {}
+fn ${name}_word(e: u32) -> u32 { return 0u; }

@@ -12,7 +12,7 @@ override DIVISOR_OVERRIDE: u32 = 0u;
 // How many of window o's taps along one dimension fall inside the input [0, size) (with
 // INCLUDE_PADDING: inside [-pad, size + end)).  The window covers the element being
 // computed, so it starts before size.
-fn taps_inside(o: u32, taps: u32, stride: u32, dilation: u32, pad: u32, size: u32, end: u32) -> u32 {
+fn divisor_taps(o: u32, taps: u32, stride: u32, dilation: u32, pad: u32, size: u32, end: u32) -> u32 {
     if (!PADDED || (INCLUDE_PADDING && !CLIP_DIVISOR)) { return taps; }
     let start = i32(o * stride) - i32(pad);
     if (INCLUDE_PADDING) {   // every window starts inside the start padding: clip its end only

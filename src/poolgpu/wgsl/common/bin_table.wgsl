@@ -1,4 +1,4 @@
-// The bin table of the binned pooling kernels (binned_max.wgsl, binned_average.wgsl),
+// The bin table of the bins walk (window_walk_bins.wgsl),
 // written by a bins pass (roi_bins.wgsl, adaptive_bins.wgsl; sized by kernels._bin_table).
 //
 // Row layout, in u32 words:

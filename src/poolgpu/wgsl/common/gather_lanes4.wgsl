@@ -8,3 +8,4 @@ fn dy_sum(e: u32) -> Sum {
     return vec4<f32>(to_f32(v[0]), to_f32(v[1]), to_f32(v[2]), to_f32(v[3]));
 }
 fn dx_put(e: u32, s: Sum) { dx_store4(e, array<Raw, 4>(from_f32(s.x), from_f32(s.y), from_f32(s.z), from_f32(s.w))); }
+fn gather_put(e: u32, s: Sum, me: u32, part: u32) { dx_put(e, s); }   // (never split: common/gather_lanes1.wgsl)

@@ -8,11 +8,8 @@
 // lavapipe: 1.3-1.9x faster).  Only then: its branches make lavapipe's compile slower.
 override PAIR_STORES: bool = false;
 
-fn store_one(acc: Acc, at: Out) {
-    if (at.w < params.out_w) {
-        y_store(y_offset(at), acc_value(acc, at));
-        idx_store_index(idx_offset(at), acc_index(acc));
-    }
+fn store_within_row(acc: Acc, at: Out) {
+    if (at.w < params.out_w) { store_one(at, acc); }
 }
 
 fn store_four(acc: array<Acc, 4>, at: Out) {
@@ -21,10 +18,10 @@ fn store_four(acc: array<Acc, 4>, at: Out) {
     let at3 = Out(at.n, at.c, at.d, at.h, at.w + 3u);
     let y = y_offset(at);
     if (!PAIR_STORES || at.w + 1u >= params.out_w || ((y & 1u) == 1u && at.w + 2u >= params.out_w)) {
-        store_one(acc[0], at);
-        store_one(acc[1], at1);
-        store_one(acc[2], at2);
-        store_one(acc[3], at3);
+        store_within_row(acc[0], at);
+        store_within_row(acc[1], at1);
+        store_within_row(acc[2], at2);
+        store_within_row(acc[3], at3);
         return;
     }
     for (var k = 0u; k < 4u; k++) {

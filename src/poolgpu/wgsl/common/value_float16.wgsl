@@ -37,3 +37,6 @@ fn from_f32(v: f32) -> Raw {
     let q = m >> shift;
     return sign | (q + u32(rest > half || (rest == half && (q & 1u) == 1u)));
 }
+// A value as the two words of a partial result (common/*_partials.wgsl), and back.
+fn raw_words(r: Raw) -> vec2<u32> { return vec2<u32>(r, 0u); }
+fn raw_of_words(w: vec2<u32>) -> Raw { return w.x; }

@@ -16,3 +16,6 @@ fn key_gt(a: Key, b: Key) -> bool { return a > b; }
 fn to_f32(r: Raw) -> f32 { return bitcast<f32>(r); }
 fn magnitude_f32(r: Raw) -> f32 { return to_f32(r & 0x7fffffffu); }   // |value| (value_float16.wgsl: why on bits)
 fn from_f32(v: f32) -> Raw { return bitcast<u32>(v); }
+// A value as the two words of a partial result (common/*_partials.wgsl), and back.
+fn raw_words(r: Raw) -> vec2<u32> { return vec2<u32>(r, 0u); }
+fn raw_of_words(w: vec2<u32>) -> Raw { return w.x; }

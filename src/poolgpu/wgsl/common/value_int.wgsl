@@ -8,3 +8,6 @@ const HAS_KEY_FLOOR = $has_floor;
 const KEY_FLOOR = i32(-2147483647 - 1);
 fn key_of(r: Raw) -> Key { return bitcast<i32>(r << ${shift}u) >> ${shift}u; }
 fn key_gt(a: Key, b: Key) -> bool { return a > b; }
+// A value as the two words of a partial result (common/*_partials.wgsl), and back.
+fn raw_words(r: Raw) -> vec2<u32> { return vec2<u32>(r, 0u); }
+fn raw_of_words(w: vec2<u32>) -> Raw { return w.x; }

@@ -7,3 +7,6 @@ const HAS_KEY_FLOOR = false;
 const KEY_FLOOR = vec2<u32>(0u, 0u);
 fn key_of(r: Raw) -> Key { return vec2<u32>(r.y ^ ${sign_bit}u, r.x); }
 fn key_gt(a: Key, b: Key) -> bool { return a.x > b.x || (a.x == b.x && a.y > b.y); }
+// A value as the two words of a partial result (common/*_partials.wgsl), and back.
+fn raw_words(r: Raw) -> vec2<u32> { return r; }
+fn raw_of_words(w: vec2<u32>) -> Raw { return w; }

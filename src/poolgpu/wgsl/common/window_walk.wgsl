@@ -14,65 +14,88 @@ override OUTPUTS: u32 = 1u;
 // (case B: 1.08x, 1.73x).
 const UNROLLED = 4u;
 
-// Tap kw of a window row (d, h: the row's coordinates; w0: the window's first column).
-fn tap_at(acc: Acc, x_plane: u32, logical_plane: u32, d: Coord, h: Coord, w0: i32, kw: u32) -> Acc {
-    let w = coord(w0, kw, LW, params.in_w);
+// A dimension that loops visits only the window's taps inside the input (taps_inside:
+// padding is never data, so the result is the same), so that its loop is as long as the
+// input allows, however far the window reaches into padding.
+//
+// Split windows (poolgpu.kernels.window: windows with more taps than one invocation may walk;
+// llvmpipe ends an invocation's loops after 65535 iterations in all): the looping dimensions'
+// taps are cut into PARTS_D x PARTS_H x PARTS_W parts (PARTS of them, numbered along W
+// fastest), one invocation walks one part of one output's window and saves its accumulator
+// (acc_save, into tensor `part`: ACC_WORDS words for each of the output's PARTS parts) for
+// the merge pass (window_walk_merge.wgsl).  Parts are only cut along looping dimensions.
+override PARTS_D: u32 = 1u;
+override PARTS_H: u32 = 1u;
+override PARTS_W: u32 = 1u;
+override PARTS: u32 = 1u;   // their product (computed by poolgpu.kernels)
+
+// Where acc_save (common/*_partials.wgsl) puts a part's words.
+fn save_word(e: u32, v: u32) { part_word_store(e, v); }
+fn load_word(e: u32) -> u32 { return part_word(e); }
+
+// The coordinate of tap k, known to be inside the input.
+fn inside_at(start: i32, k: u32, dilation: u32) -> Coord {
+    return Coord(u32(start + i32(k * dilation)), true);
+}
+
+// The tap at (d, h, w) of a window.
+fn tap_at(acc: Acc, x_plane: u32, logical_plane: u32, d: Coord, h: Coord, w: Coord) -> Acc {
     let raw = x_load(x_plane + d.at * params.x_d + h.at * params.x_h + w.at * params.x_w);
     let index = logical_plane + (d.at * params.in_h + h.at) * params.in_w + w.at;
     return acc_add(acc, tap_of(raw), index, d.inside && h.inside && w.inside);
 }
 
-// Row kh of a window plane: its taps in increasing kw.
-fn row_at(acc: Acc, x_plane: u32, logical_plane: u32, d: Coord, h0: i32, kh: u32, w0: i32) -> Acc {
-    let h = coord(h0, kh, LH, params.in_h);
+// A window row's taps in increasing kw (ws: the looping taps, where KW > UNROLLED).
+fn row_at(acc: Acc, x_plane: u32, logical_plane: u32, d: Coord, h: Coord, w0: i32, ws: Taps) -> Acc {
     var a = acc;
     if (KW > UNROLLED) {
-        for (var kw = 0u; kw < KW; kw++) { a = tap_at(a, x_plane, logical_plane, d, h, w0, kw); }
+        for (var kw = ws.first; kw < ws.end; kw++) { a = tap_at(a, x_plane, logical_plane, d, h, inside_at(w0, kw, LW)); }
         return a;
     }
-    a = tap_at(a, x_plane, logical_plane, d, h, w0, 0u);
-    if (KW > 1u) { a = tap_at(a, x_plane, logical_plane, d, h, w0, 1u); }
-    if (KW > 2u) { a = tap_at(a, x_plane, logical_plane, d, h, w0, 2u); }
-    if (KW > 3u) { a = tap_at(a, x_plane, logical_plane, d, h, w0, 3u); }
+    a = tap_at(a, x_plane, logical_plane, d, h, coord(w0, 0u, LW, params.in_w));
+    if (KW > 1u) { a = tap_at(a, x_plane, logical_plane, d, h, coord(w0, 1u, LW, params.in_w)); }
+    if (KW > 2u) { a = tap_at(a, x_plane, logical_plane, d, h, coord(w0, 2u, LW, params.in_w)); }
+    if (KW > 3u) { a = tap_at(a, x_plane, logical_plane, d, h, coord(w0, 3u, LW, params.in_w)); }
     return a;
 }
 
-// Plane kd of a window: its rows in increasing kh.
-fn plane_at(acc: Acc, x_plane: u32, logical_plane: u32, d0: i32, kd: u32, h0: i32, w0: i32) -> Acc {
-    let d = coord(d0, kd, LD, params.in_d);
+// A window plane's rows in increasing kh.
+fn plane_at(acc: Acc, x_plane: u32, logical_plane: u32, d: Coord, h0: i32, hs: Taps, w0: i32, ws: Taps) -> Acc {
     var a = acc;
     if (KH > UNROLLED) {
-        for (var kh = 0u; kh < KH; kh++) { a = row_at(a, x_plane, logical_plane, d, h0, kh, w0); }
+        for (var kh = hs.first; kh < hs.end; kh++) {
+            a = row_at(a, x_plane, logical_plane, d, inside_at(h0, kh, LH), w0, ws);
+        }
         return a;
     }
-    a = row_at(a, x_plane, logical_plane, d, h0, 0u, w0);
-    if (KH > 1u) { a = row_at(a, x_plane, logical_plane, d, h0, 1u, w0); }
-    if (KH > 2u) { a = row_at(a, x_plane, logical_plane, d, h0, 2u, w0); }
-    if (KH > 3u) { a = row_at(a, x_plane, logical_plane, d, h0, 3u, w0); }
+    a = row_at(a, x_plane, logical_plane, d, coord(h0, 0u, LH, params.in_h), w0, ws);
+    if (KH > 1u) { a = row_at(a, x_plane, logical_plane, d, coord(h0, 1u, LH, params.in_h), w0, ws); }
+    if (KH > 2u) { a = row_at(a, x_plane, logical_plane, d, coord(h0, 2u, LH, params.in_h), w0, ws); }
+    if (KH > 3u) { a = row_at(a, x_plane, logical_plane, d, coord(h0, 3u, LH, params.in_h), w0, ws); }
     return a;
 }
 
-// The accumulator of output `at`'s window (x_plane: its input plane's first element), its
-// taps in increasing flat index.
-fn window_of(at: Out, x_plane: u32, logical_plane: u32) -> Acc {
+// The accumulator of part `part` of output `at`'s window (x_plane: its input plane's first
+// element), its taps in increasing flat index.
+fn window_of(at: Out, part: u32, x_plane: u32, logical_plane: u32) -> Acc {
     let d0 = i32(at.d * SD) - i32(PD);
     let h0 = i32(at.h * SH) - i32(PH);
     let w0 = i32(at.w * SW) - i32(PW);
+    let ws = taps_part(taps_inside(w0, KW, LW, params.in_w), part % PARTS_W, PARTS_W);
+    let hs = taps_part(taps_inside(h0, KH, LH, params.in_h), (part / PARTS_W) % PARTS_H, PARTS_H);
     var a = acc_new();
     if (KD > UNROLLED) {
-        for (var kd = 0u; kd < KD; kd++) { a = plane_at(a, x_plane, logical_plane, d0, kd, h0, w0); }
+        let ds = taps_part(taps_inside(d0, KD, LD, params.in_d), part / (PARTS_W * PARTS_H), PARTS_D);
+        for (var kd = ds.first; kd < ds.end; kd++) {
+            a = plane_at(a, x_plane, logical_plane, inside_at(d0, kd, LD), h0, hs, w0, ws);
+        }
         return a;
     }
-    a = plane_at(a, x_plane, logical_plane, d0, 0u, h0, w0);
-    if (KD > 1u) { a = plane_at(a, x_plane, logical_plane, d0, 1u, h0, w0); }
-    if (KD > 2u) { a = plane_at(a, x_plane, logical_plane, d0, 2u, h0, w0); }
-    if (KD > 3u) { a = plane_at(a, x_plane, logical_plane, d0, 3u, h0, w0); }
+    a = plane_at(a, x_plane, logical_plane, coord(d0, 0u, LD, params.in_d), h0, hs, w0, ws);
+    if (KD > 1u) { a = plane_at(a, x_plane, logical_plane, coord(d0, 1u, LD, params.in_d), h0, hs, w0, ws); }
+    if (KD > 2u) { a = plane_at(a, x_plane, logical_plane, coord(d0, 2u, LD, params.in_d), h0, hs, w0, ws); }
+    if (KD > 3u) { a = plane_at(a, x_plane, logical_plane, coord(d0, 3u, LD, params.in_d), h0, hs, w0, ws); }
     return a;
-}
-
-fn store_one(at: Out, acc: Acc) {
-    y_store(y_offset(at), acc_value(acc, at));
-    idx_store_index(idx_offset(at), acc_index(acc));
 }
 
 // Outputs `at` and the next along W.
@@ -91,17 +114,24 @@ fn store_two(at: Out, acc: Acc, next: Out, acc_next: Acc) {
 
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let pos = grid_position(wg, lid);   // (ow / OUTPUTS, oh, (n, c, od))
+    let pos = grid_position(wg, lid);   // (ow / OUTPUTS, oh, ((n, c, od), part))
     if (pos.x >= params.columns) { return; }
-    let od = pos.z % params.out_d;
-    let nc = pos.z / params.out_d;
+    let part = pos.z % PARTS;
+    let plane = pos.z / PARTS;   // (n, c, od)
+    let od = plane % params.out_d;
+    let nc = plane / params.out_d;
     let at = Out(nc / params.channels, nc % params.channels, od, pos.y, OUTPUTS * pos.x);
     let x_plane = params.x_base + at.n * params.x_n + at.c * params.x_c;
     let logical_plane = nc * params.in_d * params.in_h * params.in_w;
-    let next = Out(at.n, at.c, od, at.h, at.w + 1u);
-    if (OUTPUTS == 1u || next.w >= params.out_w) {   // (a row's last output)
-        store_one(at, window_of(at, x_plane, logical_plane));
+    if (PARTS > 1u) {
+        let output = (plane * params.out_h + at.h) * params.out_w + at.w;
+        acc_save(params.part_base + (output * PARTS + part) * ACC_WORDS, window_of(at, part, x_plane, logical_plane));
         return;
     }
-    store_two(at, window_of(at, x_plane, logical_plane), next, window_of(next, x_plane, logical_plane));
+    let next = Out(at.n, at.c, od, at.h, at.w + 1u);
+    if (OUTPUTS == 1u || next.w >= params.out_w) {   // (a row's last output)
+        store_one(at, window_of(at, 0u, x_plane, logical_plane));
+        return;
+    }
+    store_two(at, window_of(at, 0u, x_plane, logical_plane), next, window_of(next, 0u, x_plane, logical_plane));
 }

@@ -31,6 +31,23 @@ fn first_tap(r: u32, stride: u32, step: u32, inverse: u32) -> u32 {
 // second tap can land (step >= taps), `taps`, so that the tap past the last stays below 2^32.
 fn tap_step(step: u32, taps: u32) -> u32 { return min(step, taps); }
 
+// A split gather's part `part` along D, H and W.
+fn part_along(part: u32) -> vec3<u32> {
+    return vec3<u32>(part / (PARTS_W * PARTS_H), (part / PARTS_W) % PARTS_H, part % PARTS_W);
+}
+
+// The taps [first, end) a tap loop visits along a dimension of `taps` taps, from tap `first`
+// (first_tap's) every tap_step: all of them, or with `parts` > 1, part `part` of them (the
+// loop's k < end then stops where the part does).
+struct TapRun { first: u32, end: u32 }
+fn tap_run(first: u32, step: u32, taps: u32, part: u32, parts: u32) -> TapRun {
+    if (parts == 1u) { return TapRun(first, taps); }
+    if (first >= taps) { return TapRun(first, first); }
+    let s = tap_step(step, taps);
+    let landing = taps_part(Taps(0u, (taps - first + s - 1u) / s), part, parts);
+    return TapRun(first + landing.first * s, first + landing.end * s);
+}
+
 // a * b mod m for a, b < m, exactly in u32: doubling and adding, each sum reduced mod m.
 fn times_mod(a: u32, b: u32, m: u32) -> u32 {
     var product = 0u;
@@ -75,9 +92,24 @@ override BY_ELEMENT_W: bool = false;
 // gradients of cases A and B were 1.07-1.12x slower).
 override CHANNEL_LANES: bool = false;
 override CHANNELS_PER_LANE: u32 = 1u;
-struct Block { d: u32, h: u32, w: u32, nc: u32, n: u32, c: u32, inside: bool, first: vec3<u32>, end: vec3<u32> }
+
+// Split gathers (poolgpu.kernels.gradients: more taps land on an element than one invocation
+// may visit; then element blocks along every dimension): the taps landing on an element are
+// cut into PARTS_D x PARTS_H x PARTS_W parts (PARTS of them; rows of the grid numbered
+// (row, part)), one invocation sums one part and saves it into tensor `part` (one word for
+// each of a dx element's PARTS parts, elements numbered flat over dx's logical order) for
+// the merge pass (window_walk_merge.wgsl over common/gradient_sum.wgsl).
+override PARTS_D: u32 = 1u;
+override PARTS_H: u32 = 1u;
+override PARTS_W: u32 = 1u;
+override PARTS: u32 = 1u;   // their product (computed by poolgpu.kernels)
+
+struct Block { d: u32, h: u32, w: u32, nc: u32, n: u32, c: u32, inside: bool, first: vec3<u32>, end: vec3<u32>,
+               part: u32 }
 fn block_of(wg: vec3<u32>, lane: u32) -> Block {
-    let at = row_position(wg, lane);
+    var at = row_position(wg, lane);
+    let part = at.row % PARTS;
+    at.row /= PARTS;
     if (CHANNEL_LANES) {
         let bhw = divide(at.row, params.blocks_w, params.blocks_w_magic, params.blocks_w_shift);
         let bdh = divide(bhw, params.blocks_h, params.blocks_h_magic, params.blocks_h_shift);
@@ -86,14 +118,14 @@ fn block_of(wg: vec3<u32>, lane: u32) -> Block {
         return element_blocks(Block(bdh - n * params.blocks_d, bhw - bdh * params.blocks_h,
                                     at.row - bhw * params.blocks_w, n * params.channels + c, n, c,
                                     at.inside && c < params.channels,
-                                    vec3<u32>(0u), vec3<u32>(SD, SH, SW)));
+                                    vec3<u32>(0u), vec3<u32>(SD, SH, SW), part));
     }
     let bdc = divide(at.row, params.blocks_h, params.blocks_h_magic, params.blocks_h_shift);
     let nc = divide(bdc, params.blocks_d, params.blocks_d_magic, params.blocks_d_shift);
     let n = divide(nc, params.channels, params.channels_magic, params.channels_shift);
     return element_blocks(Block(bdc - nc * params.blocks_d, at.row - bdc * params.blocks_h, at.column,
                                 nc, n, nc - n * params.channels, at.inside && at.column < params.blocks_w,
-                                vec3<u32>(0u), vec3<u32>(SD, SH, SW)));
+                                vec3<u32>(0u), vec3<u32>(SD, SH, SW), part));
 }
 
 // `block` with its coordinates along the element-block dimensions (dx positions there) turned

@@ -1,0 +1,57 @@
+// The bins walk (see window_geometry.wgsl): pooling over variable bins, ROI pooling and
+// adaptive pooling.  Each output's bin comes from the bin table a bins pass wrote
+// (common/bin_table.wgsl); bins are clamped to the input, so every tap is input data and
+// nothing outside it is read.  One invocation per output, numbered flat over
+// {N, C, out_d, out_h, out_w} (common/flat_index.wgsl, from params.origin: a chunk's
+// first); taps in increasing flat index, so an empty bin (ROI pooling only) gives the
+// accumulator's empty value (max: 0, index 0).
+//
+// Bins with more taps than one invocation may walk are split as window_walk.wgsl splits
+// windows: PARTS_D x PARTS_H x PARTS_W parts of each bin (PARTS of them, invocations
+// numbered output * PARTS + part), each saved (acc_save) for window_walk_merge.wgsl.
+//
+// ROI pooling reads the input planes (batch * C + c) its ROIs name: for inputs larger than a
+// binding (chunked) a dispatch walks only outputs reading planes in
+// [source_first, source_first + source_count).
+
+override PARTS_D: u32 = 1u;
+override PARTS_H: u32 = 1u;
+override PARTS_W: u32 = 1u;
+override PARTS: u32 = 1u;   // their product (computed by poolgpu.kernels)
+
+// Where acc_save (common/*_partials.wgsl) puts a part's words.
+fn save_word(e: u32, v: u32) { part_word_store(e, v); }
+fn load_word(e: u32) -> u32 { return part_word(e); }
+
+@compute @workgroup_size(WG_X)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+        @builtin(local_invocation_index) lane: u32) {
+    let local = flat_index(wg, groups, lane, WG_X, params.total);
+    if (local >= params.total) { return; }
+    let t = params.origin + local;
+    let output = t / PARTS;
+    let part = t % PARTS;
+    let out = binned_output(output);
+    let bin = out.bin;
+    if (ROI && bin.batch * params.channels + out.c - params.source_first >= params.source_count) { return; }
+
+    let x_plane = params.x_base + bin.batch * params.x_n + out.c * params.x_c;
+    let logical_plane = (bin.batch * params.channels + out.c) * params.in_d * params.in_h * params.in_w;
+    let ws = taps_part(Taps(bin.start.z, bin.end.z), part % PARTS_W, PARTS_W);
+    let hs = taps_part(Taps(bin.start.y, bin.end.y), (part / PARTS_W) % PARTS_H, PARTS_H);
+    let ds = taps_part(Taps(bin.start.x, bin.end.x), part / (PARTS_W * PARTS_H), PARTS_D);
+    var acc = acc_new();
+    for (var d = ds.first; d < ds.end; d++) {
+        for (var h = hs.first; h < hs.end; h++) {
+            for (var w = ws.first; w < ws.end; w++) {
+                let raw = x_load(x_plane + d * params.x_d + h * params.x_h + w * params.x_w);
+                acc = acc_add(acc, tap_of(raw), logical_plane + (d * params.in_h + h) * params.in_w + w, true);
+            }
+        }
+    }
+    if (PARTS > 1u) {
+        acc_save(params.part_base + t * ACC_WORDS, acc);
+        return;
+    }
+    store_one(Out(out.n, out.c, out.o.x, out.o.y, out.o.z), acc);
+}

@@ -1,0 +1,126 @@
+"""No kernel loops longer than an invocation may: llvmpipe (the software adapters) ends an
+invocation's loops after 65535 iterations in all, without an error, and GPUs reset
+invocations that run for seconds.  Every Kernel declares its loops (``Kernel.loops``: per
+loop variable of its WGSL, the most iterations one invocation runs, from a pass's override
+constants and uniform values); here those declarations are checked against the WGSL, and
+every pass of many programs, long windows, bins and planes among them, against the
+tuning's loop budget.  Whether the declarations are true is checked on the adapters: at a
+budget of the whole 65535, the split walks' results are still exact
+(tests/test_long_windows.py)."""
+
+import dataclasses
+import re
+
+import pytest
+
+import poolgpu as pg
+from poolgpu import kernels
+from poolgpu.kernels.split import LOOP_LIMIT, loop_total
+
+F32, F16, U8, I64 = "float32", "float16", "uint8", "int64"
+
+
+def _loop_variables(kernel) -> set:
+    """The loop variables of the kernel's WGSL (its file and library)."""
+    return set(re.findall(r"\bfor\s*\(\s*var\s+(\w+)", re.sub(r"//[^\n]*", "", kernel.sources())))
+
+
+def _windows():
+    """(input sizes, window fields) of fixed-window pooling: short and long windows, global,
+    padded, dilated, strided far, in 1, 2 and 3 dimensions."""
+    yield (2, 8, 12, 16), dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1))
+    yield (2, 8, 12, 16), dict(window_size=(2, 2), strides=(2, 2))
+    yield (2, 8, 12, 16), dict(window_size=(2, 2), strides=(3, 3))   # rows of 5 outputs
+    yield (2, 4, 12, 12), dict(window_size=(2, 2), strides=(2, 2))   # dy rows of 6
+    yield (1, 2, 8, 40), dict(window_size=(2, 2), strides=(2, 4))    # dy rows of 10
+    yield (1, 2, 70000), dict(window_size=(70000,))
+    yield (1, 2, 110000), dict(window_size=(70000,), strides=(40000,))
+    yield (1, 2, 300, 300), dict(window_size=(300, 300))
+    yield (1, 3, 300, 301), dict(window_size=(290, 17), strides=(3, 1), start_padding=(5, 0), end_padding=(0, 8))
+    yield (1, 1, 40, 50, 60), dict(window_size=(30, 40, 50), strides=(1, 2, 3), dilations=(1, 1, 1))
+    yield (1, 1, 9, 600), dict(window_size=(3, 200), dilations=(4, 3), start_padding=(1, 150), end_padding=(2, 150))
+    yield (1, 2, 5), dict(window_size=(100000,), start_padding=(99990,), end_padding=(5,))   # mostly padding
+    yield (1, 4, 64, 64), dict(window_size=(64, 64))
+
+
+def _descriptions():
+    for sizes, window in _windows():
+        for data_type, layout in ((F32, None), (F16, None), (F16, "channels_last"), (I64, None)):
+            strides = None if layout is None else kernels.grids.channels_last_desc(data_type, sizes).strides
+            x = pg.TensorDesc(data_type, sizes, strides)
+            yield pg.MaxPooling2Desc(x, output_indices="uint32", **window)
+            if data_type == I64:
+                continue
+            yield pg.AveragePooling1Desc(x, include_padding=True, **window)
+            yield pg.LpPooling1Desc(x, p=3, **window)
+            out = pg.MaxPooling2Desc(x, **window).output.sizes
+            dy = pg.TensorDesc(data_type, out, None if layout is None else
+                               kernels.grids.channels_last_desc(data_type, out).strides)
+            yield pg.MaxPoolingGradDesc(x, dy, x, **window)
+            yield pg.AveragePoolingGradDesc(dy, x, **window)
+    for sizes, out in (((2, 3, 12, 17), (5, 7)), ((1, 2, 100000), (1,)), ((1, 2, 3), (70000,)),
+                       ((2, 2, 300, 300), (1, 1)), ((1, 1, 7, 9, 4), (30, 2, 50)), ((1, 2, 40, 30), (8, 10))):
+        for data_type in (F32, U8):
+            x = pg.TensorDesc(data_type, sizes)
+            yield pg.AdaptiveMaxPoolingDesc(x, output_size=out, output_indices="uint64")
+            dy = pg.TensorDesc(data_type, sizes[:2] + out)
+            if data_type == F32:
+                yield pg.AdaptiveAveragePoolingDesc(x, output_size=out)
+                yield pg.AdaptiveMaxPoolingGradDesc(x, dy)
+                yield pg.AdaptiveAveragePoolingGradDesc(dy, x)
+    for sizes in ((2, 8, 12, 16), (1, 2, 300, 300)):
+        x = pg.TensorDesc(F32, sizes)
+        yield pg.RoiPoolingDesc(x, pg.TensorDesc(F32, (1, 1, 3, 5)), spatial_scale=0.5, pooled_size=(2, 3))
+    out = pg.MaxPooling2Desc(pg.TensorDesc(F16, (2, 8, 12, 16)), window_size=(2, 2), strides=(2, 2)).output
+    for indices in ("uint32", "uint64"):
+        yield pg.MaxUnpoolingDesc(pg.TensorDesc(F16, out.sizes), pg.TensorDesc(indices, out.sizes),
+                                  pg.TensorDesc(F16, (2, 8, 12, 16)))
+        yield pg.MaxUnpoolingDesc(pg.TensorDesc(F16, out.sizes), pg.TensorDesc(indices, out.sizes),
+                                  pg.TensorDesc(F16, (2, 8, 12, 16), (3072, 384, 32, 2)))
+        yield pg.MaxUnpoolingGradDesc(pg.TensorDesc(F16, (2, 8, 12, 16)), pg.TensorDesc(indices, out.sizes))
+        scattered = kernels.grids.channels_last_desc(indices, out.sizes)   # (indices read one by one)
+        yield pg.MaxUnpoolingDesc(pg.TensorDesc(F16, out.sizes), scattered, pg.TensorDesc(F16, (2, 8, 12, 16)))
+        rows = pg.TensorDesc(F16, (2, 8, 12, 16), (6144, 768, 32, 1))   # (rows with gaps between them)
+        yield pg.MaxUnpoolingDesc(pg.TensorDesc(F16, out.sizes), pg.TensorDesc(indices, out.sizes), rows)
+
+
+TUNINGS = {
+    "cpu": pg.Tuning.for_cpu(), "gpu": pg.Tuning.for_gpu(),
+    "cpu-256": dataclasses.replace(pg.Tuning.for_cpu(), loop_budget=256),
+    "gpu-1000": dataclasses.replace(pg.Tuning.for_gpu(), loop_budget=1000, plane_part=1024),
+    "general-32768": dataclasses.replace(pg.Tuning.for_cpu(), walk="general", loop_budget=32768),
+}
+
+
+def _passes(tuning, limit):
+    for desc in _descriptions():
+        try:
+            program = kernels.program_for(desc, tuning, limit)
+        except pg.DeviceError:  # (a plane, or its split walk's partial results, larger than `limit`)
+            assert limit is not None
+            continue
+        while program is not None:
+            for p in program.passes:
+                yield desc, p
+            program = program.fallback
+
+
+@pytest.mark.parametrize("limit", [None, 1 << 22])
+@pytest.mark.parametrize("name", list(TUNINGS))
+def test_no_pass_loops_longer_than_its_budget(name, limit):
+    tuning = TUNINGS[name]
+    assert tuning.loop_budget <= LOOP_LIMIT
+    for desc, p in _passes(tuning, limit):
+        total = loop_total(p.kernel, p.constants, p.params)
+        assert total <= tuning.loop_budget, (type(desc).__name__, desc.input.sizes, p.kernel.file, total)
+
+
+def test_every_kernel_declares_the_loops_of_its_wgsl():
+    declared = {}
+    for tuning in TUNINGS.values():
+        for _, p in _passes(tuning, None):
+            declared.setdefault(p.kernel, set(p.kernel.loops(dict(p.constants), p.params)))
+    for kernel in kernels.all_kernels():
+        assert kernel.loops is not None, kernel.file
+        assert kernel in declared, f"no program above runs {kernel.file} {kernel.library[-1:]}"
+        assert declared[kernel] == _loop_variables(kernel), (kernel.file, kernel.library)
