@@ -47,20 +47,19 @@ def block_gather_loops(constants: dict, params: dict) -> dict:
             "bit": sum(iterations(calls[a], 32) for a in "DHW" if constants[f"T{a}"] > 65536)}
 
 
-def disjoint_loops(lanes: int, constants: dict, params: dict) -> dict:
-    """max_pool_grad_disjoint.wgsl's loops: the window's taps (each over the `lanes`), the
-    lanes' winners, the block's elements."""
+def disjoint_loops(constants: dict, params: dict) -> dict:
+    """max_pool_grad_disjoint.wgsl's loops: the window's taps (the lanes written out), the
+    block's elements."""
     kd, kh, kw, sd, sh, sw = (constants[name] for name in ("KD", "KH", "KW", "SD", "SH", "SW"))
     return {"kd": iterations(1, kd), "kh": iterations(kd, kh), "kw": iterations(kd * kh, kw),
-            "i": iterations(kd * kh * kw, lanes) + iterations(1, lanes),
             "rd": iterations(1, sd), "rh": iterations(sd, sh), "rw": iterations(sd * sh, sw),
             "bit": 0}  # (windows_covering.wgsl's first_tap goes unused)
 
 
 def disjoint_rows_loops(constants: dict, params: dict) -> dict:
-    """max_pool_grad_disjoint_rows.wgsl's loops (its span and taps are written out)."""
+    """max_pool_grad_disjoint_rows.wgsl's loops (its span, taps and windows are written out)."""
     kd, kh, sd, sh = (constants[name] for name in ("KD", "KH", "SD", "SH"))
-    return {"kd": iterations(1, kd), "kh": iterations(kd, kh), "v": iterations(1, 4),
+    return {"kd": iterations(1, kd), "kh": iterations(kd, kh),
             "rd": iterations(1, sd), "rh": iterations(sd, sh), "bit": 0}  # (first_tap goes unused)
 
 
@@ -106,14 +105,14 @@ _DISJOINT_LIBRARY = ("window_constants.wgsl", "divide.wgsl", "taps.wgsl", "windo
 DISJOINT_PARAMS = BLOCK_PARAMS + stride_fields("x", "dy", "dx")
 MAX_POOL_GRAD_DISJOINT = Kernel(
     "max_pool_grad_disjoint.wgsl", (Slot("x", False), Slot("dy", False), Slot("dx", True)), value_slot="x",
-    library=_DISJOINT_LIBRARY + ("disjoint_lanes1.wgsl",), params=DISJOINT_PARAMS, loops=partial(disjoint_loops, 1),
+    library=_DISJOINT_LIBRARY + ("disjoint_lanes1.wgsl",), params=DISJOINT_PARAMS, loops=disjoint_loops,
 )
 MAX_POOL_GRAD_DISJOINT_CHANNELS = Kernel(  # four channels per invocation, in 4-element chunks
     "max_pool_grad_disjoint.wgsl",
     (Slot("x", False, snippet="read4_{storage}.wgsl"), Slot("dy", False, snippet="read4_{storage}.wgsl"),
      Slot("dx", True, snippet="write4_{storage}.wgsl")),
     value_slot="x", library=_DISJOINT_LIBRARY + ("disjoint_lanes4.wgsl",), params=DISJOINT_PARAMS,
-    loops=partial(disjoint_loops, 4),
+    loops=disjoint_loops,
 )
 # The one-pass disjoint gradient over rows, by (x and dx in pairs of chunks, dy in chunks):
 # see max_pool_grad_disjoint_rows.wgsl and common/disjoint_rows_*.wgsl.

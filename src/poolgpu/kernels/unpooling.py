@@ -27,17 +27,11 @@ def _unpool_source_kernel(file: str, slots: tuple, value_slot: str, chunks: bool
     idx = Slot("idx", False, snippet="read4_index_{storage}.wgsl" if chunks else "")
     source = ("grid.wgsl", "unpool_source.wgsl", "unpool_indices4.wgsl" if chunks else "unpool_indices1.wgsl")
     return Kernel(file, (idx,) + slots, value_slot=value_slot, library=source + library, params=params,
-                  loops=_source_loops)
-
-
-def _source_loops(constants: dict, params: dict) -> dict:
-    """The passes over input elements loop over their four elements, and
-    (unpool_indices1.wgsl) over their four indices."""
-    return {"k": 2 * iterations(1, 4)}
+                  loops=_no_loops)
 
 
 def _no_loops(constants: dict, params: dict) -> dict:
-    return {}
+    return {}  # (the passes over input elements write their four elements out)
 
 
 MAX_UNPOOL_WINNERS, MAX_UNPOOL_WINNERS_CHUNKS = (

@@ -95,12 +95,6 @@ def rows_loops(constants: dict, params: dict) -> dict:
     }
 
 
-def rows_tail_loops(constants: dict, params: dict) -> dict:
-    """The rows walk's loops and rows_store_tail.wgsl's (its stores of four outputs, per
-    output row)."""
-    return dict(rows_loops(constants, params), k=iterations(constants["ROWS"], 4))
-
-
 def channels_loops(constants: dict, params: dict) -> dict:
     """window_walk_channels.wgsl's loops."""
     planes, rows = constants["KD"], _rows_walked(constants)
@@ -115,7 +109,7 @@ def plane_loops(constants: dict, params: dict) -> dict:
     return {"q": iterations(1, -(-(span // 4 + 1) // lanes)), "half": iterations(1, lanes.bit_length() - 1)}
 
 
-_WALK_LOOPS = {"general": general_loops, "rows": rows_loops, "rows_tail": rows_tail_loops,
+_WALK_LOOPS = {"general": general_loops, "rows": rows_loops, "rows_tail": rows_loops,
                "channels": channels_loops, "plane": plane_loops}
 
 

@@ -38,16 +38,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 let inside = d.inside && h.inside && w.inside;
                 let raw = x_lanes(x_plane + select(0u, d.at * params.x_d + h.at * params.x_h + w.at * params.x_w, inside));
                 let index = ((nc * params.in_d + d.at) * params.in_h + h.at) * params.in_w + w.at;
-                for (var i = 0u; i < LANES; i++) {
-                    acc[i] = acc_add(acc[i], tap_of(raw[i]), index + i * plane, inside);
+                // (the lanes written out: an array indexed by a loop variable lives in memory,
+                // local memory on GPUs; LANES is a constant, so the branch folds)
+                acc[0] = acc_add(acc[0], tap_of(raw.x), index, inside);
+                if (LANES == 4u) {
+                    acc[1] = acc_add(acc[1], tap_of(raw.y), index + plane, inside);
+                    acc[2] = acc_add(acc[2], tap_of(raw.z), index + 2u * plane, inside);
+                    acc[3] = acc_add(acc[3], tap_of(raw.w), index + 3u * plane, inside);
                 }
             }
         }
     }
-    var winner = vec4<u32>(0xffffffffu);
-    for (var i = 0u; i < LANES; i++) {
-        winner[i] = select(0xffffffffu, acc[i].index, has_window && acc[i].found);
-    }
+    // (lanes past LANES: no window found, no winner)
+    let winner = vec4<u32>(winner_of(acc[0], has_window), winner_of(acc[1], has_window),
+                           winner_of(acc[2], has_window), winner_of(acc[3], has_window));
     let dy = dy_lanes(params.dy_base + n * params.dy_n + c * params.dy_c
                       + select(0u, o.x * params.dy_d + o.y * params.dy_h + o.z * params.dy_w, has_window));
 

@@ -29,11 +29,12 @@ fn dx_element(me: u32, e: u32, dy: array<Raw, 4>, winner: array<u32, 4>) -> Raw 
     return select(Raw(), dy[e / SW], me + e == winner[e / SW]);
 }
 
-// The loops over the span's chunks, its taps and the stored chunks (here and in the row
-// libraries) are written out as calls with constant arguments (up to SW = 8; those past SW
-// or KW return at once), so that every index into span, dy and winner is a constant and
-// lavapipe keeps them in registers: left to loops, case B's gradient ran 1.5x slower
-// (float32 and float16).
+// The loops over the span's chunks, its taps, the four windows and the stored chunks (here
+// and in the row libraries) are written out as calls with constant arguments (up to SW = 8;
+// those past SW or KW return at once), so that every index into span, acc, dy and winner is
+// a constant and lavapipe keeps them in registers (GPUs too: arrays indexed by a loop
+// variable live in local memory): left to loops, case B's gradient ran 1.5x slower on
+// lavapipe (float32 and float16).
 
 // The four windows' taps kw of the row.
 fn four_taps(acc: array<Acc, 4>, span: ptr<function, array<Tap, 32>>, w0: u32, row_inside: bool, logical_row: u32,
@@ -83,11 +84,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     }
 
     // Each window's dy goes to its argmax; the block's other elements get zero.
-    var winner: array<u32, 4>;
-    for (var v = 0u; v < 4u; v++) {
-        let has_window = rows_have_windows && ow0 + v < params.out_w;
-        winner[v] = select(0xffffffffu, acc[v].index, has_window && acc[v].found);
-    }
+    let winner = array<u32, 4>(winner_of(acc[0], rows_have_windows && ow0 < params.out_w),
+                               winner_of(acc[1], rows_have_windows && ow0 + 1u < params.out_w),
+                               winner_of(acc[2], rows_have_windows && ow0 + 2u < params.out_w),
+                               winner_of(acc[3], rows_have_windows && ow0 + 3u < params.out_w));
     let dy = four_dy(params.dy_base + block.n * params.dy_n + block.c * params.dy_c
                      + select(0u, od * params.dy_d + oh * params.dy_h, rows_have_windows), ow0);
     let dx_plane = params.dx_base + block.n * params.dx_n + block.c * params.dx_c;

@@ -25,26 +25,31 @@ fn dy_offset(t: u32) -> u32 {
            + at.w * params.dy_w;
 }
 
+// Element k of the run (k constant: see unpool_source.wgsl's run_index).
+fn gather(r: UnpoolRow, k: u32) {
+    if (!r.inside || r.w0 + k >= params.in_w) { return; }
+    let s = unpool_source(r, k);
+    let index = run_index(r, k);
+    let outside = (WIDE_INDICES && index.y != 0u) || index.x >= params.dy_count;
+    if (!s.counts && !(outside && params.zeros != 0u)) { return; }   // another chunk's
+    var value = Raw();
+    if (s.counts) {
+        // (winner_base is the winner of dy element 0: below the binding in a chunk)
+        let e = params.winner_base + s.dest;
+        if (winner_load(e) == s.j + 1u) {
+            winner_clear(e);
+            value = dy_load(dy_offset(s.dest));
+        }
+    }
+    dx_store(params.dx_base + s.n * params.dx_n + s.c * params.dx_c + s.d * params.dx_d + s.h * params.dx_h
+             + s.w * params.dx_w, value);
+}
+
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let r = unpool_row(wg, lid);
-    var indices = r.indices;   // (a var: WGSL indexes arrays by a variable only in memory)
-    for (var k = 0u; k < 4u; k++) {
-        if (!r.inside || r.w0 + k >= params.in_w) { break; }
-        let s = unpool_source(r, k);
-        let index = indices[k];
-        let outside = (WIDE_INDICES && index.y != 0u) || index.x >= params.dy_count;
-        if (!s.counts && !(outside && params.zeros != 0u)) { continue; }   // another chunk's
-        var value = Raw();
-        if (s.counts) {
-            // (winner_base is the winner of dy element 0: below the binding in a chunk)
-            let e = params.winner_base + s.dest;
-            if (winner_load(e) == s.j + 1u) {
-                winner_clear(e);
-                value = dy_load(dy_offset(s.dest));
-            }
-        }
-        dx_store(params.dx_base + s.n * params.dx_n + s.c * params.dx_c + s.d * params.dx_d + s.h * params.dx_h
-                 + s.w * params.dx_w, value);
-    }
+    gather(r, 0u);
+    gather(r, 1u);
+    gather(r, 2u);
+    gather(r, 3u);
 }

@@ -26,16 +26,22 @@ fn y_offset(t: u32) -> u32 {
            + at.w * params.y_w;
 }
 
+// Element k of the run (k constant: see unpool_source.wgsl's run_index).
+fn copy_winner(r: UnpoolRow, k: u32) {
+    let s = unpool_source(r, k);
+    if (!s.counts) { return; }
+    let e = params.winner_base + s.dest;
+    if (winner_load(e) != s.j + 1u) { return; }
+    winner_clear(e);
+    y_store(y_offset(s.dest), x_load(params.x_base + s.n * params.x_n + s.c * params.x_c + s.d * params.x_d
+                                     + s.h * params.x_h + s.w * params.x_w));
+}
+
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let r = unpool_row(wg, lid);
-    for (var k = 0u; k < 4u; k++) {
-        let s = unpool_source(r, k);
-        if (!s.counts) { continue; }
-        let e = params.winner_base + s.dest;
-        if (winner_load(e) != s.j + 1u) { continue; }
-        winner_clear(e);
-        y_store(y_offset(s.dest), x_load(params.x_base + s.n * params.x_n + s.c * params.x_c + s.d * params.x_d
-                                         + s.h * params.x_h + s.w * params.x_w));
-    }
+    copy_winner(r, 0u);
+    copy_winner(r, 1u);
+    copy_winner(r, 2u);
+    copy_winner(r, 3u);
 }

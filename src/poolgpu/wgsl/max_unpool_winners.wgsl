@@ -15,12 +15,18 @@
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
+// Element k of the run (k constant: see unpool_source.wgsl's run_index).
+fn pick(r: UnpoolRow, k: u32) {
+    let s = unpool_source(r, k);
+    // (winner_base is the winner of output element 0: below the binding in a chunk)
+    if (s.counts) { winner_max(params.winner_base + s.dest, s.j + 1u); }
+}
+
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let r = unpool_row(wg, lid);   // the invocation's run of a row: its elements one by one
-    for (var k = 0u; k < 4u; k++) {
-        let s = unpool_source(r, k);
-        // (winner_base is the winner of output element 0: below the binding in a chunk)
-        if (s.counts) { winner_max(params.winner_base + s.dest, s.j + 1u); }
-    }
+    pick(r, 0u);
+    pick(r, 1u);
+    pick(r, 2u);
+    pick(r, 3u);
 }

@@ -24,9 +24,12 @@ fn store_four(acc: array<Acc, 4>, at: Out) {
         store_within_row(acc[3], at3);
         return;
     }
-    for (var k = 0u; k < 4u; k++) {
-        if (at.w + k < params.out_w) { idx_store_index(idx_offset(at) + k * params.idx_w, acc_index(acc[k])); }
-    }
+    // (written out: an array indexed by a loop variable lives in memory)
+    let idx = idx_offset(at);
+    idx_store_index(idx, acc_index(acc[0]));   // (at.w + 1 < out_w here)
+    idx_store_index(idx + params.idx_w, acc_index(acc[1]));
+    if (at2.w < params.out_w) { idx_store_index(idx + 2u * params.idx_w, acc_index(acc[2])); }
+    if (at3.w < params.out_w) { idx_store_index(idx + 3u * params.idx_w, acc_index(acc[3])); }
     // values computed once, before the branches (inlined in each, the compile took 3x as long)
     let values = array<Raw, 4>(acc_value(acc[0], at), acc_value(acc[1], at1), acc_value(acc[2], at2),
                                acc_value(acc[3], at3));

@@ -2,7 +2,8 @@
 // max_unpool_scatter.wgsl): the input elements of an invocation and the output element
 // each one's index names.  The grid (common/grid.wgsl) is (column, h, (n, c, d)) over the
 // input, an invocation taking four elements along W (fewer invocations: on lavapipe each
-// costs more than its few loads; four made both passes about 1.7x faster on case A).
+// costs more than its few loads; four made both passes about 1.7x faster on case A),
+// written out as four calls with constant k (see run_index).
 // The kernel's Params holds channels, in_d, in_h, in_w, idx_base and idx_n .. idx_w,
 // out_first and out_count.
 
@@ -44,6 +45,13 @@ fn unpool_row(wg: vec3<u32>, lid: vec3<u32>) -> UnpoolRow {
     return r;
 }
 
+// The index of element k of the run.  The passes call this (and unpool_source) with
+// constant k, their four elements written out: an array indexed by a loop variable lives in
+// memory (local memory on GPUs, a stack slot on lavapipe), and the selects fold away.
+fn run_index(r: UnpoolRow, k: u32) -> vec2<u32> {
+    return select(select(r.indices[0], r.indices[1], k == 1u), select(r.indices[2], r.indices[3], k == 3u), k >= 2u);
+}
+
 // Element k of the run (counts: false past the row's end).
 fn unpool_source(r: UnpoolRow, k: u32) -> UnpoolSource {
     var s: UnpoolSource;
@@ -51,8 +59,7 @@ fn unpool_source(r: UnpoolRow, k: u32) -> UnpoolSource {
     if (!r.inside || s.w >= params.in_w) { return s; }
     s.n = r.n; s.c = r.c; s.d = r.d; s.h = r.h;
     s.j = r.first_j + k;
-    var indices = r.indices;   // (a var: WGSL indexes arrays by a variable only in memory)
-    let index = indices[k];
+    let index = run_index(r, k);
     s.dest = index.x;
     s.counts = (!WIDE_INDICES || index.y == 0u) && index.x - params.out_first < params.out_count;
     return s;
