@@ -36,6 +36,7 @@ VARIANTS = {
     "noplane": "global pooling by the general walk (Tuning.plane_walk off)",
     "partN": "the plane walk's workgroups reduce runs of at most N elements (Tuning.plane_part)",
     "budgetN": "at most N loop iterations per invocation before windows split (Tuning.loop_budget)",
+    "planechunksN": "the plane walk's lanes load N chunks per step, written out (Tuning.plane_chunks)",
 }
 
 
@@ -58,6 +59,8 @@ def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
         return replace(tuning, plane_part=int(digits))
     if name == "budget" and digits:
         return replace(tuning, loop_budget=int(digits))
+    if name == "planechunks" and digits:
+        return replace(tuning, plane_chunks=int(digits))
     if part == "blockgather":
         return replace(tuning, row_gathers=False)
     if part == "tapsfirst":

@@ -1,6 +1,7 @@
 """Test helpers: random data per type, layouts expressed as strides, canary-guarded outputs."""
 
 import contextlib
+import dataclasses
 
 import numpy as np
 import wgpu
@@ -158,3 +159,16 @@ def forward_walk(desc, tuning=None):
     window = pg.kernels.window
     return next((walk for family in (window.MAX_POOL, window.AVERAGE_POOL, window.LP_POOL)
                  for walk, k in family.items() if k == kernel), "bins")  # (else adaptive pooling's bins)
+
+
+#: The GPU kernel variants (Tuning fields that both presets leave at the kernels they had
+#: until a GPU measures them, docs/performance.md) at a value that takes each: the tests run
+#: them under both presets.
+VARIANT_FIELDS = dict(plane_chunks=4)
+
+
+def with_variants(tuning, **fields):
+    """``tuning`` (a pg.Tuning or a preset's name) with every GPU kernel variant taken, and
+    ``fields`` besides."""
+    tuning = tuning if isinstance(tuning, pg.Tuning) else pg.Tuning.preset(tuning)
+    return dataclasses.replace(tuning, **VARIANT_FIELDS, **fields)

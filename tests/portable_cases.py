@@ -13,7 +13,7 @@ import random
 import numpy as np
 
 import poolgpu as pg
-from helpers import ALL_TYPES, FLOAT_TYPES, layout_strides, random_values
+from helpers import ALL_TYPES, FLOAT_TYPES, layout_strides, random_values, with_variants
 from poolgpu.dispatches import Planner
 
 OPERATORS = ("max", "average", "lp", "max_grad", "average_grad", "unpool", "unpool_grad", "adaptive_max",
@@ -22,7 +22,10 @@ ALL_TYPE_OPERATORS = ("max", "unpool", "unpool_grad", "adaptive_max")
 TUNINGS = {"cpu": pg.Tuning.for_cpu(), "gpu": pg.Tuning.for_gpu(),
            "block-taps": dataclasses.replace(pg.Tuning.for_cpu(), row_gathers=False, windows_first=False),
            # long windows, bins and planes split into parts (and merged) past 256 iterations
-           "split": dataclasses.replace(pg.Tuning.for_cpu(), loop_budget=256)}
+           "split": dataclasses.replace(pg.Tuning.for_cpu(), loop_budget=256),
+           # the GPU kernel variants (helpers.VARIANT_FIELDS; pinned cases only)
+           "cpu-variants": with_variants("cpu"), "gpu-variants": with_variants("gpu")}
+SAMPLED_TUNINGS = ("cpu", "gpu", "block-taps", "split")  # (the fixed sample's: adding one would redraw it)
 IN_LAYOUTS = ("packed", "channels_last", "gaps", "broadcast")
 OUT_LAYOUTS = ("packed", "channels_last", "gaps", "wide")
 # name -> (spatial sizes (D, H, W: the last `dims` are used), channels, window, strides, padding, dilation)
@@ -170,6 +173,8 @@ PINNED = (
          "cpu", 2),  # four channels per lane
     Case("max_grad", pg.DataType.FLOAT16, "aligned", 2, "packed", "packed", "gaps", None, "cpu", 3),  # dx in pairs
     Case("average_grad", pg.DataType.FLOAT32, "dense", 2, "packed", "packed", "packed", None, "split", 4),  # split gather
+    # the GPU kernel variants: the plane walk in steps of chunks
+    Case("max", pg.DataType.FLOAT32, "global", 3, "packed", "packed", "packed", "uint32", "cpu-variants", 5),
 )
 
 
@@ -181,7 +186,7 @@ def _pool():
     for op in OPERATORS:
         types = ALL_TYPES if op in ALL_TYPE_OPERATORS else FLOAT_TYPES
         for dt, tuning, geometry, dims, in_layout, out_layout, grad_layout, indices in itertools.product(
-                types, TUNINGS, GEOMETRIES, (1, 2, 3), IN_LAYOUTS, OUT_LAYOUTS, ("gaps", "packed", "channels_last", "wide"),
+                types, SAMPLED_TUNINGS, GEOMETRIES, (1, 2, 3), IN_LAYOUTS, OUT_LAYOUTS, ("gaps", "packed", "channels_last", "wide"),
                 (None, "uint32", "uint64")):
             if (op == "roi" and dims != 2) or rng.random() > 0.005:
                 continue

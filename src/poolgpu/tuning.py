@@ -54,6 +54,10 @@ class Tuning:
         The most elements of a plane one workgroup of the plane walk reduces, at least 1024:
         larger planes are cut into runs that several workgroups reduce, merged by a second
         pass.
+    plane_chunks : {1, 2, 4}
+        The 4-element chunks a lane of the plane walk loads per step of its loop, written
+        out so that their loads are in flight together (the same bits: each lane feeds its
+        chunks in the same order).
     outputs_per_invocation : {1, 2}
         Neighbouring outputs along W per invocation of the general walk (it is also the
         first pass of the max pooling gradient).
@@ -99,6 +103,7 @@ class Tuning:
     plane_walk: bool = True
     plane_lanes: int = 8
     plane_part: int = 16384
+    plane_chunks: int = 1
     outputs_per_invocation: int = 1
     rows_per_invocation: int = 4
     lines_workgroup: int = 64
@@ -126,6 +131,8 @@ class Tuning:
             raise ValidationError("rows_per_invocation", f"expected 1 to 4, got {self.rows_per_invocation}")
         if self.plane_lanes not in (4, 8, 16, 32, 64, 128, 256):  # (window_walk_plane.wgsl's tree halves them)
             raise ValidationError("plane_lanes", f"expected 4, 8, 16, 32, 64, 128 or 256, got {self.plane_lanes}")
+        if self.plane_chunks not in (1, 2, 4):
+            raise ValidationError("plane_chunks", f"expected 1, 2 or 4, got {self.plane_chunks}")
         if self.plane_part < 1024:
             raise ValidationError("plane_part", f"expected at least 1024 elements, got {self.plane_part}")
         if not 256 <= self.loop_budget <= 32768:  # (the kernels' loops other than the split ones fit in the rest)

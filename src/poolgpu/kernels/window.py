@@ -104,9 +104,13 @@ def channels_loops(constants: dict, params: dict) -> dict:
 
 def plane_loops(constants: dict, params: dict) -> dict:
     """window_walk_plane.wgsl's loops: a lane's chunks of its run of the plane (SPAN elements,
-    one chunk more where they straddle chunks), the merge tree."""
-    lanes, span = constants["WG_X"], constants["SPAN"]
-    return {"q": iterations(1, -(-(span // 4 + 1) // lanes)), "half": iterations(1, lanes.bit_length() - 1)}
+    one chunk more where they straddle chunks; STEP per step, the rest one by one), the
+    merge tree."""
+    lanes, span, step = constants["WG_X"], constants["SPAN"], constants.get("STEP", 1)
+    chunks = -(-(span // 4 + 1) // lanes)
+    one_by_one = {"q": iterations(1, chunks), "s": 0, "r": 0} if step == 1 else \
+        {"q": 0, "s": iterations(1, chunks // step), "r": iterations(1, step - 1)}
+    return dict(one_by_one, half=iterations(1, lanes.bit_length() - 1))
 
 
 _WALK_LOOPS = {"general": general_loops, "rows": rows_loops, "rows_tail": rows_loops,
@@ -250,6 +254,8 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
         count = parts[0] if parts else 1
         grid_constants, grid_params, grid = {}, _plane_params(0, n * c * count), fold_groups(n * c * count)
         grid_constants.update(WG_X=tuning.plane_lanes, PARTS=count, SPAN=_plane_span(desc, count))
+        if tuning.plane_chunks > 1:  # (STEP 1: the override's default)
+            grid_constants["STEP"] = tuning.plane_chunks
     elif walk == "channels":  # (c / 4, ow / COLS, (n, od, oh / ROWS)): 2 x 2 outputs share loads
         # ... where windows overlap.  Disjoint ones share none, and a block of them only adds
         # registers: case B (2x2 stride 2) on lavapipe, one output per invocation made average

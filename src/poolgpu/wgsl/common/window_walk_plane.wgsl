@@ -22,6 +22,11 @@
 const PLANE_LANES_MAX: u32 = 256u;   // = Tuning's largest plane_lanes (its test checks)
 override SPAN: u32 = 4096u;
 override PARTS: u32 = 1u;
+// Chunks a lane loads per step of its walk (Tuning.plane_chunks: 1, 2 or 4).  Written out,
+// their loads are in flight together; one chunk per step, each load waits for the previous
+// chunk's taps.  The lane feeds its chunks to its accumulator in the same order either way,
+// so the results are the same bits.
+override STEP: u32 = 1u;
 
 var<workgroup> lane_accs: array<Acc, PLANE_LANES_MAX>;
 
@@ -44,12 +49,44 @@ fn edge_chunk(acc: Acc, q: u32, first: u32, end: u32, x_plane: u32, logical_plan
 
 // A chunk wholly inside the run.
 fn inner_chunk(acc: Acc, q: u32, index: u32) -> Acc {
-    let chunk = x_load4(4u * q);
+    return chunk_taps(acc, x_load4(4u * q), index);
+}
+
+// A chunk's elements (the first's flat index `index`) as taps, in order.
+fn chunk_taps(acc: Acc, chunk: array<Raw, 4>, index: u32) -> Acc {
     var a = acc;
     a = acc_add(a, tap_of(chunk[0]), index, true);
     a = acc_add(a, tap_of(chunk[1]), index + 1u, true);
     a = acc_add(a, tap_of(chunk[2]), index + 2u, true);
     a = acc_add(a, tap_of(chunk[3]), index + 3u, true);
+    return a;
+}
+
+// The lane's chunks q0, q0 + WG_X, ... before `last`, STEP per step (their loads first), then
+// the rest one by one.
+fn stepped_chunks(acc: Acc, q0: u32, last: u32, index: u32) -> Acc {
+    var a = acc;
+    let count = select(0u, (last - q0 + WG_X - 1u) / WG_X, q0 < last);
+    let steps = count / STEP;
+    for (var s = 0u; s < steps; s++) {
+        let q = q0 + s * STEP * WG_X;
+        let c0 = x_load4(4u * q);
+        let c1 = x_load4(4u * (q + WG_X));
+        if (STEP == 2u) {
+            a = chunk_taps(a, c0, index + 4u * q);
+            a = chunk_taps(a, c1, index + 4u * (q + WG_X));
+            continue;
+        }
+        let c2 = x_load4(4u * (q + 2u * WG_X));
+        let c3 = x_load4(4u * (q + 3u * WG_X));
+        a = chunk_taps(a, c0, index + 4u * q);
+        a = chunk_taps(a, c1, index + 4u * (q + WG_X));
+        a = chunk_taps(a, c2, index + 4u * (q + 2u * WG_X));
+        a = chunk_taps(a, c3, index + 4u * (q + 3u * WG_X));
+    }
+    for (var r = q0 + steps * STEP * WG_X; r < last; r += WG_X) {
+        a = inner_chunk(a, r, index + 4u * r);
+    }
     return a;
 }
 
@@ -74,8 +111,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     if (live && first < end) {
         if (lane == 0u) { acc = edge_chunk(acc, first_chunk, first, end, x_plane, logical_plane); }
         let index = logical_plane - x_plane;   // + a binding element: its logical index
-        for (var q = first_chunk + 1u + lane; q < last_chunk; q += WG_X) {
-            acc = inner_chunk(acc, q, index + 4u * q);
+        if (STEP == 1u) {
+            for (var q = first_chunk + 1u + lane; q < last_chunk; q += WG_X) {
+                acc = inner_chunk(acc, q, index + 4u * q);
+            }
+        } else {
+            acc = stepped_chunks(acc, first_chunk + 1u + lane, last_chunk, index);
         }
         if (lane == 0u && last_chunk > first_chunk) {
             acc = edge_chunk(acc, last_chunk, first, end, x_plane, logical_plane);
