@@ -37,6 +37,7 @@ VARIANTS = {
     "partN": "the plane walk's workgroups reduce runs of at most N elements (Tuning.plane_part)",
     "budgetN": "at most N loop iterations per invocation before windows split (Tuning.loop_budget)",
     "planechunksN": "the plane walk's lanes load N chunks per step, written out (Tuning.plane_chunks)",
+    "channelsout": "the channels walk's rows and columns written out (Tuning.channels_written_out)",
 }
 
 
@@ -61,6 +62,8 @@ def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
         return replace(tuning, loop_budget=int(digits))
     if name == "planechunks" and digits:
         return replace(tuning, plane_chunks=int(digits))
+    if part == "channelsout":
+        return replace(tuning, channels_written_out=True)
     if part == "blockgather":
         return replace(tuning, row_gathers=False)
     if part == "tapsfirst":

@@ -22,10 +22,12 @@ ALL_TYPE_OPERATORS = ("max", "unpool", "unpool_grad", "adaptive_max")
 TUNINGS = {"cpu": pg.Tuning.for_cpu(), "gpu": pg.Tuning.for_gpu(),
            "block-taps": dataclasses.replace(pg.Tuning.for_cpu(), row_gathers=False, windows_first=False),
            # long windows, bins and planes split into parts (and merged) past 256 iterations
-           "split": dataclasses.replace(pg.Tuning.for_cpu(), loop_budget=256),
-           # the GPU kernel variants (helpers.VARIANT_FIELDS; pinned cases only)
-           "cpu-variants": with_variants("cpu"), "gpu-variants": with_variants("gpu")}
-SAMPLED_TUNINGS = ("cpu", "gpu", "block-taps", "split")  # (the fixed sample's: adding one would redraw it)
+           "split": dataclasses.replace(pg.Tuning.for_cpu(), loop_budget=256)}
+SAMPLED_TUNINGS = tuple(TUNINGS)  # (the fixed sample's: adding one would redraw it)
+# the GPU kernel variants (helpers.VARIANT_FIELDS): pinned cases only, each always taken
+# (their code paths are override constants of kernels other cases reach)
+VARIANT_TUNINGS = {"cpu-variants": with_variants("cpu"), "gpu-variants": with_variants("gpu")}
+TUNINGS.update(VARIANT_TUNINGS)
 IN_LAYOUTS = ("packed", "channels_last", "gaps", "broadcast")
 OUT_LAYOUTS = ("packed", "channels_last", "gaps", "wide")
 # name -> (spatial sizes (D, H, W: the last `dims` are used), channels, window, strides, padding, dilation)
@@ -173,8 +175,10 @@ PINNED = (
          "cpu", 2),  # four channels per lane
     Case("max_grad", pg.DataType.FLOAT16, "aligned", 2, "packed", "packed", "gaps", None, "cpu", 3),  # dx in pairs
     Case("average_grad", pg.DataType.FLOAT32, "dense", 2, "packed", "packed", "packed", None, "split", 4),  # split gather
-    # the GPU kernel variants: the plane walk in steps of chunks
+    # the GPU kernel variants: the plane walk in steps of chunks, the channels walk written out
     Case("max", pg.DataType.FLOAT32, "global", 3, "packed", "packed", "packed", "uint32", "cpu-variants", 5),
+    Case("average", pg.DataType.FLOAT16, "overlap", 2, "channels_last", "channels_last", "packed", None, "gpu-variants",
+         6),
 )
 
 
@@ -203,6 +207,8 @@ def _features(case: Case, desc) -> set:
         features.add(("long", case.operator))
     if case.indices:
         features.add(("indices", case.operator, case.indices))
+    if case.tuning in VARIANT_TUNINGS:
+        features.add(("variant", case))
     plan = Planner(desc, TUNINGS[case.tuning], 2**27, 256)
     for pass_ in plan.program.passes:  # (a bundle's tensors start at byte 0: the aligned program)
         kernel, data_types, _, _, value_type = plan.pipeline_key(pass_)

@@ -10,15 +10,16 @@ import pytest
 
 import poolgpu as pg
 import reference
-from helpers import VARIANT_FIELDS, forward_walk, random_values, same_bits, with_variants
+from helpers import VARIANT_FIELDS, forward_walk, layout_strides, random_values, same_bits
 
 PRESETS = ("cpu", "gpu")
 
 
-def outputs(device, desc, arrays, tuning) -> tuple:
-    """``desc``'s outputs (NumPy) computed with the kernels ``tuning`` chooses."""
+def outputs(device, desc, arrays, tuning, strides=None) -> tuple:
+    """``desc``'s outputs (NumPy) computed with the kernels ``tuning`` chooses (the arrays
+    uploaded at ``strides``)."""
     op = pg.Op(device, desc, tuning)
-    result = op(*(device.upload(a) for a in arrays))
+    result = op(*(device.upload(a, strides=strides) for a in arrays))
     return tuple(t.numpy() for t in (result if isinstance(result, tuple) else (result,)))
 
 
@@ -55,3 +56,39 @@ def test_the_plane_walk_in_steps_of_chunks(device, preset, chunks):
         expected = (reference.lp_pool(x, plane, p=2) if desc_class is pg.LpPooling1Desc else
                     reference.average_pool(x, plane))
         np.testing.assert_allclose(got, expected, rtol=1e-5)
+
+
+# The channels walk written out: blocks of 2 x 2 outputs over 5 x 5 input positions (3x3
+# stride 2), spans of 6 (dilated), 1-D and 3-D windows, and a span of 7 (left to the loops).
+CHANNELS_GEOMETRIES = (
+    ((2, 8, 9, 10), dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1))),
+    ((1, 4, 8, 9), dict(window_size=(2, 2), strides=(2, 2), start_padding=(0, 0), end_padding=(1, 0))),
+    ((1, 8, 9, 9), dict(window_size=(3, 3), dilations=(2, 2), start_padding=(1, 0), end_padding=(0, 1))),
+    ((1, 4, 13), dict(window_size=(4,), strides=(1,), dilations=(2,), start_padding=(1,), end_padding=(2,))),
+    ((1, 4, 5, 6, 7), dict(window_size=(3, 2, 3), strides=(2, 1, 2), start_padding=(1, 0, 1), end_padding=(1, 1, 1))),
+)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_the_channels_walk_written_out(device, preset):
+    tuning = dataclasses.replace(pg.Tuning.preset(preset), channels_written_out=True)
+    rng = np.random.default_rng(7)
+    written_out = 0
+    for k, (sizes, geometry) in enumerate(CHANNELS_GEOMETRIES):
+        data_type = (pg.DataType.FLOAT32, pg.DataType.FLOAT16, pg.DataType.INT8)[k % 3]
+        x = random_values(data_type, sizes, rng)
+        x_desc = pg.TensorDesc(data_type, sizes, layout_strides(sizes, "channels_last"))
+        out = pg.MaxPooling2Desc(x_desc, **geometry).output.sizes
+        desc = pg.MaxPooling2Desc(x_desc, pg.TensorDesc(data_type, out, layout_strides(out, "channels_last")),
+                                  pg.TensorDesc("uint32", out, layout_strides(out, "channels_last")), **geometry)
+        assert forward_walk(desc, tuning) == "channels"
+        written_out += dict(pg.kernels.program_for(desc, tuning).passes[0].constants).get("WRITTEN_OUT", False)
+        y, idx = outputs(device, desc, (x,), tuning, x_desc.strides)
+        y_ref, i_ref = reference.max_pool(x, **geometry)
+        assert same_bits(y, y_ref)
+        np.testing.assert_array_equal(idx, i_ref)
+        if data_type.is_float:  # the same taps in the same order: the loops' bits
+            desc = pg.AveragePooling1Desc(x_desc, **geometry)
+            got, = outputs(device, desc, (x,), tuning, x_desc.strides)
+            assert same_bits(got, outputs(device, desc, (x,), pg.Tuning.preset(preset), x_desc.strides)[0])
+    assert written_out == len(CHANNELS_GEOMETRIES) - 1

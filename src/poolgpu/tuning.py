@@ -58,6 +58,10 @@ class Tuning:
         The 4-element chunks a lane of the plane walk loads per step of its loop, written
         out so that their loads are in flight together (the same bits: each lane feeds its
         chunks in the same order).
+    channels_written_out : bool
+        The channels walk's loops over the input rows and columns of a block's windows
+        written out (where they are at most 6 each), so that a lane's loads are in flight
+        together (the same taps in the same order).
     outputs_per_invocation : {1, 2}
         Neighbouring outputs along W per invocation of the general walk (it is also the
         first pass of the max pooling gradient).
@@ -104,6 +108,7 @@ class Tuning:
     plane_lanes: int = 8
     plane_part: int = 16384
     plane_chunks: int = 1
+    channels_written_out: bool = False
     outputs_per_invocation: int = 1
     rows_per_invocation: int = 4
     lines_workgroup: int = 64

@@ -41,6 +41,7 @@ CHUNKED_WALKS = ("rows", "rows_tail", "channels")  # the walks that need 4-eleme
 SPLIT_WALKS = ("general", "plane")  # the walks that split windows longer than an invocation may walk
 ROWS_MAX_CHUNKS = 8  # window_walk_rows.wgsl's span holds 32 elements
 UNROLLED = 4  # window_walk.wgsl: windows written out up to this many taps per dimension
+CHANNELS_WRITTEN_OUT = 6  # window_walk_channels.wgsl's WRITTEN_OUT: at most this many rows and columns
 
 
 # Params of every walk (window_walk_pass); opaque_zero: common/as_written.wgsl's (always 0)
@@ -96,9 +97,11 @@ def rows_loops(constants: dict, params: dict) -> dict:
 
 
 def channels_loops(constants: dict, params: dict) -> dict:
-    """window_walk_channels.wgsl's loops."""
+    """window_walk_channels.wgsl's loops (none along H and W where WRITTEN_OUT)."""
     planes, rows = constants["KD"], _rows_walked(constants)
     columns = (constants["COLS"] - 1) * constants["SW"] + (constants["KW"] - 1) * constants["LW"] + 1
+    if constants.get("WRITTEN_OUT", False):
+        return {"kd": iterations(1, planes), "r": 0, "q": 0}
     return {"kd": iterations(1, planes), "r": iterations(planes, rows), "q": iterations(planes * rows, columns)}
 
 
@@ -269,6 +272,9 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
         grid_constants, grid_params, grid = lines_grid(c // 4, -(-out_w // cols), n * out_d * -(-out_h // rows),
                                                        workgroup)
         constants["ROWS"], constants["COLS"] = rows, cols
+        spans = ((rows - 1) * stride_h + extent_h, (cols - 1) * stride_w + extent_w)
+        if tuning.channels_written_out and max(spans) <= CHANNELS_WRITTEN_OUT:
+            constants["WRITTEN_OUT"] = True
     else:  # (ow / OUTPUTS, oh, ((n, c, od), part))
         count = math.prod(parts or (1, 1, 1))
         outputs = 1 if parts else min(tuning.outputs_per_invocation, out_w)  # (split walks: one output each)
