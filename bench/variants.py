@@ -38,6 +38,7 @@ VARIANTS = {
     "budgetN": "at most N loop iterations per invocation before windows split (Tuning.loop_budget)",
     "planechunksN": "the plane walk's lanes load N chunks per step, written out (Tuning.plane_chunks)",
     "channelsout": "the channels walk's rows and columns written out (Tuning.channels_written_out)",
+    "wholewg": "the (column, line, plane) grids numbered flat: every lane busy (Tuning.whole_workgroups)",
 }
 
 
@@ -64,6 +65,8 @@ def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
         return replace(tuning, plane_chunks=int(digits))
     if part == "channelsout":
         return replace(tuning, channels_written_out=True)
+    if part == "wholewg":
+        return replace(tuning, whole_workgroups=True)
     if part == "blockgather":
         return replace(tuning, row_gathers=False)
     if part == "tapsfirst":

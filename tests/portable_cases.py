@@ -175,10 +175,12 @@ PINNED = (
          "cpu", 2),  # four channels per lane
     Case("max_grad", pg.DataType.FLOAT16, "aligned", 2, "packed", "packed", "gaps", None, "cpu", 3),  # dx in pairs
     Case("average_grad", pg.DataType.FLOAT32, "dense", 2, "packed", "packed", "packed", None, "split", 4),  # split gather
-    # the GPU kernel variants: the plane walk in steps of chunks, the channels walk written out
+    # the GPU kernel variants: the plane walk in steps of chunks, the channels walk written out,
+    # grids numbered flat (whole workgroups)
     Case("max", pg.DataType.FLOAT32, "global", 3, "packed", "packed", "packed", "uint32", "cpu-variants", 5),
     Case("average", pg.DataType.FLOAT16, "overlap", 2, "channels_last", "channels_last", "packed", None, "gpu-variants",
          6),
+    Case("unpool", pg.DataType.FLOAT16, "odd", 2, "packed", "wide", "packed", "uint64", "gpu-variants", 7),
 )
 
 

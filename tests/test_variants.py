@@ -7,10 +7,13 @@ import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 import poolgpu as pg
 import reference
-from helpers import VARIANT_FIELDS, forward_walk, layout_strides, random_values, same_bits
+import test_scale
+from helpers import VARIANT_FIELDS, forward_walk, layout_strides, random_values, same_bits, tuned_for, with_variants
 
 PRESETS = ("cpu", "gpu")
 
@@ -30,6 +33,26 @@ def test_the_variants_are_tuning_fields_both_presets_leave_off():
             assert getattr(tuning, field) != value, (preset, field)
     with pytest.raises(pg.ValidationError, match="plane_chunks"):
         pg.Tuning(plane_chunks=3)
+
+
+# Every operator, small and in chunks of planes (tensors larger than a binding: the grids
+# restricted to a run of planes), with every variant taken: the preset's bits.
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=test_scale.chunk_cases(), preset=st.sampled_from(PRESETS))
+def test_every_operator_with_the_variants_gives_the_presets_bits(device, case, preset):
+    try:
+        desc, arrays = test_scale.describe(case)
+    except pg.ValidationError:
+        assume(False)
+    with tuned_for(device, preset):
+        _, expected = test_scale.run(device, desc, arrays)
+    with tuned_for(device, with_variants(preset)):
+        _, got = test_scale.run(device, desc, arrays)
+    small = test_scale.smallest_bounded(device, desc)
+    with tuned_for(small, with_variants(preset)):
+        _, chunked = test_scale.run(small, desc, arrays)
+    for a, b, c in zip(got, chunked, expected):
+        assert same_bits(a, c) and same_bits(b, c)
 
 
 # The plane walk, each lane loading 2 or 4 chunks per step: planes whose lanes take several
@@ -92,3 +115,19 @@ def test_the_channels_walk_written_out(device, preset):
             got, = outputs(device, desc, (x,), tuning, x_desc.strides)
             assert same_bits(got, outputs(device, desc, (x,), pg.Tuning.preset(preset), x_desc.strides)[0])
     assert written_out == len(CHANNELS_GEOMETRIES) - 1
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_whole_workgroups_numbered_past_65535(device, preset):
+    # positions numbered flat over more workgroups than a grid dimension holds (folded), each
+    # workgroup's lanes over several lines and planes
+    tuning = dataclasses.replace(pg.Tuning.preset(preset), whole_workgroups=True, lines_workgroup=8)
+    x = np.random.default_rng(9).standard_normal((1, 3, 2, 200_001)).astype(np.float32)
+    desc = pg.MaxPooling2Desc(pg.TensorDesc("float32", x.shape), output_indices="uint32", window_size=(1, 3),
+                              strides=(1, 1), start_padding=(0, 1), end_padding=(0, 1))
+    walk = pg.kernels.program_for(desc, tuning).passes[0]
+    assert dict(walk.constants)["FLAT"] and walk.grid[1] > 1
+    y, idx = outputs(device, desc, (x,), tuning)
+    y_ref, i_ref = reference.max_pool(x, (1, 3), strides=(1, 1), start_padding=(0, 1), end_padding=(0, 1))
+    assert same_bits(y, y_ref)
+    np.testing.assert_array_equal(idx, i_ref)

@@ -70,6 +70,11 @@ class Tuning:
     lines_workgroup : int
         Invocations per workgroup of the kernels over (column, line, plane) grids: the
         forward walks, the row gathers, unpooling.
+    whole_workgroups : bool
+        The kernels over (column, line, plane) grids number their positions flat,
+        ``lines_workgroup`` to a workgroup, so that every lane of every workgroup but the last
+        is busy (else workgroups hold whole lines: 56 of 64 lanes for rows of 56 columns), at
+        the cost of two divisions (multiply-high) per invocation.
     block_workgroup : int
         Invocations per workgroup of the gradients' block gathers.
     flat_workgroup : int
@@ -112,6 +117,7 @@ class Tuning:
     outputs_per_invocation: int = 1
     rows_per_invocation: int = 4
     lines_workgroup: int = 64
+    whole_workgroups: bool = False
     block_workgroup: int = 64
     flat_workgroup: int = 64
     row_gathers: bool = True

@@ -12,7 +12,7 @@ from ..dtypes import DataType
 from ..tensor_desc import TensorDesc
 from ..tuning import Tuning
 from .core import Kernel, Pass, Program, Slot, Split
-from .grids import (IN_SIZES, LINES_GRID, OUT_SIZES, ROW_GRID, as_3d, as_5d, channels_last_desc, contiguous_along,
+from .grids import (GRID_LIBRARY, IN_SIZES, LINES_GRID, OUT_SIZES, ROW_GRID, as_3d, as_5d, channels_last_desc, contiguous_along,
                     divisor_fields, divisor_params, lines_grid, lines_regrid, row_grid, rows_regrid, sorted_constants,
                     stride_fields, strides_5d, tensor_stride_params, window_constants)
 from .registry import register
@@ -133,13 +133,13 @@ MAX_POOL_GRAD_ROWS = Kernel(
     "max_pool_grad_rows.wgsl",
     (Slot("dy", False, snippet="read4_{storage}.wgsl"), Slot("arg", False, snippet="read4_b32.wgsl"),
      Slot("dx", True, snippet="write4_{storage}.wgsl")), value_slot="dy",
-    library=("grid.wgsl", "window_constants.wgsl", "gather_rows.wgsl"), params=ROWS_PARAMS, loops=rows_gather_loops,
+    library=GRID_LIBRARY + ("window_constants.wgsl", "gather_rows.wgsl"), params=ROWS_PARAMS, loops=rows_gather_loops,
 )
 AVERAGE_POOL_GRAD_ROWS = Kernel(
     "average_pool_grad_rows.wgsl",
     (Slot("dy", False, snippet="read4_{storage}.wgsl"), Slot("dx", True, snippet="write4_{storage}.wgsl")),
     value_slot="dy",
-    library=("grid.wgsl", "window_constants.wgsl", "average_divisor.wgsl", "as_written.wgsl", "gather_rows.wgsl"),
+    library=GRID_LIBRARY + ("window_constants.wgsl", "average_divisor.wgsl", "as_written.wgsl", "gather_rows.wgsl"),
     params=ROWS_PARAMS + ("opaque_zero",), loops=rows_gather_loops,
 )
 
@@ -344,14 +344,16 @@ def _gradient_rows_pass(kernel: Kernel, desc, tuning: Tuning, tensors: dict, con
     n, c, in_d, in_h, in_w = as_5d(dx.sizes, dx.strides)[0]
     _, _, out_d, out_h, out_w = as_5d(dy.sizes, dy.strides)[0]
     columns = -(-in_w // 8)
-    grid_constants, grid_params, grid = lines_grid(columns, -(-in_h // 2), n * c * in_d, tuning.lines_workgroup)
+    grid_constants, grid_params, grid = lines_grid(columns, -(-in_h // 2), n * c * in_d, tuning.lines_workgroup,
+                                                   tuning.whole_workgroups)
     constants = {**grid_constants, **window_constants(window), "DY_CHUNKS": _dy_chunks(window),
                  "OH_ROWS": _oh_rows(window), **_fixed_columns(window), **constants}
     params = {
         "channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w, "out_d": out_d, "out_h": out_h, "out_w": out_w,
         **tensor_stride_params("dy", dy), **tensor_stride_params("dx", dx), **grid_params,
     }
-    split = Split(in_d, partial(lines_regrid, columns, -(-in_h // 2), tuning.lines_workgroup))
+    split = Split(in_d, partial(lines_regrid, columns, -(-in_h // 2), tuning.lines_workgroup,
+                                flat=grid_constants.get("FLAT", False)))
     return Pass(kernel, tuple(tensors.get(slot.name) for slot in kernel.slots), sorted_constants(constants), params, grid, split)
 
 

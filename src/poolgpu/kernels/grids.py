@@ -25,7 +25,9 @@ def as_3d(values: tuple, fill: int) -> tuple:
 # Params fields (see Kernel.params) of the values this module computes, by group.
 IN_SIZES = ("in_d", "in_h", "in_w")      # the (forward) input's spatial sizes
 OUT_SIZES = ("out_d", "out_h", "out_w")  # the (forward) output's
-LINES_GRID = ("columns", "lines", "line_groups", "planes", "plane_origin")  # lines_grid: common/grid.wgsl
+LINES_GRID = ("columns", "lines", "line_groups", "planes", "plane_origin",  # lines_grid: common/grid.wgsl
+              "columns_magic", "columns_shift", "lines_magic", "lines_shift")
+GRID_LIBRARY = ("divide.wgsl", "grid.wgsl")  # common/grid.wgsl and what it calls
 ROW_GRID = ("column_groups", "rows", "row_origin")  # row_grid: common/row_grid.wgsl
 FLAT_GRID = ("total", "origin")  # flat_grid: common/flat_index.wgsl (outputs from `origin`)
 
@@ -139,13 +141,21 @@ def contiguous_along(tensors, axis: str) -> bool:
 
 
 
-def lines_grid(columns: int, lines: int, planes: int, workgroup: int) -> tuple:
+def lines_grid(columns: int, lines: int, planes: int, workgroup: int, flat: bool = False) -> tuple:
     """Workgroup shape, uniform values and grid of window_geometry.wgsl's grid_position:
     `workgroup` invocations, WG_X of them along a line of `columns` (exactly, when a line is shorter:
     no idle lanes), the rest over lines, and over planes when lines are few; plane groups
     over workgroup z, folded into y past 65535.  Where even so a dimension would exceed
     65535 workgroups, they are numbered flat instead (grid.wgsl's FOLDED).  Planes count
-    from ``plane_origin`` (a chunk's first, see chunked)."""
+    from ``plane_origin`` (a chunk's first, see chunked).  With ``flat``
+    (``Tuning.whole_workgroups``), the positions themselves are numbered flat, `workgroup` to a
+    workgroup (grid.wgsl's FLAT: every lane of every workgroup but the last busy), where their
+    numbers fit a u32."""
+    params = {"columns": columns, "lines": lines, "planes": planes, "plane_origin": 0,
+              **divisor_params("columns", columns), **divisor_params("lines", lines)}
+    if flat and columns * lines * planes <= 2**32 - workgroup:
+        groups = math.ceil(columns * lines * planes / workgroup)
+        return {"WG_X": workgroup, "WG_Y": 1, "WG_Z": 1, "FLAT": True}, dict(params, line_groups=1), fold_groups(groups)
     wg_x = min(columns, workgroup)
     wg_y = min(max(1, workgroup // wg_x), lines)
     wg_z = min(max(1, workgroup // (wg_x * wg_y)), planes)
@@ -153,7 +163,7 @@ def lines_grid(columns: int, lines: int, planes: int, workgroup: int) -> tuple:
     plane_groups = math.ceil(planes / wg_z)
     folds = math.ceil(plane_groups / MAX_WORKGROUPS_PER_DIM)
     constants = {"WG_X": wg_x, "WG_Y": wg_y, "WG_Z": wg_z}
-    params = {"columns": columns, "lines": lines, "line_groups": line_groups, "planes": planes, "plane_origin": 0}
+    params["line_groups"] = line_groups
     grid = (math.ceil(columns / wg_x), line_groups * folds, min(plane_groups, MAX_WORKGROUPS_PER_DIM))
     if not grid_fits(grid):
         constants["FOLDED"] = True
@@ -161,9 +171,11 @@ def lines_grid(columns: int, lines: int, planes: int, workgroup: int) -> tuple:
     return constants, params, grid
 
 
-def lines_regrid(columns: int, lines: int, workgroup: int, first: int, count: int) -> tuple:
-    constants, params, grid = lines_grid(columns, lines, count, workgroup)
-    return {"FOLDED": constants.get("FOLDED", False)}, dict(params, plane_origin=first), grid
+def lines_regrid(columns: int, lines: int, workgroup: int, first: int, count: int, flat: bool = False) -> tuple:
+    """lines_grid over planes [first, first + count); ``flat``: the whole pass's grid is FLAT."""
+    constants, params, grid = lines_grid(columns, lines, count, workgroup, flat)
+    shape = {"FLAT": True} if flat else {}
+    return {"FOLDED": constants.get("FOLDED", False), **shape}, dict(params, plane_origin=first), grid
 
 
 def channels_last_desc(data_type: DataType, sizes: tuple) -> TensorDesc:

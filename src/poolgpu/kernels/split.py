@@ -29,7 +29,7 @@ from typing import Callable, Optional
 from ..dtypes import DataType
 from ..tensor_desc import TensorDesc
 from .core import Kernel, Pass, Slot, Split
-from .grids import (IN_SIZES, LINES_GRID, OUT_SIZES, as_5d, lines_grid, lines_regrid, sorted_constants,
+from .grids import (GRID_LIBRARY, IN_SIZES, LINES_GRID, OUT_SIZES, as_5d, lines_grid, lines_regrid, sorted_constants,
                     stride_fields, tensor_stride_params)
 
 #: llvmpipe's limit: the loop iterations one invocation may run, all its loops together.
@@ -87,7 +87,7 @@ def merge_kernel(accumulator: Accumulator) -> Kernel:
     """The merge pass of ``accumulator``'s split walks."""
     slots = (Slot("part", False, snippet="words_read.wgsl"), Slot("merged", True, snippet="words_write.wgsl"),
              Slot("y", True), Slot("idx", True))
-    library = accumulator.library + (accumulator.partials, "grid.wgsl", "window_constants.wgsl",
+    library = accumulator.library + (accumulator.partials,) + GRID_LIBRARY + ("window_constants.wgsl",
                                      "window_geometry.wgsl", "taps.wgsl", "window_walk_merge.wgsl", "store_one.wgsl")
     params = ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("y", "idx") + LINES_GRID + ("opaque_zero",)
     return Kernel(accumulator.file, slots, "y", library=library, params=params, loops=_merge_loops)

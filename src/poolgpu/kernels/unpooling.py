@@ -14,7 +14,7 @@ from ..tuning import Tuning
 from ..tensor_desc import TensorDesc
 from .chunking import max_offset
 from .core import Kernel, Pass, Program, Slot, Split
-from .grids import (IN_SIZES, LINES_GRID, OUT_SIZES, as_5d, contiguous_along, divisor_fields, divisor_params,
+from .grids import (GRID_LIBRARY, IN_SIZES, LINES_GRID, OUT_SIZES, as_5d, contiguous_along, divisor_fields, divisor_params,
                     fold_groups, lines_grid, lines_regrid, sorted_constants, stride_fields, tensor_stride_params)
 from .registry import register
 from .split import iterations
@@ -25,7 +25,7 @@ def _unpool_source_kernel(file: str, slots: tuple, value_slot: str, chunks: bool
     """A pass over input elements (common/unpool_source.wgsl), reading the indices one by one
     or (``chunks``) in 4-element chunks."""
     idx = Slot("idx", False, snippet="read4_index_{storage}.wgsl" if chunks else "")
-    source = ("grid.wgsl", "unpool_source.wgsl", "unpool_indices4.wgsl" if chunks else "unpool_indices1.wgsl")
+    source = GRID_LIBRARY + ("unpool_source.wgsl", "unpool_indices4.wgsl" if chunks else "unpool_indices1.wgsl")
     return Kernel(file, (idx,) + slots, value_slot=value_slot, library=source + library, params=params,
                   loops=_no_loops)
 
@@ -46,7 +46,7 @@ MAX_UNPOOL_SCATTER, MAX_UNPOOL_SCATTER_CHUNKS = (
         # divide() by the sizes y_offset divides by; out_first, out_count: the whole output
         # (this pass does not run in chunks)
         IN_SIZES + stride_fields("idx", "x", "y") + divisor_fields("out_w", "out_h", "out_d", "channels")
-        + ("out_first", "out_count") + LINES_GRID, ("divide.wgsl", "output_coordinates.wgsl"))
+        + ("out_first", "out_count") + LINES_GRID, ("output_coordinates.wgsl",))
     for chunks in (False, True))
 ZERO_FILL = Kernel("zero_fill.wgsl", (Slot("y", True, snippet="write4_{storage}.wgsl"),), value_slot="y",
                    params=("quads",),  # the element count / 4 (a multiple of 4)
@@ -58,7 +58,7 @@ UNPOOL_PARAMS = ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("x", "y") +
     + ("source_first", "source_count", "zeros", "reset")
 MAX_UNPOOL = Kernel(
     "max_unpool.wgsl", (Slot("x", False), Slot("winner", True, snippet="take_b32.wgsl"), Slot("y", True)),
-    value_slot="x", library=("grid.wgsl", "unpool_walk.wgsl"), params=UNPOOL_PARAMS, loops=_no_loops,
+    value_slot="x", library=GRID_LIBRARY + ("unpool_walk.wgsl",), params=UNPOOL_PARAMS, loops=_no_loops,
 )
 # The gradient's gather over dx (max_unpool_grad.wgsl): out_* dy's sizes, divide() by those
 # its dy_offset divides by; dy_count: dy's elements (an index at or past it lies outside);
@@ -68,11 +68,11 @@ MAX_UNPOOL_GRAD = _unpool_source_kernel(
     "max_unpool_grad.wgsl",
     (Slot("winner", True, snippet="atomic_b32.wgsl"), Slot("dy", False), Slot("dx", True)), "dy", False,
     IN_SIZES + stride_fields("idx", "dy", "dx") + divisor_fields("out_w", "out_h", "out_d", "channels")
-    + ("dy_count", "out_first", "out_count", "zeros") + LINES_GRID, ("divide.wgsl", "output_coordinates.wgsl"))
+    + ("dy_count", "out_first", "out_count", "zeros") + LINES_GRID, ("output_coordinates.wgsl",))
 MAX_UNPOOL_ROWS = Kernel(
     "max_unpool.wgsl",
     (Slot("x", False), Slot("winner", True, snippet="take4_b32.wgsl"), Slot("y", True, snippet="write4_{storage}.wgsl")),
-    value_slot="x", library=("grid.wgsl", "unpool_walk_rows.wgsl"), params=UNPOOL_PARAMS, loops=_no_loops,
+    value_slot="x", library=GRID_LIBRARY + ("unpool_walk_rows.wgsl",), params=UNPOOL_PARAMS, loops=_no_loops,
 )
 
 
@@ -83,7 +83,7 @@ def _max_unpool_program(desc, tuning: Tuning) -> Program:
     n, c, in_d, in_h, in_w = as_5d(x.sizes, x.strides)[0]
     _, _, out_d, out_h, out_w = as_5d(y.sizes, y.strides)[0]
     in_columns = -(-in_w // 4)  # common/unpool_source.wgsl: four input elements per invocation
-    in_constants, in_params, in_grid = lines_grid(in_columns, in_h, n * c * in_d, workgroup)
+    in_constants, in_params, in_grid = lines_grid(in_columns, in_h, n * c * in_d, workgroup, tuning.whole_workgroups)
     sizes = {"channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w}
     out_plane, in_plane = out_d * out_h * out_w, in_d * in_h * in_w
     # the passes over input elements (common/unpool_source.wgsl)
@@ -93,19 +93,21 @@ def _max_unpool_program(desc, tuning: Tuning) -> Program:
         MAX_UNPOOL_WINNERS, ("indices", "winner"), sorted_constants(source_constants), source_params, in_grid,
         # indices scatter anywhere: the winners of a chunk of output planes are picked over
         # every input plane
-        Split(in_d, partial(lines_regrid, in_columns, in_h, workgroup), scatter="winner",
+        Split(in_d, partial(lines_regrid, in_columns, in_h, workgroup, flat=in_constants.get("FLAT", False)),
+              scatter="winner",
               filter=partial(_target_range, out_plane)),
     )
 
     def write(kernel: Kernel, columns: int) -> Pass:
-        constants, grid_params, grid = lines_grid(columns, out_h, n * c * out_d, workgroup)
+        constants, grid_params, grid = lines_grid(columns, out_h, n * c * out_d, workgroup, tuning.whole_workgroups)
         constants["PACKED_INPUT"] = x.is_packed
         params = {**sizes, "out_d": out_d, "out_h": out_h, "out_w": out_w,
                   **tensor_stride_params("x", x), **tensor_stride_params("y", y), **grid_params,
                   **_source_range(in_plane, 0, n * c, True, True)}
         # each output element copies its winner's input element, anywhere: only the general
         # walk copies winners in ranges (for inputs larger than a binding)
-        split = Split(out_d, partial(lines_regrid, columns, out_h, workgroup), gather="input",
+        split = Split(out_d, partial(lines_regrid, columns, out_h, workgroup, flat=constants.get("FLAT", False)),
+                      gather="input",
                       filter=partial(_source_range, in_plane), ranged=kernel is MAX_UNPOOL)
         return Pass(kernel, ("input", "winner", "output"), sorted_constants(constants), params, grid, split)
 
@@ -179,12 +181,12 @@ def _max_unpool_grad_program(desc, tuning: Tuning) -> Program:
     n, c, in_d, in_h, in_w = as_5d(indices.sizes, indices.strides)[0]
     _, _, out_d, out_h, out_w = as_5d(dy.sizes, dy.strides)[0]
     in_columns = -(-in_w // 4)  # common/unpool_source.wgsl: four elements per invocation
-    grid_constants, grid_params, grid = lines_grid(in_columns, in_h, n * c * in_d, workgroup)
+    grid_constants, grid_params, grid = lines_grid(in_columns, in_h, n * c * in_d, workgroup, tuning.whole_workgroups)
     constants = sorted_constants({**grid_constants, "WIDE_INDICES": indices.data_type == DataType.UINT64})
     out_plane = out_d * out_h * out_w
     params = {"channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w, **tensor_stride_params("idx", indices),
               **grid_params}
-    regrid = partial(lines_regrid, in_columns, in_h, workgroup)
+    regrid = partial(lines_regrid, in_columns, in_h, workgroup, flat=grid_constants.get("FLAT", False))
     winners = Pass(MAX_UNPOOL_WINNERS, ("indices", "winner"), constants,
                    {**params, **_target_range(out_plane, 0, n * c)}, grid,
                    Split(in_d, regrid, scatter="winner", filter=partial(_target_range, out_plane)))

@@ -15,8 +15,9 @@ from ..dtypes import DataType
 from ..tuning import WALKS as TUNING_WALKS
 from ..tuning import Tuning
 from .core import Kernel, Pass, Program, Slot, Split
-from .grids import (IN_SIZES, LINES_GRID, OUT_SIZES, as_3d, as_5d, contiguous_along, fold_groups, lines_grid,
-                    lines_regrid, sorted_constants, stride_fields, strides_5d, tensor_stride_params, window_constants)
+from .grids import (GRID_LIBRARY, IN_SIZES, LINES_GRID, OUT_SIZES, as_3d, as_5d, contiguous_along, divisor_params,
+                    fold_groups, lines_grid, lines_regrid, sorted_constants, stride_fields, strides_5d,
+                    tensor_stride_params, window_constants)
 from .registry import register
 from .split import Accumulator, fewest_parts, iterations, loop_total, merge_kernel, merge_passes, partials_desc
 
@@ -122,7 +123,7 @@ _WALK_LOOPS = {"general": general_loops, "rows": rows_loops, "rows_tail": rows_l
 
 def _pooling_kernels(accumulator: Accumulator) -> dict:
     """The operator's kernel under each walk, and the merge of its split walks ("merge")."""
-    shared = ("grid.wgsl", "window_constants.wgsl", "window_geometry.wgsl", "taps.wgsl")
+    shared = GRID_LIBRARY + ("window_constants.wgsl", "window_geometry.wgsl", "taps.wgsl")
     kernels = {}
     for walk, (walk_files, slots) in WALKS.items():
         partials = (accumulator.partials,) if walk in SPLIT_WALKS else ()
@@ -225,7 +226,8 @@ def walk_for(desc, tuning: Tuning) -> str:
 def _plane_params(first: int, planes: int) -> dict:
     """The grid params of the plane walk: only its units count (one workgroup each: a part
     of a plane)."""
-    return {"columns": 1, "lines": 1, "line_groups": 1, "planes": planes, "plane_origin": first}
+    return {"columns": 1, "lines": 1, "line_groups": 1, "planes": planes, "plane_origin": first,
+            **divisor_params("columns", 1), **divisor_params("lines", 1)}
 
 
 def _plane_regrid(first: int, count: int) -> tuple:
@@ -240,13 +242,13 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
     of one output's window (one output per invocation, however many parts); the plane walk
     with ``parts`` (one count), a part of a plane per workgroup (split walks: where they
     have more than one part, their roles name the partial results' scratch "part" fourth)."""
-    workgroup = tuning.lines_workgroup
+    workgroup, flat = tuning.lines_workgroup, tuning.whole_workgroups
     roles = (tuple(roles) + (None,) * 4)[:len(kernels_by_walk[walk].slots)]  # (only split walks save parts)
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
     n, c, out_d, out_h, out_w = as_5d(desc.output.sizes, desc.output.strides)[0]
     if walk in ("rows", "rows_tail"):  # (ow / 4, oh / ROWS, (n, c, od)): output rows share input rows
         rows = min(tuning.rows_per_invocation, out_h)
-        grid_constants, grid_params, grid = lines_grid(-(-out_w // 4), -(-out_h // rows), n * c * out_d, workgroup)
+        grid_constants, grid_params, grid = lines_grid(-(-out_w // 4), -(-out_h // rows), n * c * out_d, workgroup, flat)
         constants["LEAD"], constants["CHUNKS"] = _row_span(desc.window)
         constants["ROWS"] = rows
         if walk == "rows_tail":   # rows_store_tail.wgsl: 16-bit outputs contiguous along W stored in pairs
@@ -270,7 +272,7 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
         rows = 2 if out_h > 1 and (stride_h < extent_h or indices) else 1
         cols = 2 if out_w > 1 and (stride_w < extent_w or indices) else 1
         grid_constants, grid_params, grid = lines_grid(c // 4, -(-out_w // cols), n * out_d * -(-out_h // rows),
-                                                       workgroup)
+                                                       workgroup, flat)
         constants["ROWS"], constants["COLS"] = rows, cols
         spans = ((rows - 1) * stride_h + extent_h, (cols - 1) * stride_w + extent_w)
         if tuning.channels_written_out and max(spans) <= CHANNELS_WRITTEN_OUT:
@@ -278,14 +280,16 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
     else:  # (ow / OUTPUTS, oh, ((n, c, od), part))
         count = math.prod(parts or (1, 1, 1))
         outputs = 1 if parts else min(tuning.outputs_per_invocation, out_w)  # (split walks: one output each)
-        grid_constants, grid_params, grid = lines_grid(-(-out_w // outputs), out_h, n * c * out_d * count, workgroup)
+        grid_constants, grid_params, grid = lines_grid(-(-out_w // outputs), out_h, n * c * out_d * count, workgroup,
+                                                       flat)
         constants["OUTPUTS"] = outputs
         if count > 1:
             constants.update(PARTS=count, **{f"PARTS_{axis}": p for axis, p in zip("DHW", parts)})
     # chunks (see chunked) are runs of planes: (n, c, od), or (n, od, oh) for channels
     per_plane = grid_params["planes"] // (n if walk == "channels" else n * c)
     regrid = _plane_regrid if walk == "plane" else \
-        partial(lines_regrid, grid_params["columns"], grid_params["lines"], workgroup)
+        partial(lines_regrid, grid_params["columns"], grid_params["lines"], workgroup,
+                flat=grid_constants.get("FLAT", False))
     split = Split(per_plane, regrid, whole_n=walk == "channels")
     constants.update(grid_constants, **window_constants(desc.window))
     params = {
