@@ -176,11 +176,13 @@ PINNED = (
     Case("max_grad", pg.DataType.FLOAT16, "aligned", 2, "packed", "packed", "gaps", None, "cpu", 3),  # dx in pairs
     Case("average_grad", pg.DataType.FLOAT32, "dense", 2, "packed", "packed", "packed", None, "split", 4),  # split gather
     # the GPU kernel variants: the plane walk in steps of chunks, the channels walk written out,
-    # grids numbered flat (whole workgroups)
+    # grids numbered flat (whole workgroups), the general walk's interior path (2 outputs, 1)
     Case("max", pg.DataType.FLOAT32, "global", 3, "packed", "packed", "packed", "uint32", "cpu-variants", 5),
     Case("average", pg.DataType.FLOAT16, "overlap", 2, "channels_last", "channels_last", "packed", None, "gpu-variants",
          6),
     Case("unpool", pg.DataType.FLOAT16, "odd", 2, "packed", "wide", "packed", "uint64", "gpu-variants", 7),
+    Case("lp", pg.DataType.FLOAT32, "odd", 2, "gaps", "packed", "packed", None, "gpu-variants", 8),
+    Case("max", pg.DataType.FLOAT16, "overlap", 3, "gaps", "packed", "packed", "uint32", "cpu-variants", 9),
 )
 
 
