@@ -37,6 +37,10 @@ struct Params {
     line_groups: u32,
     planes: u32,
     plane_origin: u32,
+    columns_magic: u32,
+    columns_shift: u32,
+    lines_magic: u32,
+    lines_shift: u32,
     opaque_zero: u32,
 }
 @group(0) @binding(0) var<uniform> params: Params;
@@ -129,25 +133,62 @@ fn acc_merge(a: Acc, b: Acc) -> Acc {
     return a;
 }
 
+// u32 division by a divisor fixed for a dispatch, without an integer division instruction:
+// on SIMD CPU adapters (lavapipe) a per-lane integer division runs lane by lane, while
+// this multiplies and shifts all lanes at once.  The host computes (magic, shift) for
+// divisor d (kernels.divisor_params, Granlund and Montgomery's round-up method); then for
+// every u32 n, n / d = (t + ((n - t) >> 1)) >> shift with t = mul_high(n, magic) (d = 1:
+// shift 0 and no halving).
+
+// The high word of the 64-bit product a * b, from 16-bit halves (WGSL has no 64-bit
+// integers): no partial sum below exceeds 2^32 - 1.
+fn mul_high(a: u32, b: u32) -> u32 {
+    let a_lo = a & 0xffffu;
+    let a_hi = a >> 16u;
+    let b_lo = b & 0xffffu;
+    let b_hi = b >> 16u;
+    let hi_lo = a_hi * b_lo;
+    let cross = ((a_lo * b_lo) >> 16u) + (hi_lo & 0xffffu) + a_lo * b_hi;
+    return a_hi * b_hi + (hi_lo >> 16u) + (cross >> 16u);
+}
+
+fn divide(n: u32, d: u32, magic: u32, shift: u32) -> u32 {
+    let t = mul_high(n, magic);
+    return (t + ((n - t) >> select(1u, 0u, d == 1u))) >> shift;
+}
+
 // The (column, line, plane) grid of the kernels that include it: columns and lines (of
 // WG_X and WG_Y invocations per workgroup) run over workgroup x and y, planes (WG_Z per
 // workgroup) over z, folded into y past 65535 (kernels.lines_grid sizes it).  Where that
 // would still exceed 65535 workgroups in a dimension (millions of columns or lines), the
 // workgroups are numbered flat instead (FOLDED).  Planes count from plane_origin (a chunk's
 // first, kernels.chunked).  The kernel's Params holds `columns, lines, line_groups, planes,
-// plane_origin`; each kernel says what its columns, lines and planes are.
+// plane_origin` and the divisors' (magic, shift) of columns and lines; each kernel says what
+// its columns, lines and planes are.  Needs common/divide.wgsl.
 
 // The workgroup: WG_X invocations along a line (common/header.wgsl), WG_Y lines, and WG_Z
 // planes where lines are too short to fill it.
 override WG_Y: u32 = 1u;
 override WG_Z: u32 = 1u;
 override FOLDED: bool = false;
+// The positions numbered flat (Tuning.whole_workgroups): lane l of workgroup g (numbered as
+// FOLDED's) takes position p = g * WG_X + l of the (plane, line, column) order, so every lane
+// of every workgroup but the last is busy where the shapes above fit whole lines (rows of
+// 56 columns: 56 of 64 lanes); two divisions per lane, by multiply-high (common/divide.wgsl).
+override FLAT: bool = false;
 
 // The invocation's (column, line, plane); column >= params.columns past the end.  With
 // WG_Z = 1 the plane is uniform across a workgroup, so the divisions splitting it into
 // coordinates give every lane the same values (lavapipe still makes them lane by lane:
 // see the README); several planes per workgroup only serve outputs too small to fill one.
 fn grid_position(wg: vec3<u32>, lid: vec3<u32>) -> vec3<u32> {
+    if (FLAT) {
+        let p = (wg.y * 65535u + wg.x) * WG_X + lid.x;
+        let rest = divide(p, params.columns, params.columns_magic, params.columns_shift);   // (plane, line)
+        let plane = divide(rest, params.lines, params.lines_magic, params.lines_shift);
+        let column = select(p - rest * params.columns, params.columns, plane >= params.planes);
+        return vec3<u32>(column, rest - plane * params.lines, params.plane_origin + plane);
+    }
     var groups = vec3<u32>(wg.x, wg.y % params.line_groups, wg.z + 65535u * (wg.y / params.line_groups));
     if (FOLDED) {
         let group = wg.y * 65535u + wg.x;   // (column group, line group, plane group), flat
@@ -250,6 +291,13 @@ fn taps_part(t: Taps, part: u32, parts: u32) -> Taps {
 
 override ROWS: u32 = 1u;
 override COLS: u32 = 1u;
+// The input rows and columns of a block's windows written out (Tuning.channels_written_out,
+// where they are at most 6 each), so that a lane's loads are in flight together; else loops
+// (on lavapipe no slower: LLVM unrolls them).  The same taps in the same order either way.
+override WRITTEN_OUT: bool = false;
+
+// The block's outputs' accumulators: output (oh0 + a, ow0 + b) in a<a><b>.
+struct Block { a00: array<Acc, 4>, a01: array<Acc, 4>, a10: array<Acc, 4>, a11: array<Acc, 4> }
 
 // One input position's four channels into the four channels' accumulators of an output.
 fn four_channels(acc: array<Acc, 4>, chunk: array<Raw, 4>, index: u32, plane_size: u32, inside: bool) -> array<Acc, 4> {
@@ -278,6 +326,59 @@ fn tap_of_output(t: u32, o: u32, stride: u32, dilation: u32, taps: u32) -> bool 
     return t >= o * stride && (t - o * stride) % dilation == 0u && (t - o * stride) / dilation < taps;
 }
 
+// The input rows and columns the block's windows span, from its first window's start.
+fn row_span() -> u32 { return (ROWS - 1u) * SH + (KH - 1u) * LH + 1u; }
+fn column_span() -> u32 { return (COLS - 1u) * SW + (KW - 1u) * LW + 1u; }
+
+// Where a block reads: its input plane (the first channel's element at d), that plane's
+// flat logical index, whether d is inside, the windows' start along H and W.
+struct Rows { x_plane: u32, logical_plane: u32, inside: bool, h0: i32, w0: i32, plane_size: u32 }
+
+// Row r of the span: each of its columns fed to the block's outputs whose windows hold it.
+fn block_row(b: Block, at: Rows, r: u32) -> Block {
+    if (r >= row_span()) { return b; }
+    let row0 = tap_of_output(r, 0u, SH, LH, KH);
+    let row1 = ROWS == 2u && tap_of_output(r, 1u, SH, LH, KH);
+    if (!row0 && !row1) { return b; }
+    let h = coord(at.h0, r, 1u, params.in_h);
+    let row = Row(at.x_plane + h.at * params.x_h, at.logical_plane + h.at * params.in_w, at.inside && h.inside,
+                  row0, row1, at.w0, at.plane_size);
+    var a = b;
+    if (WRITTEN_OUT) {
+        a = block_tap(a, row, 0u);
+        a = block_tap(a, row, 1u);
+        a = block_tap(a, row, 2u);
+        a = block_tap(a, row, 3u);
+        a = block_tap(a, row, 4u);
+        a = block_tap(a, row, 5u);
+        return a;
+    }
+    for (var q = 0u; q < column_span(); q++) { a = block_tap(a, row, q); }
+    return a;
+}
+
+// A row of the span: its first element in x and flat logical index, whether it is inside,
+// which of the block's output rows' windows hold it.
+struct Row { x_row: u32, logical_row: u32, inside: bool, row0: bool, row1: bool, w0: i32, plane_size: u32 }
+
+// Column q of the row: its four channels fed to the block's outputs whose windows hold it.
+fn block_tap(b: Block, row: Row, q: u32) -> Block {
+    if (q >= column_span()) { return b; }
+    let col0 = tap_of_output(q, 0u, SW, LW, KW);
+    let col1 = COLS == 2u && tap_of_output(q, 1u, SW, LW, KW);
+    if (!col0 && !col1) { return b; }
+    let w = coord(row.w0, q, 1u, params.in_w);
+    let chunk = x_load4(row.x_row + w.at * params.x_w);
+    let index = row.logical_row + w.at;   // channel c0's
+    let inside = row.inside && w.inside;
+    var a = b;
+    if (row.row0 && col0) { a.a00 = four_channels(a.a00, chunk, index, row.plane_size, inside); }
+    if (row.row0 && col1) { a.a01 = four_channels(a.a01, chunk, index, row.plane_size, inside); }
+    if (row.row1 && col0) { a.a10 = four_channels(a.a10, chunk, index, row.plane_size, inside); }
+    if (row.row1 && col1) { a.a11 = four_channels(a.a11, chunk, index, row.plane_size, inside); }
+    return a;
+}
+
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let pos = grid_position(wg, lid);   // (c0 / 4, ow0 / COLS, (n, od, oh0 / ROWS))
@@ -297,33 +398,26 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let w0 = i32(ow0 * SW) - i32(PW);
 
     let fresh = array<Acc, 4>(acc_new(), acc_new(), acc_new(), acc_new());
-    var acc00 = fresh;  var acc01 = fresh;  var acc10 = fresh;  var acc11 = fresh;   // (oh0 + a, ow0 + b)
+    var b = Block(fresh, fresh, fresh, fresh);
     for (var kd = 0u; kd < KD; kd++) {
         let d = coord(d0, kd, LD, params.in_d);
-        for (var r = 0u; r < (ROWS - 1u) * SH + (KH - 1u) * LH + 1u; r++) {
-            let row0 = tap_of_output(r, 0u, SH, LH, KH);
-            let row1 = ROWS == 2u && tap_of_output(r, 1u, SH, LH, KH);
-            if (!row0 && !row1) { continue; }
-            let h = coord(h0, r, 1u, params.in_h);
-            for (var q = 0u; q < (COLS - 1u) * SW + (KW - 1u) * LW + 1u; q++) {
-                let col0 = tap_of_output(q, 0u, SW, LW, KW);
-                let col1 = COLS == 2u && tap_of_output(q, 1u, SW, LW, KW);
-                if (!col0 && !col1) { continue; }
-                let w = coord(w0, q, 1u, params.in_w);
-                let chunk = x_load4(x_start + d.at * params.x_d + h.at * params.x_h + w.at * params.x_w);
-                let index = logical_start + (d.at * params.in_h + h.at) * params.in_w + w.at;   // channel c0's
-                let inside = d.inside && h.inside && w.inside;
-                if (row0 && col0) { acc00 = four_channels(acc00, chunk, index, plane_size, inside); }
-                if (row0 && col1) { acc01 = four_channels(acc01, chunk, index, plane_size, inside); }
-                if (row1 && col0) { acc10 = four_channels(acc10, chunk, index, plane_size, inside); }
-                if (row1 && col1) { acc11 = four_channels(acc11, chunk, index, plane_size, inside); }
-            }
+        let at = Rows(x_start + d.at * params.x_d, logical_start + d.at * params.in_h * params.in_w, d.inside, h0, w0,
+                      plane_size);
+        if (WRITTEN_OUT) {
+            b = block_row(b, at, 0u);
+            b = block_row(b, at, 1u);
+            b = block_row(b, at, 2u);
+            b = block_row(b, at, 3u);
+            b = block_row(b, at, 4u);
+            b = block_row(b, at, 5u);
+            continue;
         }
+        for (var r = 0u; r < row_span(); r++) { b = block_row(b, at, r); }
     }
-    store_channels(acc00, Out(n, c0, od, oh0, ow0));
+    store_channels(b.a00, Out(n, c0, od, oh0, ow0));
     let second_col = COLS == 2u && ow0 + 1u < params.out_w;
     let second_row = ROWS == 2u && oh0 + 1u < params.out_h;
-    if (second_col) { store_channels(acc01, Out(n, c0, od, oh0, ow0 + 1u)); }
-    if (second_row) { store_channels(acc10, Out(n, c0, od, oh0 + 1u, ow0)); }
-    if (second_row && second_col) { store_channels(acc11, Out(n, c0, od, oh0 + 1u, ow0 + 1u)); }
+    if (second_col) { store_channels(b.a01, Out(n, c0, od, oh0, ow0 + 1u)); }
+    if (second_row) { store_channels(b.a10, Out(n, c0, od, oh0 + 1u, ow0)); }
+    if (second_row && second_col) { store_channels(b.a11, Out(n, c0, od, oh0 + 1u, ow0 + 1u)); }
 }
