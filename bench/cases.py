@@ -93,6 +93,10 @@ CASES = {
              note="ROI max pooling of B's input: 64 regions (8 per image), 7x7 bins"),
     )
 }
+# --scale: the cases run again at these batch sizes, a few hundred MB per input (float32), so
+# that a GPU's dispatch lasts long past its ramp-up and tail (bandwidth rows beside the
+# standard, latency, rows); the input is the standard one repeated along N.
+SCALE_BATCH = {"A": 64, "B": 64, "G": 64, "1D": 64, "3D": 32}
 DTYPES = ("float32", "float16")
 LAYOUTS = ("nchw", "nhwc")  # NHWC: channels last (NWC, NDHWC), for inputs and outputs alike
 
@@ -132,15 +136,36 @@ class Problem:
 
 
 class Data:
-    """Inputs and reference results of one case in one data type, made on first use."""
+    """Inputs and reference results of one case in one data type, made on first use;
+    :meth:`repeated` gives the same along a larger N."""
 
     def __init__(self, case: Case, dtype: str, tiny: bool, seed: int):
         self.case, self.dtype = case, np.dtype(dtype)
         self.sizes = case.tiny if tiny else case.sizes
+        self.base, self.repeats = None, 1  # (repeated(): the Data repeated, and how often)
         self.geometry = case.geometry(self.sizes)
         self.dims = len(self.sizes) - 2
         self._rng = np.random.default_rng([seed, list(CASES).index(case.name), self.dtype.itemsize])
         self._memo = {}
+
+    def repeated(self, repeats: int) -> "Data":
+        """This Data's inputs repeated ``repeats`` times along N (windows never cross N, so
+        every reference result is this Data's, repeated, indices shifted): --scale's
+        large rows at the cost of the standard ones' references."""
+        big = Data(self.case, self.dtype, False, 0)
+        big.sizes = (self.sizes[0] * repeats,) + tuple(self.sizes[1:])
+        big.geometry, big.dims, big.base, big.repeats = self.geometry, self.dims, self, repeats
+        return big
+
+    def tile(self, array, indices: bool = False):
+        """``array`` of the base Data (N first) repeated along N; ``indices`` (flat over the
+        whole input) shifted to each repetition's part of the input."""
+        tiled = np.concatenate([array] * self.repeats)
+        if indices:
+            step = math.prod(self.base.sizes)
+            tiled = tiled + (np.arange(self.repeats) * step).astype(tiled.dtype).repeat(len(array)).reshape(
+                (-1,) + (1,) * (array.ndim - 1))
+        return tiled
 
     def memo(self, key, make):
         if key not in self._memo:
@@ -153,6 +178,8 @@ class Data:
         tie and every peer must pick the same maximum; float16 rounds some together."""
 
         def make():
+            if self.base is not None:
+                return self.tile(self.base.x)
             count = math.prod(self.sizes)
             scale = 2.0 ** -(max(count.bit_length() - 3, 0))  # values in about [-4, 4)
             values = (self._rng.permutation(count) - count // 2) * scale
@@ -164,9 +191,14 @@ class Data:
         return reference.output_sizes(self.sizes, dilations=dilations, **self.geometry)
 
     def dy(self, sizes) -> np.ndarray:
+        if self.base is not None:
+            return self.memo(("dy", sizes), lambda: self.tile(self.base.dy((self.base.sizes[0],) + tuple(sizes[1:]))))
         return self.memo(("dy", sizes), lambda: self._rng.standard_normal(sizes).astype(self.dtype))
 
     def max_pool(self, dilations=None):
+        if self.base is not None:
+            return self.memo(("max", dilations), lambda: tuple(
+                self.tile(a, indices=k == 1) for k, a in enumerate(self.base.max_pool(dilations))))
         return self.memo(("max", dilations), lambda: reference.max_pool(self.x, dilations=dilations, **self.geometry))
 
     def rois(self, count_per_image=8, scale=1 / 16):
@@ -195,7 +227,23 @@ def _exact(array):
 
 
 def build(op: str, data: Data) -> Optional[Problem]:
-    """The Problem of operator ``op`` on ``data``'s case, or None where it does not apply."""
+    """The Problem of operator ``op`` on ``data``'s case, or None where it does not apply
+    (one per Data and operator: its reference results are computed once); on repeated Data,
+    the expected outputs are the base Data's, repeated."""
+    def make():
+        problem = _build(op, data)
+        if problem is not None:
+            problem.spec["case"] = data.case.name
+        if problem is not None and data.base is not None:
+            base = build(op, data.base)
+            problem.make_expected = lambda: {
+                name: (data.tile(array, indices=name == "idx"), exact) for name, (array, exact) in base.expected.items()}
+        return problem
+
+    return data.memo(("problem", op), make)
+
+
+def _build(op: str, data: Data) -> Optional[Problem]:
     g, dims, dt = data.geometry, data.dims, data.dtype
     spec = dict(op=op, dims=dims, dtype=dt.name, x_sizes=data.sizes, **g)
 

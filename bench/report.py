@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from . import ROOT
-from .peers import LABELS
+from .peers import LABELS, SAME_DRIVER
 from .ratios import BASE, TARGETS
 from .timing import PER_PASS, SUMMARY
 
@@ -31,8 +31,15 @@ README_END = "<!-- /bench-headline -->"
 SHORT_TYPE = {"float32": "f32", "float16": "f16"}
 
 
+def case_label(row: dict) -> str:
+    """The case, with its batch size where it ran at GPU scale (--scale): "A", "A N=64"."""
+    if not row.get("scaled"):
+        return row["case"]
+    return f"{row['case']} N={row['input_sizes'][0] if 'input_sizes' in row else row['batch']}"
+
+
 def row_label(row: dict) -> str:
-    return f"{row['case']} {row['op']} {SHORT_TYPE.get(row['dtype'], row['dtype'])} {row['layout'].upper()}"
+    return f"{case_label(row)} {row['op']} {SHORT_TYPE.get(row['dtype'], row['dtype'])} {row['layout'].upper()}"
 
 
 def _ms(value: float) -> str:
@@ -72,7 +79,7 @@ def _peer_cell(row: dict, name: str, stat: str = SUMMARY) -> str:
     return "n/a" if peer["status"] == "unsupported" else "-"
 
 
-SKIPPED = ("not available", "not applicable")  # summarised under the table, not listed
+SKIPPED = ("not available", "not applicable", "not run")  # summarised under the table, not listed
 
 
 def table(results: dict, rows=None) -> tuple:
@@ -83,7 +90,7 @@ def table(results: dict, rows=None) -> tuple:
              if peer["status"] == "available" and any(_peer_cell(r, name, stat) for r in rows)]
     head = ["case", "operator", "type", "layout", "poolgpu ms", "GB/s", "copy ms", "% of copy"]
     body = [
-        [row["case"], row["op"], SHORT_TYPE.get(row["dtype"], row["dtype"]), row["layout"].upper()]
+        [case_label(row), row["op"], SHORT_TYPE.get(row["dtype"], row["dtype"]), row["layout"].upper()]
         + _poolgpu_cells(row, stat) + [_peer_cell(row, p, stat) for p in peers]
         for row in rows
     ]
@@ -116,6 +123,14 @@ def legend(results: dict) -> list:
     if missing:
         ops = ", ".join(dict.fromkeys(r["op"] for r in missing))
         lines.append(f"Not available in this poolgpu yet ({len(missing)} rows, they light up as operators land): {ops}.")
+    cut = [r for r in results["rows"] if r["status"] == "not run"]
+    if cut:
+        lines.append(f"Not run: {len(cut)} rows, past the run's time limit ({cut[0]['reason']}).")
+    if any(r.get("scaled") for r in results["rows"]):
+        lines.append("N=...: the case at GPU scale (--scale: its input repeated along N, a few hundred MB; "
+                     "the rows without it measure latency).")
+    if results.get("scale_note"):
+        lines.append(f"GPU scale (--scale): {results['scale_note']}.")
     for name, peer in results["peers"].items():
         if peer["status"] != "available":
             lines.append(f"{peer['label']}: {peer['status']}")
@@ -164,6 +179,77 @@ def ratios_legend(results: dict) -> list:
             "under the target."]
 
 
+CEILING_WAYS = {"copy_kernel": "copy kernel (bench/copy.wgsl)", "copy_buffer_to_buffer": "copy_buffer_to_buffer",
+                "torch_clone": "PyTorch clone() (CUDA)"}
+
+
+def ceiling_table(results: dict) -> tuple:
+    """(header, body) of the ceiling measured three ways (--scale), or ([], [])."""
+    measured = results.get("ceiling")
+    if not measured:
+        return [], []
+    head = ["ceiling", "ms", "GB/s", "how"]
+    body = []
+    for key, label in CEILING_WAYS.items():
+        way = measured.get(key) or {"status": "not measured"}
+        if way["status"] != "ok":
+            body.append([label, way["status"], "", way.get("reason", "")])
+            continue
+        how = way.get("timer", "")
+        if key == "copy_kernel":
+            how = f"{how}; workgroups of {way['workgroup_size']}, {way['vec4s_per_thread']} x 16 B per invocation"
+        elif key == "torch_clone":
+            how = f"CUDA events, {PER_PASS} clones per timing; torch {way.get('version')}"
+        body.append([label, _ms(way[summary(results)]), f"{way['gb_per_s']:.0f}", how])
+    return head, body
+
+
+def ceiling_legend(results: dict) -> list:
+    measured = results.get("ceiling")
+    if not measured:
+        return []
+    size = measured["bytes"]
+    shown = f"{size / 2**30:g} GiB" if size >= 2**30 else f"{size / 2**20:g} MiB"
+    return [f"Ceiling: one {shown} tensor copied (GB/s counts the bytes read and written)"
+            + (f"; its size: {measured['size_note']}" if measured.get("size_note") else "") + "."]
+
+
+def same_driver_table(results: dict) -> tuple:
+    """(header, body): poolgpu on the Dawn peers' driver beside them (like with like), or ([], [])."""
+    if results["peers"].get(SAME_DRIVER, {}).get("status") != "available":
+        return [], []
+    stat = summary(results)
+    rows = [r for r in results["rows"] if (r.get("peers") or {}).get(SAME_DRIVER, {}).get("status") == "ok"]
+    dawn = [name for name, peer in results["peers"].items()
+            if name != SAME_DRIVER and any("ratio_same_driver" in (r["peers"].get(name) or {}) for r in rows)]
+    head = ["case", "operator", "poolgpu ms", "poolgpu on Mesa 25 ms", "its % of copy"] + [LABELS[n] for n in dawn]
+    body = []
+    for row in rows:
+        same = row["peers"][SAME_DRIVER]
+        cells = [case_label(row), row["op"], _ms(row["poolgpu"][stat]), _ms(same[stat]), f"{same['pct_of_copy']:.0f}%"]
+        for name in dawn:
+            peer = row["peers"].get(name) or {}
+            cells.append(f"{_ms(peer[stat])} ({_ratio_text(peer['ratio_same_driver'])})" if "ratio_same_driver" in peer
+                         else _peer_cell(row, name, stat))
+        body.append(cells)
+    return head, body
+
+
+def same_driver_legend(results: dict) -> list:
+    peer = results["peers"].get(SAME_DRIVER, {})
+    if peer.get("status") != "available":
+        return []
+    return [f"Like with like: poolgpu's rows again on {peer.get('driver')}, the driver the Dawn-based peers run on "
+            "(in a worker process, with that driver's copy roofline); the peers' ratios here are poolgpu's time "
+            "there / theirs."]
+
+
+def _sections(results: dict) -> list:
+    """(header, body, legend, first numeric column) of the tables after the rows'."""
+    return [(*ratios_table(results), ratios_legend(results), 3), (*ceiling_table(results), ceiling_legend(results), 1),
+            (*same_driver_table(results), same_driver_legend(results), 2)]
+
+
 def _aligned(head, body, numeric_from: int) -> list:
     widths = [max(len(str(r[i])) for r in [head] + body) for i in range(len(head))]
 
@@ -176,10 +262,12 @@ def _aligned(head, body, numeric_from: int) -> list:
 
 def text_table(results: dict) -> str:
     lines = _aligned(*table(results), numeric_from=4)
-    head, body = ratios_table(results)
-    if body:
-        lines += [""] + _aligned(head, body, numeric_from=3)
-    return "\n".join(lines + [""] + legend(results) + ratios_legend(results))
+    notes = []
+    for head, body, legend_lines, numeric_from in _sections(results):
+        if body:
+            lines += [""] + _aligned(head, body, numeric_from=numeric_from)
+        notes += legend_lines
+    return "\n".join(lines + [""] + legend(results) + notes)
 
 
 def _markdown_table(head, body) -> list:
@@ -196,11 +284,12 @@ def markdown(results: dict) -> str:
         lines += ["", "<details><summary>float16 and NHWC rows</summary>", ""]
         lines += _markdown_table(*table(results, rest)) + ["", "</details>"]
     lines += [""] + [line + "  " for line in legend(results)]
-    head, body = ratios_table(results)
-    if body:
-        lines += [""] + _markdown_table(head, body)
-    notes = ratios_legend(results)
-    return "\n".join(lines + ([""] + [line + "  " for line in notes] if notes else [])) + "\n"
+    for head, body, notes, _ in _sections(results):
+        if body:
+            lines += [""] + _markdown_table(head, body)
+        if notes:
+            lines += [""] + [line + "  " for line in notes]
+    return "\n".join(lines) + "\n"
 
 
 def run_name(results: dict) -> str:
@@ -249,6 +338,13 @@ _PEER_MARKERS = "^v<>P*Xh"
 _PLOT_TOP = 250  # % of copy: points above are drawn at the top, their value written beside
 
 
+def preferred_rows(results: dict) -> list:
+    """A run's rows, each case's at GPU scale in place of its standard ones where it has both
+    (the plot shows one point per case, operator and variant)."""
+    scaled = {(r["case"], r["op"], r["dtype"], r["layout"]) for r in results["rows"] if r.get("scaled") and r["status"] == "ok"}
+    return [r for r in results["rows"] if r.get("scaled") or (r["case"], r["op"], r["dtype"], r["layout"]) not in scaled]
+
+
 def plot(runs, path) -> str:
     """Write the PNG: a row of panels per run (``runs``: one results dict or several, e.g. the
     latest lavapipe run and a GPU's), a panel per case, the operators along x and the % of
@@ -282,7 +378,7 @@ def plot(runs, path) -> str:
         for ax, case in zip(row_axes, cases):
             x_of = {op: i for i, op in enumerate(ops[case])}
             points = []  # (x, pct, marker, colour, label)
-            for r in results["rows"]:
+            for r in preferred_rows(results):
                 if r["case"] != case or r["status"] != "ok":
                     continue
                 variant = (r["dtype"], r["layout"])
@@ -326,9 +422,17 @@ def plot(runs, path) -> str:
 
 # -- the published tables: the latest CPU-adapter run and the newest GPU run, side by side --
 
+TUNING_PREFIX = "tuning-"  # bench/gpu/tuning-<date>-<gpu>.json: a Tuning sweep's table (bench/sweep.py), no run
+
+
+def gpu_runs(directory: Path = None) -> list:
+    """The bench runs kept in bench/gpu/ (not the sweeps' tables beside them)."""
+    return sorted(p for p in (directory or GPU_RUNS).glob("*.json") if not p.name.startswith(TUNING_PREFIX))
+
+
 def newest_gpu_run(directory: Path = None):
     """The bench/gpu/ run with the latest date (then file name)."""
-    runs = sorted((directory or GPU_RUNS).glob("*.json"))
+    runs = gpu_runs(directory)
     return max(runs, key=lambda path: (load(path)["date"], path.name)) if runs else None
 
 
@@ -341,20 +445,47 @@ def load(path) -> dict:
     return json.loads(Path(path).read_text())
 
 
+def _f32_nchw(results) -> dict:
+    """A run's float32 NCHW rows by (case, operator): at GPU scale where the run has them
+    (bandwidth, what a GPU is for), else the standard ones."""
+    if results is None:
+        return {}
+    rows = {}
+    for r in results["rows"]:
+        if (r["dtype"], r["layout"]) == ("float32", "nchw") and r["status"] not in SKIPPED:
+            key = (r["case"], r["op"])
+            if key not in rows or (r.get("scaled") and not rows[key].get("scaled")):
+                rows[key] = r
+    return rows
+
+
+def _run_label(results: dict) -> str:
+    scaled = any(r.get("scaled") for r in _f32_nchw(results).values())
+    return run_name(results) + (" at GPU scale" if scaled else "")
+
+
+def _same_driver(results: dict, name: str) -> bool:
+    """Whether peer ``name``'s ratios in ``results`` are taken against poolgpu on its driver."""
+    return any("ratio_same_driver" in ((r.get("peers") or {}).get(name) or {}) for r in results["rows"])
+
+
+def _peer_label(results: dict, name: str) -> str:
+    return LABELS.get(name, name) + (" (same driver)" if _same_driver(results, name) else "")
+
+
 def headline(runs: list) -> tuple:
     """(header, body): per case and operator (float32 NCHW), each run's % of copy, then each
-    run's peers as poolgpu time / peer time."""
+    run's peers as poolgpu time / peer time (the Dawn peers against poolgpu on their driver,
+    where the run has it)."""
     names = [run_name(results) for results in runs]
-    keys = list(dict.fromkeys((r["case"], r["op"]) for results in runs for r in results["rows"]
-                              if (r["dtype"], r["layout"]) == ("float32", "nchw") and r["status"] not in SKIPPED))
+    by_key = [_f32_nchw(results) for results in runs]
+    keys = list(dict.fromkeys(key for rows in by_key for key in rows))
     keys.sort(key=lambda k: _case_order(runs).index(k[0]))
-    by_key = [{(r["case"], r["op"]): r for r in results["rows"] if (r["dtype"], r["layout"]) == ("float32", "nchw")}
-              for results in runs]
     peer_columns = [(i, name) for i, results in enumerate(runs) for name, peer in results["peers"].items()
-                    if peer["status"] == "available"
+                    if peer["status"] == "available" and name != SAME_DRIVER
                     and any((r.get("peers") or {}).get(name, {}).get("ratio") for r in by_key[i].values())]
-    head = ["case", "operator"] + [f"% of copy, {n}" for n in names]
-    head += [f"{LABELS.get(p, p)} ({names[i]})" for i, p in peer_columns]
+    head = ["case", "operator"] + [f"% of copy, {_run_label(results)}" for results in runs]
+    head += [f"{_peer_label(runs[i], p)} ({names[i]})" for i, p in peer_columns]
     body = []
     for key in keys:
         cells = [key[0], key[1]]
@@ -369,11 +500,13 @@ def headline(runs: list) -> tuple:
 
 
 def _peer_ratio_cell(peer) -> str:
-    """poolgpu time / the peer's ("0.43x"), "n/a" where it has no such operator."""
+    """poolgpu time / the peer's ("0.43x"; on the peer's driver where measured there), "n/a"
+    where it has no such operator."""
     if peer is None:
         return ""
-    if peer.get("ratio") is not None:
-        return _ratio_text(peer["ratio"]) + (" ✗" if peer["status"] == "mismatch" else "")
+    ratio = peer.get("ratio_same_driver", peer.get("ratio"))
+    if ratio is not None:
+        return _ratio_text(ratio) + (" ✗" if peer["status"] == "mismatch" else "")
     return "n/a" if peer["status"] == "unsupported" else "-"
 
 
@@ -407,14 +540,7 @@ def document(runs: list, sources: list) -> str:
 
 README_ROWS = [("A", "max"), ("A", "max_idx"), ("A", "avg"), ("A", "max_fwd_bwd")] + [
     (case, op) for case in ("B", "G", "1DG", "1D", "3D") for op in ("max", "max_idx", "avg")]
-README_GPU_PEERS = ("torch-cuda",)  # a GPU run's CPU peers ran on other cores than lavapipe's: left to bench-tables.md
-
-
-def _f32_nchw(results) -> dict:
-    if results is None:
-        return {}
-    return {(r["case"], r["op"]): r for r in results["rows"]
-            if (r["dtype"], r["layout"]) == ("float32", "nchw") and r["status"] not in SKIPPED}
+README_GPU_PEERS = ("torch-cuda", "torch-cuda-compile")  # a GPU run's CPU peers: left to bench-tables.md
 
 
 def _ratio_peers(results, rows: dict, names=None) -> list:
@@ -422,7 +548,7 @@ def _ratio_peers(results, rows: dict, names=None) -> list:
     if results is None:
         return []
     return [name for name, peer in results["peers"].items()
-            if peer["status"] == "available" and (names is None or name in names)
+            if peer["status"] == "available" and (names is None or name in names) and name != SAME_DRIVER
             and any((rows.get(key, {}).get("peers") or {}).get(name, {}).get("ratio") for key in README_ROWS)]
 
 
@@ -441,7 +567,8 @@ def _peer_caption(results: dict, names: list) -> str:
     for name in names:
         peer = results["peers"][name]
         described.append(" ".join(str(part) for part in (LABELS.get(name, name), peer.get("version")) if part)
-                         + (f" on {peer['driver']}" if peer.get("driver") else ""))
+                         + (f" on {peer['driver']}" if peer.get("driver") else "")
+                         + (" (against poolgpu on that driver)" if _same_driver(results, name) else ""))
     return ", ".join(described)
 
 
@@ -454,28 +581,34 @@ def readme_block(cpu, gpu, cpu_source: str = "bench/latest.json", gpu_source: st
     cpu_peers = _ratio_peers(cpu, cpu_rows)
     gpu_peers = _ratio_peers(gpu, gpu_rows, README_GPU_PEERS)
     head = ["case", "operator"]
-    head += [f"{run_name(gpu)} % of copy"] if gpu else []
+    gpu_scaled = any(r.get("scaled") for r in gpu_rows.values())
+    head += [f"{run_name(gpu)} % of copy"] + ([f"{run_name(gpu)} GB/s"] if gpu_scaled else []) if gpu else []
     head += [f"{run_name(cpu)} % of copy", f"{run_name(cpu)} ms"] if cpu else []
-    head += [LABELS.get(p, p) for p in cpu_peers] + [f"{LABELS.get(p, p)} ({run_name(gpu)})" for p in gpu_peers]
+    head += [_peer_label(cpu, p) for p in cpu_peers] + [f"{LABELS.get(p, p)} ({run_name(gpu)})" for p in gpu_peers]
     body = []
     for key in README_ROWS:
         if key not in cpu_rows and key not in gpu_rows:
             continue
         cells = list(key)
-        for results, rows, with_ms in ((gpu, gpu_rows, False), (cpu, cpu_rows, True)):
+        for results, rows, extra in ((gpu, gpu_rows, "GB/s" if gpu_scaled else ""), (cpu, cpu_rows, "ms")):
             if results is None:
                 continue
             row = rows.get(key)
             if row is None:
-                cells += [""] * (1 + with_ms)
+                cells += [""] * (1 + bool(extra))
             elif row["status"] != "ok":
-                cells += [_poolgpu_cells(row, SUMMARY)[0]] + [""] * with_ms
+                cells += [_poolgpu_cells(row, SUMMARY)[0]] + [""] * bool(extra)
             else:
-                cells += [f"{row['pct_of_copy']:.0f}%"] + ([_ms(row["poolgpu"][summary(results)])] if with_ms else [])
+                cells.append(f"{row['pct_of_copy']:.0f}%")
+                cells += ([_ms(row["poolgpu"][summary(results)])] if extra == "ms" else
+                          [f"{row['poolgpu']['gb_per_s']:.0f}"] if extra else [])
         cells += [_peer_ratio_cell((cpu_rows.get(key, {}).get("peers") or {}).get(p)) for p in cpu_peers]
         cells += [_peer_ratio_cell((gpu_rows.get(key, {}).get("peers") or {}).get(p)) for p in gpu_peers]
         body.append(cells)
     runs = [_run_caption(results, source) for results, source in ((gpu, gpu_source), (cpu, cpu_source)) if results]
+    if gpu_scaled:
+        runs[0] += " at GPU scale (" + ", ".join(sorted({case_label(r) for r in gpu_rows.values() if r.get("scaled")},
+                                                       key=lambda c: _case_order([gpu]).index(c.split()[0]))) + ")"
     peers = [f"peers on {run_name(results)}: {_peer_caption(results, names)}"
              for results, names in ((cpu, cpu_peers), (gpu, gpu_peers)) if names]
     caption = "; ".join(runs + peers) + "."
@@ -526,11 +659,16 @@ def main(argv=None) -> int:
     p.add_argument("--publish", action="store_true",
                    help="rewrite docs/bench-tables.md, README.md's headline table and bench/latest.png from "
                         "bench/latest.json and the newest bench/gpu/*.json")
+    p.add_argument("--kept-name", metavar="JSON", help="print the name bench/gpu/ keeps this run under "
+                                                        "(<date>-<gpu>.json), and exit")
     args = p.parse_args(argv)
     if args.publish:
         why = publish()
         print(f"written: {_shown_path(TABLES)}, {_shown_path(README)}"
               + (f"; no plot: {why}" if why else f", {_shown_path(PLOT)}"))
+        return 0
+    if args.kept_name:
+        print(gpu_run_name(load(args.kept_name)))
         return 0
     if not args.markdown:
         p.error("--markdown JSON... or --publish")

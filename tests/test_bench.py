@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench import cases, ratios, run, variants  # noqa: E402
-from bench.roofline import CONFIGS, CopyDesc, Roofline, expected_copy  # noqa: E402
+from bench.roofline import CONFIGS, CopyDesc, Roofline, checked_words, expected_words  # noqa: E402
 from bench.timing import GpuTimer  # noqa: E402
 from helpers import tuned_for  # noqa: E402
 
@@ -147,28 +147,64 @@ def test_the_copy_roofline_moves_the_bytes_it_claims_for_every_launch_shape(devi
     timer = GpuTimer(device)
     record, info = Roofline(device, timer).for_bytes(read_bytes, written_bytes)  # checks every launch shape
     assert (info["workgroup_size"], info["vec4s_per_thread"]) in CONFIGS
+    assert set(info["launch_shapes_ms"]) == {f"{w}x{p}" for w, p in CONFIGS}
     assert read_bytes <= info["read_bytes"] < read_bytes + 64 and written_bytes <= info["written_bytes"] < written_bytes + 64
     assert timer.seconds(record) > 0
 
 
-def test_expected_copy_folds_each_invocations_words():
-    words = np.arange(4 * 10, dtype=np.uint32)  # 10 words of 16 bytes
+def test_a_copy_larger_than_a_binding_runs_in_planes_and_chunks_and_is_checked(device, monkeypatch):
+    # source planes of 4000 bytes, bindings of 16 KiB: 40 planes in dispatches of 4, the
+    # tensors' element 0 wrapping around below each binding
+    from bench import roofline
+
+    monkeypatch.setattr(roofline, "PLANE_BYTES", 4096)
+    bounded = pg.Device(wgpu_device=device.wgpu_device)
+    bounded.limits = dict(device.limits, **{"max-storage-buffer-binding-size": 16384})
+    timer = GpuTimer(bounded)
+    tuned = Roofline(bounded, timer)
+    record, info = tuned.for_bytes(160_000, 40_960)
+    assert info["planes"] == 40 and info["read_bytes"] == 160_000 and info["written_bytes"] == 40_960
+    op = bounded.compile(CopyDesc(*CopyDesc.shapes(160_000, 40_960), info["workgroup_size"], info["vec4s_per_thread"]))
+    assert [p.grid[2] for p in op._program.passes] == [4] * 10
+    source, destination = tuned.tensors(160_000, 40_960)
+    record()
+    words = source.numpy().reshape(40, -1, 4)
+    everything = np.arange(40 * 64)
+    expected = expected_words(words, 64, info["workgroup_size"], info["vec4s_per_thread"], everything)
+    np.testing.assert_array_equal(destination.numpy().reshape(-1, 4), expected)
+
+
+def test_expected_words_fold_each_invocations_words_plane_by_plane():
+    src = np.arange(2 * 10 * 4, dtype=np.uint32).reshape(2, 10, 4)  # 2 planes of 10 words of 16 bytes
     # workgroup 2, 2 words per invocation: group 0 has invocation 0 -> words 0, 2 and 1 -> 1, 3
-    out = expected_copy(words, 6, 2, 2).reshape(-1, 4)
-    w = words.reshape(-1, 4)
-    np.testing.assert_array_equal(out[0], w[0] ^ w[2])
-    np.testing.assert_array_equal(out[1], w[1] ^ w[3])
+    out = expected_words(src, 6, 2, 2, np.arange(12))
+    np.testing.assert_array_equal(out[0], src[0, 0] ^ src[0, 2])
+    np.testing.assert_array_equal(out[1], src[0, 1] ^ src[0, 3])
     np.testing.assert_array_equal(out[2], out[0])
-    np.testing.assert_array_equal(out[4], w[4] ^ w[6])
+    np.testing.assert_array_equal(out[4], src[0, 4] ^ src[0, 6])
+    np.testing.assert_array_equal(out[6], src[1, 0] ^ src[1, 2])  # the second plane's first word
+    np.testing.assert_array_equal(expected_words(src, 6, 2, 2, np.array([10, 4])), out[[10, 4]])
+
+
+def test_large_copies_are_checked_on_each_planes_edges_and_a_sample():
+    rng = np.random.default_rng(0)
+    assert np.array_equal(checked_words(1000, 1, rng), np.arange(1000))
+    at = checked_words(4 << 20, 4, rng)
+    assert len(at) < 1 << 17 and at.min() == 0 and at.max() == (4 << 20) - 1
+    assert {(1 << 20) - 1, 1 << 20, 3 << 20} <= set(at.tolist())  # the planes' edges
 
 
 def test_copy_descriptions_are_validated():
-    good = CopyDesc.words(100)
-    assert good.total_size_in_bytes % 16 == 0 and good.total_size_in_bytes >= 100
+    good, small = CopyDesc.shapes(100, 20)
+    assert good.total_size_in_bytes % 16 == 0 and good.total_size_in_bytes >= 100 and good.sizes[:2] == small.sizes[:2]
     with pytest.raises(pg.ValidationError, match="^input"):
         CopyDesc(pg.TensorDesc("float32", good.sizes), good)
     with pytest.raises(pg.ValidationError, match="^output.sizes"):
         CopyDesc(good, pg.TensorDesc("uint32", (1, 1, 5)))
+    with pytest.raises(pg.ValidationError, match="^output.sizes"):
+        CopyDesc(good, pg.TensorDesc("uint32", (1, 2, 4)))  # planes differ
+    with pytest.raises(pg.ValidationError, match="^workgroup_size"):
+        CopyDesc(good, small, 64, 17)
 
 
 def test_a_peer_in_a_worker_process_answers_checked_results(tmp_path):
