@@ -8,12 +8,13 @@
 #                             Mesa's software OpenGL adapter (llvmpipe) through EGL, as wgpu opens
 #                             OpenGL: the EGL loader, Mesa's EGL and its llvmpipe driver
 #       python3-venv          when Python cannot make a virtual environment
-#   - the virtual environment .venv with poolgpu (built as a wheel, as users get it)
-#     and the extras named in POOLGPU_EXTRAS (default: test)
+#   - the virtual environment .venv (or POOLGPU_VENV) with poolgpu (built as a wheel, as
+#     users get it) and the extras named in POOLGPU_EXTRAS (default: test); PYTHON names the
+#     Python that makes it (default python3)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="${PYTHON:-python3}"
-VENV="$ROOT/.venv"
+VENV="${POOLGPU_VENV:-$ROOT/.venv}"
 
 if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -w "${XDG_RUNTIME_DIR}" ]; then
   export XDG_RUNTIME_DIR="${TMPDIR:-/tmp}/poolgpu-xdg-$(id -u)"

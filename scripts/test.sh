@@ -42,9 +42,23 @@ fi
 bash "$ROOT/scripts/mesa25.sh" >/dev/null || true  # (its failures go to stderr)
 # -- end of portable kernels ----------------------------------------------------------------
 
+# PyPI's default (CUDA) torch brings Triton, whose LLVM crashes a process that loads it after
+# Mesa's; poolgpu loads it first (docs/torch.md). Triton alone reproduces that, so the test of
+# it (tests/test_torch_triton.py) gets Triton where PyPI has it (Linux x86_64), as the whole
+# suite then runs beside it.
+triton_here=false
+if [ "$(uname -s)-$(uname -m)" = "Linux-x86_64" ]; then
+  triton_here=true
+  if ! python -c "import triton" 2>/dev/null; then
+    echo "test: installing Triton (PyPI's CUDA torch brings it) for the test of poolgpu beside it"
+    pip_quietly triton==3.8.0 || echo "test: Triton unavailable; the test of poolgpu beside it will skip"
+  fi
+fi
 if [ "${CI:-}" = "true" ]; then
-  # CI must exercise both software adapters: Vulkan (lavapipe) and OpenGL (llvmpipe).
+  # CI must exercise both software adapters: Vulkan (lavapipe) and OpenGL (llvmpipe), and
+  # poolgpu beside Triton.
   export POOLGPU_REQUIRE_BACKENDS="${POOLGPU_REQUIRE_BACKENDS:-vulkan,opengl}"
+  if [ "$triton_here" = true ]; then export POOLGPU_REQUIRE_TRITON="${POOLGPU_REQUIRE_TRITON:-1}"; fi
 fi
 cd "$ROOT"
 exec python -m pytest "$@"

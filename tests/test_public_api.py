@@ -1,10 +1,10 @@
 """The public API is documented and typed: every public module lists its names in
 ``__all__``; every public function, class, method and property of ``poolgpu``,
-``poolgpu.onnx``, ``poolgpu.arguments``, ``poolgpu.interop`` and ``poolgpu.torch`` has a
-docstring, with a NumPy-style Parameters section where it takes parameters, and an
-annotation on every parameter (the package ships ``py.typed``); and every name of
-``poolgpu``'s, ``poolgpu.onnx``'s and ``poolgpu.torch``'s ``__all__`` appears in
-docs/api.md."""
+``poolgpu.onnx``, ``poolgpu.arguments``, ``poolgpu.interop``, ``poolgpu.torch`` and
+``poolgpu.torch.nn`` has a docstring, with a NumPy-style Parameters section where it takes
+parameters, and an annotation on every parameter (the package ships ``py.typed``); and
+every name of ``poolgpu``'s, ``poolgpu.onnx``'s, ``poolgpu.torch``'s and
+``poolgpu.torch.nn``'s ``__all__`` appears in docs/api.md."""
 
 import enum
 import importlib
@@ -20,14 +20,14 @@ import poolgpu
 ROOT = Path(__file__).resolve().parents[1]
 API_MD = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
 
-DOCUMENTED = ["poolgpu", "poolgpu.onnx", "poolgpu.arguments", "poolgpu.interop", "poolgpu.torch"]
-IN_API_MD = ["poolgpu", "poolgpu.onnx", "poolgpu.torch", "poolgpu.arguments", "poolgpu.interop"]
+DOCUMENTED = ["poolgpu", "poolgpu.onnx", "poolgpu.arguments", "poolgpu.interop", "poolgpu.torch", "poolgpu.torch.nn"]
+IN_API_MD = ["poolgpu", "poolgpu.onnx", "poolgpu.torch", "poolgpu.torch.nn", "poolgpu.arguments", "poolgpu.interop"]
 # Subpackages whose modules are the kernel layer's internals (no public names of their own).
 NOT_PUBLIC = ("poolgpu.kernels",)
 
 
 def _module(name):
-    if name == "poolgpu.torch":
+    if name.startswith("poolgpu.torch"):
         pytest.importorskip("torch")
     return importlib.import_module(name)
 

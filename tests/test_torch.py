@@ -2,11 +2,11 @@
 
 - PyTorch's own samples, called unchanged: every OpInfo sample of
   ``nn.functional.{max_pool, avg_pool, adaptive_max_pool, adaptive_avg_pool, max_unpool}{1,2,3}d``
-  (``torch.testing._internal.common_methods_invocations.op_db``) and every ModuleInfo sample
-  of ``nn.LPPool{1,2,3}d`` (``common_modules.module_db``), compared with
-  ``torch.nn.functional``: maxima and indices exactly, averages and Lp within float32
-  rounding.  By default a deterministic subset (every STRIDE-th sample, at most LIMIT per
-  operator); ``POOLGPU_TORCH_ALL=1`` runs all of them.  The internal modules are imported
+  (``torch.testing._internal.common_methods_invocations.op_db``), compared with
+  ``torch.nn.functional``: maxima and indices exactly, averages within float32 rounding
+  (the modules' ModuleInfo samples, Lp's among them: test_torch_nn.py).  By default a
+  deterministic subset (every STRIDE-th sample, at most LIMIT per operator);
+  ``POOLGPU_TORCH_ALL=1`` runs all of them.  The internal modules are imported
   once, lazily (they take seconds).
 - Gradients against PyTorch's, bit-identical run to run; round trips pool -> unpool.
 - Argument rules (PyTorch's checks), types, kinds in and out.
@@ -66,16 +66,6 @@ def op_samples(name):
     return _SAMPLES[name]
 
 
-def module_samples(dims):
-    key = f"LPPool{dims}d"
-    if key not in _SAMPLES:
-        _, module_db = _internal()
-        (info,) = [m for m in module_db if m.module_cls.__name__ == key]
-        inputs = info.module_inputs_func(info, device="cpu", dtype=torch.float32, requires_grad=False, training=False)
-        _SAMPLES[key] = [(info.module_cls, m) for m in inputs]
-    return _SAMPLES[key]
-
-
 def _close(got, want):
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6, equal_nan=True)
 
@@ -95,25 +85,6 @@ def test_pytorch_opinfo_samples(device, name):
                 assert torch.equal(g, w), (variant, sample)
             else:
                 _close(g, w)
-
-
-@pytest.mark.parametrize("dims", [1, 2, 3])
-def test_pytorch_lppool_module_samples(device, dims):
-    for cls, sample in module_samples(dims):
-        args, kwargs = sample.constructor_input.args, sample.constructor_input.kwargs
-        (x,) = sample.forward_input.args
-        want = cls(*args, **kwargs)(x)
-        got = getattr(pgt, f"lp_pool{dims}d")(x, *args, **kwargs, device=device)
-        # PyTorch's result is promised for non-negative inputs or even integer norm_type;
-        # elsewhere (x ** 1.5 of a negative x) PyTorch gives NaN, poolgpu pools |x|.
-        p = args[0]
-        if p % 2 == 0 or bool((x >= 0).all()):
-            _close(got, want)
-        else:
-            keep = ~torch.isnan(want)
-            _close(got[keep], want[keep])
-            _close(getattr(pgt, f"lp_pool{dims}d")(x.abs(), *args, **kwargs, device=device),
-                   cls(*args, **kwargs)(x.abs()))
 
 
 # -- kinds, types, shapes ----------------------------------------------------------------------
@@ -384,12 +355,14 @@ def test_max_unpool_gradient_with_repeated_indices_goes_to_the_element_that_land
     assert torch.equal(yg.grad.flatten(), want)
 
 
-@pytest.mark.parametrize("call", [lambda x, d: pgt.lp_pool2d(x, 2, 2, device=d),
-                                  lambda x, d: pgt.roi_pool(x, torch.tensor([[0, 0, 0, 3, 3.0]]), 2, device=d)])
-def test_lp_and_roi_backward_raise(device, call):
+@pytest.mark.parametrize("call, where", [
+    (lambda x, d: pgt.lp_pool2d(x, 2, 2, device=d), "torch.nn.functional.lp_pool2d's"),
+    (lambda x, d: pgt.roi_pool(x, torch.tensor([[0, 0, 0, 3, 3.0]]), 2, device=d), "torchvision.ops.roi_pool's")])
+def test_lp_and_roi_backward_raise_naming_what_differentiates(device, call, where):
     x = torch.rand(1, 2, 6, 6, requires_grad=True)
     y = call(x, device)
     assert y.requires_grad
-    with pytest.raises(RuntimeError, match="no backward"):
+    with pytest.raises(RuntimeError, match="no backward") as e:
         y.sum().backward()
+    assert where in str(e.value)
 

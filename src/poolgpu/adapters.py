@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
+import importlib.util
+import os
+import sys
+import threading
 from typing import Optional
 
 import wgpu
@@ -42,7 +47,47 @@ def _describe(adapter) -> dict:
     }
 
 
+_triton_checked = False
+_triton_lock = threading.Lock()  # a thread listing adapters waits until Triton's library is in
+# Mesa's drivers and the LLVM they load, as /proc/self/maps names them
+_MESA_LIBRARIES = ("libLLVM", "libvulkan_lvp", "libgallium", "_dri.so")
+
+
+def _load_triton_first() -> None:
+    """Load Triton's LLVM (``libtriton.so``) before any adapter is opened, where Triton is
+    installed (PyPI's CUDA torch brings it; torch.compile imports it).
+
+    A Mesa driver (lavapipe, llvmpipe) loads its own LLVM when wgpu lists adapters;
+    loading Triton's after it crashes the process in Triton's static initialisers, while
+    the other order works.  Loading the library is enough (about 40 ms and 80 MB, once per
+    process); Triton's Python package imports it later as usual.  Where a Mesa driver is
+    already loaded (the program opened an adapter itself), loading Triton would crash:
+    nothing is loaded then."""
+    global _triton_checked
+    with _triton_lock:
+        if _triton_checked or not sys.platform.startswith("linux"):
+            return
+        _triton_checked = True
+        try:
+            spec = importlib.util.find_spec("triton")
+        except (ImportError, ValueError):
+            return
+        folders = (spec.submodule_search_locations or []) if spec is not None else []
+        libraries = [p for p in (os.path.join(f, "_C", "libtriton.so") for f in folders) if os.path.exists(p)]
+        if not libraries:
+            return
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            loaded = maps.read()
+        if any(name in loaded for name in _MESA_LIBRARIES):
+            return
+        try:
+            ctypes.CDLL(libraries[0])
+        except OSError:  # a broken install: Triton fails by itself, as it would without poolgpu
+            pass
+
+
 def _enumerate():
+    _load_triton_first()
     try:
         return list(wgpu.gpu.enumerate_adapters_sync())
     except Exception as exc:  # no loader, no driver, broken install

@@ -14,6 +14,13 @@ import: ``F.max_pool2d(x, 3, 2, 1)`` becomes ``pgt.max_pool2d(x, 3, 2, 1)``.
 - Autograd: where the input requires grad, the max, average, adaptive and unpooling
   functions are differentiable through poolgpu's deterministic gradient kernels; the
   backward of ``lp_pool*`` and ``roi_pool`` raises.
+- PyTorch's graph tools: each function is a custom operator, ``torch.ops.poolgpu.<name>``
+  (``max_pool2d_with_indices`` and ``adaptive_max_pool2d_with_indices`` where indices are
+  returned), with a fake implementation and its autograd formula, so that
+  ``torch.compile(fullgraph=True)``, ``torch.export``, ``torch.jit.trace``, meta tensors,
+  ``torch.func.grad`` and ``torch.func.vmap`` work.
+- Modules: :mod:`poolgpu.torch.nn` has torch.nn's pooling modules; :func:`convert` puts
+  them into a model in place of torch's.
 - Arguments as PyTorch takes them (bools only ``True``/``False``; sizes ints, NumPy ints or
   tuples and lists of them).  Invalid arguments raise ``pg.ValidationError`` naming the
   PyTorch argument, where PyTorch raises; values PyTorch takes without a meaning (a
@@ -29,10 +36,12 @@ from .pooling import (avg_pool1d, avg_pool2d, avg_pool3d, lp_pool1d, lp_pool2d, 
                       max_pool3d)
 from .roi import roi_pool
 from .unpool import max_unpool1d, max_unpool2d, max_unpool3d
+from . import nn
+from .nn import convert
 
 __all__ = [
     "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
     "lp_pool1d", "lp_pool2d", "lp_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
-    "max_unpool1d", "max_unpool2d", "max_unpool3d", "roi_pool",
+    "max_unpool1d", "max_unpool2d", "max_unpool3d", "roi_pool", "convert",
 ]

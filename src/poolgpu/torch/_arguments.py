@@ -17,7 +17,6 @@ import torch
 
 from ..arguments import COORDINATE_MAX, flag, integer, is_integer, per_dimension, shown
 from ..errors import ValidationError
-from ._call import Call
 
 
 def checked(function: str, check: Callable, *args, **kwargs):
@@ -107,12 +106,13 @@ def geometry(function: str, spatial: tuple, kernel: tuple, stride: tuple, paddin
     return fields, tuple(out)
 
 
-def window(call: Call, dims: int, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: Any,
-           check_input_size: bool = False, kernel: Optional[tuple] = None) -> tuple:
-    """The checked window arguments of a fixed-window pooling: (window fields, output
-    spatial sizes).  ``kernel``: ``kernel_size`` already read."""
-    f = call.function
+def window_args(dims: int, function: str, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+                ceil_mode: Any, kernel: Optional[tuple] = None) -> tuple:
+    """The checked window arguments of a fixed-window pooling, as the custom operators take
+    them: (kernel_size, stride, padding, dilation, ceil_mode).  ``kernel``: ``kernel_size``
+    already read."""
+    f = function
     kernel = kernel or sizes_arg(kernel_size, dims, "kernel_size", f)
     strides = kernel if no_stride(stride) else sizes_arg(stride, dims, "stride", f)
-    return geometry(f, call.sizes[2:], kernel, strides, sizes_arg(padding, dims, "padding", f, minimum=0),
-                    sizes_arg(dilation, dims, "dilation", f), boolean(ceil_mode, "ceil_mode", f), check_input_size)
+    return (kernel, strides, sizes_arg(padding, dims, "padding", f, minimum=0),
+            sizes_arg(dilation, dims, "dilation", f), boolean(ceil_mode, "ceil_mode", f))

@@ -15,35 +15,42 @@ from ..dtypes import DataType
 from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
 from ._arguments import checked, sizes_arg
-from ._call import FLOATS, Call, Input, Output, Size, empty_result
+from ._call import FLOATS, Call, Input, Output, Plan, Size, no_gradient
+from ._ops import define_family, dispatch
 
 __all__ = ["roi_pool"]
 
 
-def _boxes_array(boxes) -> np.ndarray:
-    """torchvision's boxes, a (K, 5) tensor or a list of (L, 4) tensors (one per image),
-    as a (K, 5) float32 array of [batch, x1, y1, x2, y2]."""
+def _host(b) -> np.ndarray:
+    if isinstance(b, torch.Tensor):
+        b = b.detach().cpu()
+        return (b.float() if b.dtype == torch.bfloat16 else b).numpy()
+    return b.numpy() if isinstance(b, Tensor) else array(b, "boxes", ranks=None, typed=False, empty=True)
 
-    def host(b) -> np.ndarray:
-        if isinstance(b, torch.Tensor):
-            b = b.detach().cpu()
-            b = b.float() if b.dtype == torch.bfloat16 else b
-            return b.numpy()
-        return b.numpy() if isinstance(b, Tensor) else array(b, "boxes", ranks=None, typed=False, empty=True)
 
+def _boxes_arg(boxes, input):
+    """torchvision's boxes, a (K, 5) tensor or a list of (L, 4) tensors (one per image), as
+    one (K, 5) of [batch, x1, y1, x2, y2]: a torch tensor for a torch input (the operator's
+    argument, joined as torchvision joins a list), else a float32 array."""
     if isinstance(boxes, (list, tuple)):
-        parts = []
-        for i, b in enumerate(boxes):
-            b = host(b)
+        parts = [b if isinstance(b, torch.Tensor) else _host(b) for b in boxes]
+        for b in parts:
             if b.ndim != 2 or b.shape[1] != 4:
-                raise ValidationError("boxes", f"roi_pool: each tensor of a list of boxes is (L, 4), got {b.shape}")
-            parts.append(np.concatenate([np.full((len(b), 1), i, np.float32), b.astype(np.float32)], axis=1))
-        return np.concatenate(parts) if parts else np.zeros((0, 5), np.float32)
-    rois = host(boxes)
-    if rois.ndim != 2 or rois.shape[1] != 5:
+                raise ValidationError("boxes", f"roi_pool: each tensor of a list of boxes is (L, 4), "
+                                               f"got {tuple(b.shape)}")
+        if isinstance(input, torch.Tensor) and all(isinstance(b, torch.Tensor) for b in parts) and parts:
+            return torch.cat([torch.cat([torch.full_like(b[:, :1], i), b], dim=1) for i, b in enumerate(parts)])
+        parts = [np.concatenate([np.full((len(b), 1), i, np.float32), _host(b).astype(np.float32)], axis=1)
+                 for i, b in enumerate(parts)]
+        boxes = np.concatenate(parts) if parts else np.zeros((0, 5), np.float32)
+    elif not isinstance(boxes, torch.Tensor):
+        boxes = _host(boxes)
+    if boxes.ndim != 2 or boxes.shape[1] != 5:
         raise ValidationError("boxes", f"roi_pool: expected a (K, 5) tensor of [batch, x1, y1, x2, y2] or a list of "
-                                       f"(L, 4) tensors, got shape {rois.shape}")
-    return rois.astype(np.float32)
+                                       f"(L, 4) tensors, got shape {tuple(boxes.shape)}")
+    if isinstance(input, torch.Tensor) and not isinstance(boxes, torch.Tensor):
+        return torch.from_numpy(np.ascontiguousarray(boxes, np.float32))
+    return boxes
 
 
 def _round_half_away(v: np.ndarray) -> np.ndarray:
@@ -86,7 +93,8 @@ def roi_pool(input: Input, boxes: Union[Input, Sequence[Input]], output_size: Si
     spatial_scale : float, default 1.0
         Scales the box corners to the input's coordinates.
     device : pg.Device, optional, keyword-only
-        Where to run: default the pg.Tensor input's device, else ``pg.default_device()``.
+        Where to run: default the pg.Tensor input's device, else ``pg.default_device()``.  Results
+        come back on the input's own torch device (CPU, CUDA, ...).
 
     Returns
     -------
@@ -97,29 +105,33 @@ def roi_pool(input: Input, boxes: Union[Input, Sequence[Input]], output_size: Si
     ------
     pg.ValidationError
         For boxes of a wrong shape or a batch index outside the input, a non-positive
-        ``output_size``, a ``spatial_scale`` that is no finite number, and a data type poolgpu lacks.
+        ``output_size``, a ``spatial_scale`` that is no finite number, a ``device`` that is
+        not a pg.Device, and a data type poolgpu lacks.
     """
-    call = Call(input, "roi_pool", 2, FLOATS, device, ranks=(4,))
+    f = "roi_pool"
+    return dispatch(f, input, _boxes_arg(boxes, input), list(sizes_arg(output_size, 2, "output_size", f)),
+                    float(checked(f, number, spatial_scale, "spatial_scale")), device=device)
+
+
+def _plan(function, input, boxes, output_size, spatial_scale, *, device):
+    call = Call(input, function, 2, FLOATS, device, ranks=(4,))
     call.require_nonzero()
-    pooled_h, pooled_w = sizes_arg(output_size, 2, "output_size", "roi_pool")
-    spatial_scale = checked("roi_pool", number, spatial_scale, "spatial_scale")
-    rois = _boxes_array(boxes)
+    pooled_h, pooled_w = output_size
     n, c, height, width = call.sizes
-    count = len(rois)
-    with np.errstate(all="ignore"):
-        batch = np.trunc(rois[:, 0].astype(np.float64))
-        scaled = rois[:, 1:] * np.float32(spatial_scale)  # float32 products, as torchvision's
-        finite = np.isfinite(scaled).all(axis=1) & np.isfinite(batch)
-    if not ((batch >= 0) & (batch < n) | ~np.isfinite(batch)).all():
-        raise ValidationError("boxes", f"roi_pool: a box's batch index is outside the input's {n} images")
-    corners = np.clip(np.nan_to_num(_round_half_away(scaled)), -2**40, 2**40).astype(np.int64)
-    h_lo, h_hi = _bins(corners[:, 1], corners[:, 3], pooled_h, height)
-    w_lo, w_hi = _bins(corners[:, 0], corners[:, 2], pooled_w, width)
+    count = boxes.shape[0]
     out_sizes = (count, c, pooled_h, pooled_w)
 
     def forward():
-        if count == 0 or n == 0:
-            return (empty_result(out_sizes, call.dtype),)
+        rois = _host(boxes).astype(np.float32)
+        with np.errstate(all="ignore"):
+            batch = np.trunc(rois[:, 0].astype(np.float64))
+            scaled = rois[:, 1:] * np.float32(spatial_scale)  # float32 products, as torchvision's
+            finite = np.isfinite(scaled).all(axis=1) & np.isfinite(batch)
+        if not ((batch >= 0) & (batch < n) | ~np.isfinite(batch)).all():
+            raise ValidationError("boxes", f"roi_pool: a box's batch index is outside the input's {n} images")
+        corners = np.clip(np.nan_to_num(_round_half_away(scaled)), -2**40, 2**40).astype(np.int64)
+        h_lo, h_hi = _bins(corners[:, 1], corners[:, 3], pooled_h, height)
+        w_lo, w_hi = _bins(corners[:, 0], corners[:, 2], pooled_w, width)
         # One ROI per bin, its corners the bin's inclusive ends at scale 1, so DirectML's
         # arithmetic gives torchvision's bins exactly; an empty bin (or a box with a
         # non-finite value) gets an invalid batch, which pools nothing and gives 0.
@@ -146,4 +158,8 @@ def roi_pool(input: Input, boxes: Union[Input, Sequence[Input]], output_size: Si
             return (y.numpy().astype(call.dtype),)
         return (y,)
 
-    return call.run(forward, None, "torchvision's roi_pool backward is not implemented here")[0]
+    return Plan(call, ((out_sizes, call.dtype),), forward)
+
+
+define_family("roi_pool", "Tensor input, Tensor boxes, int[] output_size, float spatial_scale, int? device_key", _plan,
+              no_gradient("torchvision.ops"), one_form=True)

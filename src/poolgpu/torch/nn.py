@@ -1,0 +1,258 @@
+"""``torch.nn``'s pooling modules on poolgpu: ``poolgpu.torch.nn.MaxPool2d`` and the rest,
+and :func:`convert`, which puts them into a model in place of torch's.
+
+Each module is a subclass of torch's (``isinstance(m, torch.nn.MaxPool2d)`` holds) with its
+constructor arguments, defaults, attributes and ``repr``, and a keyword-only ``device=`` (a
+pg.Device; also an attribute, settable); its ``forward`` calls the poolgpu.torch function.
+
+``FractionalMaxPool2d`` and ``FractionalMaxPool3d`` are not here: poolgpu has no fractional
+pooling kernel yet, and :func:`convert` leaves torch's in place.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from typing import Any, Dict, Optional, Sequence
+
+import torch
+
+from ..device import Device
+from . import adaptive, pooling, unpool
+from ._call import Input, Output, Result, checked_device
+from ._forms import DEVICE, fields
+
+__all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+           "LPPool1d", "LPPool2d", "LPPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
+           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+           "convert"]
+
+
+class _Pooling:
+    """What every poolgpu pooling module adds to torch's: ``device``, and a ``forward`` that
+    calls ``_function`` with the module's ``_arguments`` (attribute names, in the function's
+    order)."""
+
+    _function: Any
+    _arguments: tuple
+
+    def __init__(self, *args: Any, device: Optional[Device] = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.device = device
+
+    @property
+    def device(self) -> Optional[Device]:
+        """The pg.Device the module computes on; None: ``pg.default_device()`` (or a
+        pg.Tensor input's device).  Results come back on the input's own torch device."""
+        return self._poolgpu_device
+
+    @device.setter
+    def device(self, device: Optional[Device]) -> None:
+        self._poolgpu_device = checked_device(device, type(self).__name__)
+
+    def extra_repr(self) -> str:
+        """torch's ``extra_repr``, and the device where one is set."""
+        text = super().extra_repr()
+        return text if self.device is None else f"{text}, device={self.device!r}"
+
+    def __deepcopy__(self, memo: dict) -> "_Pooling":
+        # a copy (e.g. of a whole model) shares the pg.Device: a GPU device is not copied
+        if self.device is not None:
+            memo[id(self.device)] = self.device
+        clone = type(self).__new__(type(self))
+        memo[id(self)] = clone
+        clone.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return clone
+
+
+class _Pool(_Pooling):
+    def forward(self, input: Input) -> Result:
+        """The pooling of ``input``, as torch's module's (see the class).
+
+        Parameters
+        ----------
+        input : torch.Tensor, numpy.ndarray or pg.Tensor
+            As the poolgpu.torch function takes it.
+
+        Returns
+        -------
+        output, or (output, indices) where the module returns indices
+        """
+        return self._function(input, *(getattr(self, name) for name in self._arguments), device=self.device)
+
+
+class _Unpool(_Pooling):
+    def forward(self, input: Input, indices: Input, output_size: Optional[Sequence[int]] = None) -> Output:
+        """The unpooling of ``input`` at ``indices``, as torch's ``MaxUnpool``'s.
+
+        Parameters
+        ----------
+        input : torch.Tensor, numpy.ndarray or pg.Tensor
+            The pooled values.
+        indices : torch.Tensor, numpy.ndarray or pg.Tensor
+            Their int64 positions, as ``MaxPool`` returns them.
+        output_size : tuple of int, optional
+            The output's spatial size or whole shape; None: the default.
+
+        Returns
+        -------
+        output
+        """
+        return self._function(input, indices, self.kernel_size, self.stride, self.padding, output_size,
+                              device=self.device)
+
+
+_MODULES: Dict[type, type] = {}  # torch's class -> poolgpu's
+
+
+def _forms(name: str, base: type, function: str, arguments: Sequence[tuple], doc: str, module,
+           **each: tuple) -> tuple:
+    """``name`` 1d, 2d and 3d: subclasses of ``base`` and of torch's classes, calling
+    ``module.<function>{d}d`` with ``arguments[d - 1]``; ``doc`` their docstring, with
+    ``each``'s words (one per form)."""
+    classes = []
+    for dims in (1, 2, 3):
+        torch_class = getattr(torch.nn, f"{name}{dims}d")
+        signature = inspect.signature(torch_class)
+        device = inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY, default=None,
+                                   annotation=Optional[Device])
+        cls = type(f"{name}{dims}d", (base, torch_class), {
+            "__doc__": doc.format(name=f"{name}{dims}d", **fields(dims), **{k: v[dims - 1] for k, v in each.items()}),
+            "__module__": __name__,
+            "__signature__": signature.replace(parameters=[*signature.parameters.values(), device]),
+            "_function": staticmethod(getattr(module, f"{function}{dims}d")),
+            "_arguments": arguments[dims - 1],
+        })
+        _MODULES[torch_class] = cls
+        classes.append(cls)
+    return tuple(classes)
+
+
+_SEE = "Pooling as ``torch.nn.{name}`` (same arguments, defaults, attributes and ``repr``), on poolgpu."
+_INPUT = """
+Takes and gives what :func:`poolgpu.torch.{function}` does: a torch.Tensor, a NumPy array or
+a pg.Tensor, {shape}.
+
+Parameters
+----------
+"""
+_REST = """{device}
+"""
+_WINDOW = """kernel_size : int or tuple of int
+    The window: {sizes}.
+stride : int or tuple of int, optional
+    The window's step; None (default): ``kernel_size``.
+"""
+
+MaxPool1d, MaxPool2d, MaxPool3d = _forms("MaxPool", _Pool, "max_pool", [(
+    "kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")] * 3,
+    _SEE + _INPUT.replace("{function}", "max_pool{d}d") + _WINDOW + """padding : int or tuple of int, default 0
+    Implicit -inf padding on both sides, at most half of ``kernel_size``.
+dilation : int or tuple of int, default 1
+    The spacing of the window's elements.
+return_indices : bool, default False
+    Also return the maxima's int64 positions (what ``MaxUnpool{d}d`` takes).
+ceil_mode : bool, default False
+    Round the output size up.
+""" + _REST, pooling)
+
+_DIVISOR = """
+divisor_override : int, optional
+    If given, every window's sum is divided by it (any int but 0)."""
+_AVG = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad")
+AvgPool1d, AvgPool2d, AvgPool3d = _forms("AvgPool", _Pool, "avg_pool", [
+    _AVG, _AVG + ("divisor_override",), _AVG + ("divisor_override",)],
+    _SEE + _INPUT.replace("{function}", "avg_pool{d}d") + _WINDOW + """padding : int or tuple of int, default 0
+    Implicit zero padding on both sides, at most half of ``kernel_size``.
+ceil_mode : bool, default False
+    Round the output size up.
+count_include_pad : bool, default True
+    Divide by the window clipped to the padded input; False: by the input elements covered.{divisor}
+""" + _REST, pooling, divisor=("", _DIVISOR, _DIVISOR))
+
+LPPool1d, LPPool2d, LPPool3d = _forms("LPPool", _Pool, "lp_pool", [
+    ("norm_type", "kernel_size", "stride", "ceil_mode")] * 3,
+    _SEE + _INPUT.replace("{function}", "lp_pool{d}d") + """norm_type : float
+    ``p``, from 1 to 64, or ``math.inf``.
+""" + _WINDOW + """ceil_mode : bool, default False
+    Round the output size up.
+""" + _REST, pooling)
+
+AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d = _forms("AdaptiveMaxPool", _Pool, "adaptive_max_pool", [
+    ("output_size", "return_indices")] * 3,
+    _SEE + _INPUT.replace("{function}", "adaptive_max_pool{d}d") + """output_size : int or tuple of (int or None)
+    The output's spatial size: {output_size}.
+return_indices : bool, default False
+    Also return the maxima's int64 positions.
+""" + _REST, adaptive)
+
+AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d = _forms("AdaptiveAvgPool", _Pool, "adaptive_avg_pool", [
+    ("output_size",)] * 3,
+    _SEE + _INPUT.replace("{function}", "adaptive_avg_pool{d}d") + """output_size : int or tuple of (int or None)
+    The output's spatial size: {output_size}.
+""" + _REST, adaptive)
+
+MaxUnpool1d, MaxUnpool2d, MaxUnpool3d = _forms("MaxUnpool", _Unpool, "max_unpool", [()] * 3,
+    _SEE + _INPUT.replace("{function}", "max_unpool{d}d") + """kernel_size : int or tuple of int
+    The pooling's window.
+stride : int or tuple of int, optional
+    The pooling's step; None (default): ``kernel_size``.
+padding : int or tuple of int, default 0
+    The pooling's padding.
+""" + _REST, unpool)
+
+# torch.nn.FractionalMaxPool2d and 3d: no poolgpu form yet (poolgpu has no fractional
+# pooling kernel); convert() leaves them as they are.
+
+
+def convert(model: torch.nn.Module, device: Optional[Device] = None) -> torch.nn.Module:
+    """Put poolgpu's pooling modules in place of torch's in ``model``: porting a model in one line.
+
+    Every module of exactly one of torch's pooling classes (``torch.nn.MaxPool2d``, ...; not a
+    subclass of one, whose ``forward`` may differ) becomes poolgpu's, with the same
+    attributes (and hooks); a poolgpu pooling module already there gets ``device`` where one
+    is given.  ``FractionalMaxPool2d/3d`` stay torch's.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Changed in place (its pooling children replaced).
+    device : pg.Device, optional
+        Where the modules compute; None: ``pg.default_device()``.
+
+    Returns
+    -------
+    torch.nn.Module
+        ``model``; where ``model`` itself is one of torch's pooling modules, its poolgpu
+        replacement (a module cannot replace itself).
+
+    Raises
+    ------
+    pg.ValidationError
+        ``device`` is not a pg.Device.
+    """
+    device = checked_device(device, "convert")
+    replaced: Dict[int, torch.nn.Module] = {}  # a module used twice is replaced by one
+
+    def replacement(module: torch.nn.Module) -> Optional[torch.nn.Module]:
+        cls = _MODULES.get(type(module))
+        if cls is None:
+            if isinstance(module, _Pooling) and device is not None:
+                module.device = device
+            return None
+        if id(module) not in replaced:
+            new = cls.__new__(cls)
+            new.__dict__.update(vars(module))
+            new.device = device
+            replaced[id(module)] = new
+        return replaced[id(module)]
+
+    top = replacement(model)
+    if top is not None:
+        return top
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            new = replacement(child)
+            if new is not None:
+                setattr(parent, name, new)
+    return model
