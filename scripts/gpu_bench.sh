@@ -25,9 +25,9 @@ shift || true
 if [ -n "$DRY_RUN" ]; then
   # The same steps on tiny sizes, a few cases, and PyTorch's CPU build in place of CUDA
   # (torch.compile by dynamo alone: inductor's C++ would take minutes here).
-  : "${POOLGPU_GPU_SESSION_BENCH_ARGS=--tiny --cases A,C --ops max,max_idx,max_bwd --reps 2 --budget 0}"
-  : "${POOLGPU_GPU_SESSION_SWEEP_ARGS=--tiny --cases G,A --ops max --rounds 2}"
-  : "${POOLGPU_GPU_SESSION_TESTS=tests/test_bench.py -q -p no:cacheprovider -k expected_copy}"
+  : "${POOLGPU_GPU_SESSION_BENCH_ARGS=--tiny --cases A --ops max_bwd --reps 2 --budget 0}"
+  : "${POOLGPU_GPU_SESSION_SWEEP_ARGS=--tiny --cases G --ops max --rounds 2}"
+  : "${POOLGPU_GPU_SESSION_TESTS=tests/test_bench.py -q -p no:cacheprovider -k expected_words}"
   : "${POOLGPU_GPU_SESSION_S:=150}" "${POOLGPU_GPU_BENCH_S:=90}" "${POOLGPU_GPU_SWEEP_S:=40}"
   export POOLGPU_BENCH_TORCH_DEVICE=cpu POOLGPU_BENCH_TORCH_COMPILE_BACKEND=eager
 fi

@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench import cases, ratios, run, variants  # noqa: E402
+from bench.check import check  # noqa: E402
 from bench.roofline import CONFIGS, CopyDesc, Roofline, checked_words, expected_words  # noqa: E402
 from bench.timing import GpuTimer  # noqa: E402
 from helpers import tuned_for  # noqa: E402
@@ -207,8 +208,9 @@ def test_copy_descriptions_are_validated():
         CopyDesc(good, small, 64, 17)
 
 
-def test_a_peer_in_a_worker_process_answers_checked_results(tmp_path):
+def test_a_peer_in_a_worker_process_answers_checked_results_and_is_sent_each_input_once(tmp_path, monkeypatch):
     pytest.importorskip("torch")
+    from bench import peers
     from bench.peers import Worker, _Remote
 
     data = cases.Data(cases.CASES["A"], "float32", tiny=True, seed=0)
@@ -220,11 +222,20 @@ def test_a_peer_in_a_worker_process_answers_checked_results(tmp_path):
         remote._call(command="prepare", arguments=dict(spec=problem.spec, inputs=problem.inputs, layout="nhwc"))
         assert remote.seconds() > 0
         outputs = remote.outputs()
-        from bench.check import check
-
         assert check(outputs, problem) == ""
+        # the same input again goes as its token: the worker holds it
+        sent = []
+        real_send = peers.send_frame
+        monkeypatch.setattr(peers, "send_frame", lambda stream, message: (sent.append(message), real_send(stream, message)))
+        avg = cases.build("avg", data)
+        remote._call(command="prepare", arguments=dict(spec=avg.spec, inputs=avg.inputs, layout="nchw"))
+        assert sent[-1]["arguments"]["inputs"]["x"] == {"cached": next(iter(worker.held))} and len(worker.held) == 1
+        assert check(remote.outputs(), avg) == ""
         reply = worker.call(command="prepare", arguments=dict(spec=dict(problem.spec, op="roi"), inputs={}, layout="nchw"))
         assert reply["status"] == "unsupported" and "torchvision" in reply["reason"]
+        worker.stop()
+        worker.call(command="prepare", arguments=dict(spec=avg.spec, inputs=avg.inputs, layout="nchw"))  # restarted
+        assert isinstance(sent[-1]["arguments"]["inputs"]["x"], np.ndarray)  # sent again: the new worker holds nothing
     finally:
         worker.stop()
 
@@ -234,7 +245,6 @@ def test_in_process_peers_agree_with_the_reference_wherever_they_run(peer, modul
     pytest.importorskip(module)
     if peer.startswith("ort"):
         pytest.importorskip("onnx")  # the models are built with onnx.helper
-    from bench.check import check
     from bench.peer_base import Unsupported
     from bench.peers import discover
 
@@ -262,16 +272,74 @@ def test_kernel_variants_are_checked_then_timed_and_leave_the_tuning_as_it_was(d
         pytest.skip(f"{device.name} has no timestamp-query")
     real_check = variants.check
     # a variant whose result is wrong (here: said to be) is reported, never timed
-    monkeypatch.setattr(variants, "check", lambda outputs, problem: "wrong" if device.tuning.rows_per_invocation == 1
+    monkeypatch.setattr(variants, "check", lambda outputs, problem: "wrong" if device.tuning.lines_workgroup == 256
                         else real_check(outputs, problem))
+    problem = cases.build("max_idx", cases.Data(cases.CASES["A"], "float16", True, 0).repeated(8))  # 16 planes
     with tuned_for(device, "gpu"):
-        results = variants.compare(device, "A", "float16", "max_idx", ["current", "out1+wg128", "rows2", "rows1"],
-                                   "nchw", rounds=2, tiny=True)
+        results = variants.compare_problem(device, problem, "nchw", ["current", "out1+wg128", "wg256", "out2"], rounds=2)
         assert device.tuning == pg.Tuning.for_gpu()
-    assert results.pop("rows1") == "check failed: wrong"
-    assert set(results) == {"copy", "current", "out1+wg128", "rows2"}
+    assert results.pop("wg256") == "check failed: wrong"
+    # a variant compiling to the kernels of one before it is not run again (the GPU preset has two outputs)
+    assert results.pop("out2") == "same kernels as current"
+    assert set(results) == {"copy", "current", "out1+wg128"}
     assert all(isinstance(r, tuple) and 0 < r[0] <= r[1] for r in results.values())
     gpu = pg.Tuning.for_gpu()
     assert variants.variant("out1+wg128", gpu) == dataclasses.replace(gpu, outputs_per_invocation=1, lines_workgroup=128)
     with pytest.raises(SystemExit, match="unknown variant"):
         variants.variant("out2+nonsense", gpu)
+
+
+def test_scale_runs_the_gpu_cases_repeated_along_n_first_and_measures_the_ceiling(device, tmp_path):
+    code, results = _bench(device, tmp_path, "--scale", "--cases", "A,C,3D", "--ops", "max,max_fwd_bwd", "--no-ratios")
+    assert code == 0 and results["settings"]["scale"]
+    rows = results["rows"]
+    scaled = [r for r in rows if r.get("scaled")]
+    # the bandwidth rows first (A and 3D, not C), then the standard (latency) rows of every case
+    assert [(r["case"], r["op"]) for r in scaled] == [("A", "max"), ("A", "max_fwd_bwd"), ("3D", "max"), ("3D", "max_fwd_bwd")]
+    assert rows[:4] == scaled and {r["case"] for r in rows[4:]} == {"A", "C", "3D"}
+    for row in scaled:
+        standard = next(r for r in rows[4:] if (r["case"], r["op"]) == (row["case"], row["op"]))
+        assert row["status"] == "ok" and row["check"] == "ok" and row["batch"] == cases.SCALE_BATCH[row["case"]]
+        repeats = cases.SCALE_BATCH[row["case"]] // cases.CASES[row["case"]].sizes[0]
+        assert row["input_sizes"] == [standard["input_sizes"][0] * repeats] + standard["input_sizes"][1:]
+        assert row["read_bytes"] == repeats * standard["read_bytes"]
+    ceiling = results["ceiling"]
+    assert ceiling["bytes"] == 1 << 20 and ceiling["size_note"] == "--tiny"
+    for way in ("copy_kernel", "copy_buffer_to_buffer"):
+        assert ceiling[way]["status"] == "ok" and ceiling[way]["gb_per_s"] > 0, ceiling[way]
+        assert ceiling[way]["gb_per_s"] == pytest.approx(2 * (1 << 20) / (ceiling[way]["min_ms"] * 1e6))
+    assert ceiling["torch_clone"]["status"] == "unavailable"  # --no-peers
+    table = (tmp_path / "bench.md").read_text()
+    assert "| A N=8 | max |" in table and "| A | max |" in table and "copy_buffer_to_buffer" in table
+
+
+def test_repeated_data_holds_the_references_of_the_standard_data_repeated():
+    for name in cases.SCALE_BATCH:
+        base = cases.Data(cases.CASES[name], "float16", tiny=True, seed=3)
+        big = base.repeated(3)
+        for op in cases.CASES[name].ops:
+            problem = cases.build(op, big)
+            if problem is None:
+                continue
+            direct = cases._build(op, big)  # the reference run on the repeated input itself
+            assert check({k: v for k, (v, _) in problem.expected.items()}, direct) == "", (name, op)
+            assert problem.spec["x_sizes"][0] == 3 * base.sizes[0]
+        assert cases.build("max", big) is cases.build("max", big)  # built once per Data
+
+
+def test_a_deadline_leaves_the_rows_it_does_not_reach_as_not_run(device, tmp_path):
+    code, results = _bench(device, tmp_path, "--cases", "C", "--ops", "max,avg", "--deadline-s", "0")
+    assert code == 0
+    assert [r["status"] for r in results["rows"]] == ["not run", "not run"] and results["ratios"] == []
+    assert results["deadline"] == {"deadline_s": 0.0, "rows_not_run": 2}
+    assert "Not run: 2 rows" in (tmp_path / "bench.md").read_text()
+
+
+def test_every_row_is_written_as_it_is_measured(device, tmp_path, monkeypatch):
+    written = []
+    real = run.Bench.checkpoint
+    monkeypatch.setattr(run.Bench, "checkpoint", lambda self, results: (
+        real(self, results), written.append(json.loads(self.args.json.read_text()))))
+    _bench(device, tmp_path, "--cases", "C", "--ops", "max,avg", "--no-ratios")
+    assert [len(w["rows"]) for w in written] == [1, 2] and all(w["partial"] for w in written)
+    assert "partial" not in json.loads((tmp_path / "bench.json").read_text())
