@@ -108,3 +108,22 @@ def test_the_bench_runs_poolgpus_rows_again_on_the_dawn_peers_driver(tmp_path):
     head, body = report.same_driver_table(results)
     assert head[:5] == ["case", "operator", "poolgpu ms", "poolgpu on Mesa 25 ms", "its % of copy"] and len(body) == 2
     assert "Like with like" in (tmp_path / "bench.md").read_text()
+
+
+@pytest.mark.skipif(not list((peers.MESA_DIR / "root").rglob("libvulkan_radeon.so")) if peers.MESA_DIR.is_dir() else True,
+                    reason="no RADV in .cache/mesa25 (scripts/mesa25.sh)")
+def test_an_amd_compilers_statistics_of_each_kernel_without_the_gpu(tmp_path, capsys):
+    from bench import shader_stats
+
+    out = tmp_path / "stats.json"
+    assert shader_stats.main(["--cases", "B", "--ops", "max,max_fwd_bwd", "--tiny", "--json", str(out)]) == 0
+    results = json.loads(out.read_text())
+    assert results["compiler"].startswith("Null hardware (RADV NAVI21)") and results["tuned_for"] == "gpu"
+    kernels = [(e["op"], k["kernel"]) for e in results["entries"] for k in e["passes"]]
+    assert kernels == [("max", "max_pool.wgsl"), ("max_fwd_bwd", "max_pool.wgsl"),
+                       ("max_fwd_bwd", "max_pool_grad_disjoint_rows.wgsl")]  # what B's operators compile to on GPUs
+    for entry in results["entries"]:
+        for kernel in entry["passes"]:
+            assert set(shader_stats.COLUMNS) <= set(kernel["stats"]) and kernel["stats"]["Instructions"] > 0
+            assert kernel["constants"]["WG_X"] >= 1 and kernel["types"][0] == "FLOAT32"
+    assert "max_pool_grad_disjoint_rows" in capsys.readouterr().out
