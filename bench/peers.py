@@ -187,6 +187,22 @@ class Peer:
         if self.worker is not None:
             self.worker.stop()
 
+    def _start(self, worker: Worker, refused: str) -> dict | None:
+        """Start ``worker`` as this peer's: its greeting, with its version kept, or None with
+        ``status`` saying why not (``refused`` before the reason the worker gave)."""
+        self.worker = worker
+        try:
+            hello = worker.start()
+        except (OSError, WorkerError) as exc:
+            self.status = f"cannot start: {exc}"
+            return None
+        if hello["status"] != "ok":
+            self.status = refused + hello["reason"].removeprefix("RuntimeError: ")
+            worker.stop()
+            return None
+        self.version = hello["version"]
+        return hello
+
     def _remote(self, problem, layout, **arguments):
         remote = _Remote(self.worker)
         remote._call(command="prepare", arguments=dict(
@@ -246,18 +262,12 @@ class OrtWebGpuPeer(Peer):
             self.status = dawn_problem
             return
         self.driver = _private_driver(dawn_env)
-        self.worker = Worker("peer_ort", python, dict(os.environ, **dawn_env), log_dir / "peer-ort-webgpu.log")
-        try:
-            hello = self.worker.start()
-        except (OSError, WorkerError) as exc:
-            self.status = f"cannot start: {exc}"
-            return
-        if hello["status"] != "ok":
-            self.status = f"not installed ({hello['reason']})"
-        elif "WebGpuExecutionProvider" not in hello.get("providers", ()):
-            self.status = f"onnxruntime {hello['version']} has no WebGpuExecutionProvider"
-        else:
-            self.version = hello["version"]
+        hello = self._start(Worker("peer_ort", python, dict(os.environ, **dawn_env), log_dir / "peer-ort-webgpu.log"),
+                            "not installed: ")
+        if hello is not None and "WebGpuExecutionProvider" not in hello.get("providers", ()):
+            self.status = f"onnxruntime {self.version} has no WebGpuExecutionProvider"
+            self.version = None
+            self.worker.stop()
 
     def prepare(self, problem, layout):
         onnx_models, feeds, model = _onnx_for(problem)
@@ -290,13 +300,7 @@ class TinygradPeer(Peer):
         else:
             env = dict(os.environ, DEV="WEBGPU", WEBGPU_PATH=str(library), **dawn_env)
             self.driver = _private_driver(dawn_env)
-            self.worker = Worker("peer_tinygrad", sys.executable, env, log_dir / "peer-tinygrad.log")
-            try:
-                hello = self.worker.start()
-                self.status = None if hello["status"] == "ok" else f"cannot start ({hello['reason']})"
-                self.version = hello.get("version")
-            except (OSError, WorkerError) as exc:
-                self.status = f"cannot start: {exc}"
+            self._start(Worker("peer_tinygrad", sys.executable, env, log_dir / "peer-tinygrad.log"), "cannot start: ")
 
     def prepare(self, problem, layout):
         return self._remote(problem, layout)
@@ -312,17 +316,7 @@ class TorchCudaPeer(Peer):
             self.status = "not installed (torch)"
             return
         env = dict(os.environ, POOLGPU_BENCH_TORCH_COMPILE="1" if compiled else "0")
-        self.worker = Worker("peer_torch_cuda", sys.executable, env, log_dir / f"peer-{self.name}.log")
-        try:
-            hello = self.worker.start()
-        except (OSError, WorkerError) as exc:
-            self.status = f"cannot start: {exc}"
-            return
-        if hello["status"] == "ok":
-            self.version = hello["version"]
-        else:
-            self.status = "unavailable: " + hello["reason"].removeprefix("RuntimeError: ")
-            self.worker.stop()
+        self._start(Worker("peer_torch_cuda", sys.executable, env, log_dir / f"peer-{self.name}.log"), "unavailable: ")
 
     def prepare(self, problem, layout):
         return self._remote(problem, layout)
@@ -347,17 +341,8 @@ class PoolgpuMesaPeer(Peer):
                            "(scripts/mesa25.sh, under an older system Mesa)")
             return
         self.driver = _private_driver(dawn_env)
-        self.worker = Worker("peer_poolgpu", sys.executable, dict(os.environ, **dawn_env), log_dir / "peer-poolgpu-mesa25.log")
-        try:
-            hello = self.worker.start()
-        except (OSError, WorkerError) as exc:
-            self.status = f"cannot start: {exc}"
-            return
-        if hello["status"] == "ok":
-            self.version = hello["version"]
-        else:
-            self.status = f"cannot start ({hello['reason']})"
-            self.worker.stop()
+        self._start(Worker("peer_poolgpu", sys.executable, dict(os.environ, **dawn_env),
+                           log_dir / "peer-poolgpu-mesa25.log"), "cannot start: ")
 
     def prepare(self, problem, layout):
         return self._remote(problem, layout)
