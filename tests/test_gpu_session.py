@@ -96,9 +96,34 @@ def test_the_session_runs_end_to_end_and_leaves_what_comes_back(carried, tmp_pat
     assert "unpacks a libvulkan.so.1" in log and f"from {work}/site/poolgpu/" in log
 
 
-def test_the_suites_deselected_test_exists():
-    # the machine has no package index: the one test that needs one is left out by its id
+def test_what_the_suite_leaves_out_there_exists():
+    # the machine has no package index: the test that needs one is left out by its id, and this file
     script = SCRIPT.read_text()
     (test_id,) = re.findall(r"--deselect (\S+)\)", script)
     path, name = test_id.split("::")
     assert f"def {name}(" in (ROOT / path).read_text()
+    (ignored,) = re.findall(r"--ignore (\S+)", script)
+    assert (ROOT / ignored).resolve() == Path(__file__).resolve()
+
+
+# What such a machine allows (docs/performance-method.md, "On a GPU"): 15 minutes in all, its
+# start (about 4) included, one command of at most 10 minutes.
+LEASE_S, START_S, COMMAND_MAX_S = 15 * 60, 4 * 60, 10 * 60
+
+
+def test_the_documented_command_fits_a_lent_machine_with_time_for_a_shorter_second_try():
+    script, method = SCRIPT.read_text(), (ROOT / "docs" / "performance-method.md").read_text()
+    (session_s,) = map(int, re.findall(r'session_s="\$\{POOLGPU_GPU_SESSION_S:-(\d+)\}"', script))
+    section = method[method.index("## On a GPU"):]
+    assert "| command | `bash scripts/gpu_bench.sh session` |" in section
+    assert "| carried (ignored paths) | `bench/results/carry` |" in section
+    assert re.search(r"bench/results/carry\b", script) and "bench/results/" in (ROOT / ".gitignore").read_text()
+    limit_s, said_s = map(int, re.search(r"\| time limit \| (\d+) s \(the session stops itself at (\d+) s\) \|",
+                                         section).groups())
+    # each step stops itself, then is killed 15 s later: the limit leaves room for both steps' kills
+    assert said_s == session_s and session_s + 2 * 15 <= limit_s <= COMMAND_MAX_S
+    assert START_S + limit_s <= LEASE_S - 3 * 60  # a failure in the first minute leaves the command again
+    shorter_s, shorter_limit_s = map(int, re.search(
+        r"`POOLGPU_GPU_SESSION_S=(\d+) bash\s+scripts/gpu_bench.sh session` \(a limit of (\d+) s\)", section).groups())
+    assert shorter_s + 2 * 15 <= shorter_limit_s and START_S + 60 + START_S + shorter_limit_s <= LEASE_S - 60
+    assert f"{session_s * 3 // 5} s" in section and f"{session_s // 5} s" in section  # the steps' shares, as said
