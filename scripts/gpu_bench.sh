@@ -129,7 +129,8 @@ run_tests() {  # run_tests SECONDS ARGS...: the suite on the Vulkan adapter, sto
   # the subset named in POOLGPU_GPU_SESSION_TESTS (a dry run) in place of the whole suite
   local selection=("${TESTS_ARGS[@]}")
   [ -n "${POOLGPU_GPU_SESSION_TESTS:-}" ] && read -r -a selection <<<"$POOLGPU_GPU_SESSION_TESTS"
-  (cd "$ROOT" && POOLGPU_TEST_BACKENDS=vulkan timeout -s INT -k 15 "$seconds" \
+  # the Vulkan adapter alone, and required: without one every test would skip (whatever the caller required)
+  (cd "$ROOT" && POOLGPU_TEST_BACKENDS=vulkan POOLGPU_REQUIRE_BACKENDS=vulkan timeout -s INT -k 15 "$seconds" \
      "$PYTHON" -m pytest "${selection[@]}" "${parallel[@]}" "$@") 2>&1 | tee "$OUT/tests.log"
 }
 
