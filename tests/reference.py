@@ -232,7 +232,7 @@ def _max_over(x, windows):
     plane = int(np.prod(x.shape[2:], dtype=np.int64))
     base = _plane_base(n, c, plane, k)
     shape = (n, c) + windows.out_spatial
-    is_float = np.issubdtype(x.dtype, np.floating)
+    is_float = np.issubdtype(x.dtype, np.floating) or x.dtype.name == "bfloat16"   # (ml_dtypes': kind 'V')
 
     best = np.zeros(shape, dtype=x.dtype)
     best_idx = np.full(shape, -1, dtype=np.int64)
