@@ -145,7 +145,7 @@ def _described(case: Case):
         samples = pg.TensorDesc(sample_type, sizes[:2] + (d,))
 
         def uniform(rng):
-            return rng.random(samples.sizes).astype(np.float32).astype(sample_type.numpy) * np.float32(0.99)
+            return (rng.random(samples.sizes) * 0.99).astype(np.float32).astype(sample_type.numpy)
 
         if op == "fractional_max":
             indices = _desc(case.indices, out_sizes, case.out_layout) if case.indices else None
@@ -196,7 +196,7 @@ PINNED = (
          "cpu", 2),  # four channels per lane
     Case("max_grad", pg.DataType.FLOAT16, "aligned", 2, "packed", "packed", "gaps", None, "cpu", 3),  # dx in pairs
     Case("average_grad", pg.DataType.FLOAT32, "dense", 2, "packed", "packed", "packed", None, "split", 4),  # split gather
-    Case("max_grad", pg.DataType.FLOAT16, "aligned", 2, "packed", "packed", "packed", None, "cpu", 5),  # dx in pairs, dy in chunks
+    Case("max_grad", pg.DataType.FLOAT16, "aligned", 2, "broadcast", "packed", "packed", None, "cpu", 5),  # dy in chunks
     Case("fractional_max_grad", pg.DataType.BFLOAT16, "dense", 2, "packed", "packed", "packed", None, "split", 6),
     Case("fractional_max", pg.DataType.FLOAT16, "odd", 3, "channels_last", "packed", "packed", "uint32", "cpu", 7),
     Case("lp_grad", pg.DataType.FLOAT32, "overlap", 2, "packed", "gaps", "packed", None, "cpu", 8),

@@ -245,7 +245,8 @@ def _max_over(x, windows):
             vnan, bnan = np.isnan(vals), np.isnan(best)
             # NaN beats every number; among two NaNs or two equal numbers the lower index wins
             better = (vnan & ~bnan) | (vnan & bnan & lower)
-            better |= ~vnan & ~bnan & ((vals > best) | ((vals == best) & lower))
+            with np.errstate(invalid="ignore"):   # (ml_dtypes' bfloat16 warns comparing NaN; handled above)
+                better |= ~vnan & ~bnan & ((vals > best) | ((vals == best) & lower))
         else:
             better = (vals > best) | ((vals == best) & lower)
         take = valid & (~have | better)

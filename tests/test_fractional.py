@@ -68,16 +68,23 @@ def test_fractional_max_pool_matches_reference(device, case):
         assert_canaries_intact(t)
 
 
+@st.composite
+def fractional_grad_cases(draw):
+    """fractional_cases of the float types, and whether dy holds small integers (every sum
+    exact: the gather's bits are the reference's)."""
+    case = draw(fractional_cases(types=(pg.DataType.FLOAT32, pg.DataType.FLOAT16, pg.DataType.BFLOAT16)))
+    return dict(case, integer_dy=draw(st.booleans()))
+
+
 @GPU_SETTINGS
-@given(case=fractional_cases(types=(pg.DataType.FLOAT32, pg.DataType.FLOAT16, pg.DataType.BFLOAT16)),
-       integer_dy=st.booleans())
-def test_fractional_max_pool_grad_matches_reference(device, case, integer_dy):
+@given(case=fractional_grad_cases())
+def test_fractional_max_pool_grad_matches_reference(device, case):
+    integer_dy = case["integer_dy"]
     rng = np.random.default_rng(case["seed"])
     x = random_values(case["data_type"], case["sizes"], rng)
     u = samples_of(case, rng)
     dtype = x.dtype
     out_sizes = x.shape[:2] + case["output_size"]
-    # integer dy: every sum exact, so the gather's bits are the reference's
     dy = (rng.integers(-8, 9, out_sizes) if integer_dy else rng.standard_normal(out_sizes)).astype(dtype)
     dx = pg.fractional_max_pool_grad(x, dy, case["window_size"], u, device=device)
     expected = reference.fractional_max_pool_grad(x, dy, case["window_size"], u.astype(np.float32),

@@ -53,9 +53,12 @@ def _plan(function, input, kernel, output_size, samples, *, device, return_indic
     call.require_nonzero()
     _check_samples(function, call, samples, dims)
     for axis, n, k, o in zip("DHW"[3 - dims:], call.sizes[2:], kernel, output_size):
-        if o + k - 1 > n:
+        # (PyTorch's checks: output + kernel - 1 at most the input in 2d, below it in 3d)
+        if o + k - 1 > n or (dims == 3 and o + k - 1 == n):
+            bound = "at most" if dims == 2 else "below"
             raise ValidationError("kernel_size", f"{function}: a window of {k} is too large for {o} outputs along "
-                                                 f"{axis} of an input of {n} (output + kernel - 1 at most the input)")
+                                                 f"{axis} of an input of {n} (output + kernel - 1 {bound} the input, "
+                                                 f"as PyTorch checks)")
     out_sizes = call.sizes[:2] + tuple(output_size)
 
     def uploaded_samples() -> Tensor:
@@ -105,10 +108,10 @@ def _draw_samples(input, dims: int):
     batched = len(shape) == dims + 2
     size = (shape[0] if batched else 1, shape[-dims - 1] if len(shape) > dims else 1, dims)
     name = _samples_type(input)
+    if name not in FLOATS:  # (the plan refuses the input's type, naming it)
+        return torch.zeros(size) if isinstance(input, torch.Tensor) else np.zeros(size, np.float32)
     if isinstance(input, torch.Tensor):
         return torch.rand(size, dtype=input.dtype, device=input.device)
-    if name not in FLOATS:  # (the plan names the type)
-        return np.zeros(size, np.float32)
     drawn = torch.rand(size, dtype=getattr(torch, name))
     if name == "bfloat16":
         bits = drawn.view(torch.int16).numpy().view(BFLOAT16_BITS)

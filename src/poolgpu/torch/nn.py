@@ -116,10 +116,13 @@ def _forms(name: str, base: type, function: str, arguments: Sequence[tuple], doc
         signature = inspect.signature(torch_class)
         device = inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY, default=None,
                                    annotation=Optional[Device])
+        # (torch leaves FractionalMaxPool's _random_samples unannotated: a tensor or None)
+        parameters = [p.replace(annotation=Optional[Input]) if p.annotation is inspect.Parameter.empty else p
+                      for p in signature.parameters.values()]
         cls = type(f"{name}{dims}d", (base, torch_class), {
             "__doc__": doc.format(name=f"{name}{dims}d", **fields(dims), **{k: v[dims - 1] for k, v in each.items()}),
             "__module__": __name__,
-            "__signature__": signature.replace(parameters=[*signature.parameters.values(), device]),
+            "__signature__": signature.replace(parameters=[*parameters, device]),
             "_function": staticmethod(getattr(module, f"{function}{dims}d")),
             "_arguments": arguments[dims - 1],
         })
