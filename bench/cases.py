@@ -19,6 +19,11 @@ import numpy as np
 
 import poolgpu as pg  # descriptions are looked up only when called: operators may land one by one
 
+try:  # NumPy's bfloat16, np.dtype("bfloat16"), for the bfloat16 rows (the bench extra installs it)
+    import ml_dtypes  # noqa: F401
+except ImportError:
+    pass
+
 from . import ROOT
 
 sys.path.insert(0, str(ROOT / "tests"))
@@ -146,8 +151,6 @@ class Data:
     """Inputs and reference results of one case in one data type, made on first use."""
 
     def __init__(self, case: Case, dtype: str, tiny: bool, seed: int):
-        if dtype == "bfloat16":
-            import ml_dtypes  # noqa: F401  (NumPy's bfloat16; the bench extra installs it)
         self.case, self.dtype = case, np.dtype(dtype)
         self.sizes = case.tiny if tiny else case.sizes
         self.geometry = case.geometry(self.sizes)

@@ -100,9 +100,11 @@ def prepare(spec: dict, inputs: dict, layout: str, **_) -> Prepared:
             raise Unsupported("lp_pool has no padding")
         lp = getattr(F, f"lp_pool{dims}d")
 
+        lp_pool = dict(pool, kernel_size=window[0]) if dims == 1 else pool   # (lp_pool1d multiplies by an int)
+
         def compute():
             with torch.no_grad():
-                return lp(t["x"], 2, **pool)
+                return lp(t["x"], 2, **lp_pool)
 
         prepared = _Call(compute, ("y",))
     elif op == "max_fwd_bwd":
