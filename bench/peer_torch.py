@@ -99,12 +99,11 @@ def prepare(spec: dict, inputs: dict, layout: str, **_) -> Prepared:
         if any(pad):
             raise Unsupported("lp_pool has no padding")
         lp = getattr(F, f"lp_pool{dims}d")
-
-        lp_pool = dict(pool, kernel_size=window[0]) if dims == 1 else pool   # (lp_pool1d multiplies by an int)
+        lp_sizes = {k: v[0] for k, v in pool.items()} if dims == 1 else pool  # (lp_pool1d takes ints only)
 
         def compute():
             with torch.no_grad():
-                return lp(t["x"], 2, **lp_pool)
+                return lp(t["x"], 2, **lp_sizes)
 
         prepared = _Call(compute, ("y",))
     elif op == "max_fwd_bwd":

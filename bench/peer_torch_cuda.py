@@ -98,8 +98,8 @@ def _forward(spec: dict):
         if any(pad):
             raise Unsupported("lp_pool has no padding")
         lp = getattr(F, f"lp_pool{dims}d")
-        lp_pool = dict(pool, kernel_size=pool["kernel_size"][0]) if dims == 1 else pool   # (lp_pool1d: an int)
-        return (lambda x: lp(x, 2, **lp_pool)), ("y",)
+        lp_sizes = {k: v[0] for k, v in pool.items()} if dims == 1 else pool  # (lp_pool1d takes ints only)
+        return (lambda x: lp(x, 2, **lp_sizes)), ("y",)
     if op == "unpool":
         unpool, size = getattr(F, f"max_unpool{dims}d"), tuple(spec["x_sizes"][2:])
         return (lambda v, idx: unpool(v, idx, padding=pad, output_size=size, **pool)), ("z",)

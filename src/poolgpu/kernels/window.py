@@ -3,7 +3,8 @@ avg_pool.wgsl, lp_pool.wgsl) under one of the window walks (common/window_walk*.
 "general" for any strides; "rows" when tensors are contiguous along W and "channels" when
 contiguous along C (four outputs per invocation from 4-element chunk loads and stores);
 "rows_tail" when only the input is contiguous along W (chunk loads, scalar stores); "plane"
-for global pooling (a workgroup per output)."""
+for global pooling (a reduction: workgroups reduce runs of each plane).  Windows longer than
+an invocation may walk split into parts, merged by further passes (kernels/split.py)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ from ..dtypes import DataType
 from ..tuning import WALKS as TUNING_WALKS
 from ..tuning import Tuning
 from .core import Kernel, Pass, Program, Slot, Split
-from .split import Accumulator, fewest_parts, iterations, loop_total, merge_kernel, merge_passes, partials_desc
 from .grids import (IN_SIZES, LINES_GRID, OUT_SIZES, as_3d, as_5d, contiguous_along, fold_groups, lines_grid,
                     lines_regrid, sorted_constants, stride_fields, strides_5d, tensor_stride_params, window_constants)
 from .registry import register
+from .split import Accumulator, fewest_parts, iterations, loop_total, merge_kernel, merge_passes, partials_desc
 
 _CHUNKED = (
     Slot("x", False, snippet="read4_{storage}.wgsl"),
@@ -203,8 +204,8 @@ def walk_for(desc, tuning: Tuning) -> str:
     out_w, channels = as_5d(desc.output.sizes, desc.output.strides)[0][4], desc.input.sizes[1]
     span_fits = _row_span(desc.window)[1] <= ROWS_MAX_CHUNKS
 
-    def fits(walk: str) -> bool:
-        p = window_walk_pass(_LAYOUT_ONLY, desc, ("input", "output", None), tuning, walk)
+    def fits(walk: str) -> bool:  # (every operator's walks loop alike: max pooling's kernels stand in)
+        p = window_walk_pass(MAX_POOL, desc, ("input", "output", None), tuning, walk)
         return loop_total(p.kernel, p.constants, p.params) <= tuning.loop_budget
 
     allows = {  # walk -> whether desc's layout allows it (evaluated on demand)
@@ -254,7 +255,7 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
     elif walk == "plane":  # a workgroup per (n, c, part), numbered flat
         count = parts[0] if parts else 1
         grid_constants, grid_params, grid = {}, _plane_params(0, n * c * count), fold_groups(n * c * count)
-        grid_constants.update(WG_X=tuning.plane_lanes, PARTS=count, SPAN=_plane_span(desc, tuning, count))
+        grid_constants.update(WG_X=tuning.plane_lanes, PARTS=count, SPAN=_plane_span(desc, count))
     elif walk == "channels":  # (c / 4, ow / COLS, (n, od, oh / ROWS)): 2 x 2 outputs share loads
         # ... where windows overlap.  Disjoint ones share none, and a block of them only adds
         # registers: case B (2x2 stride 2) on lavapipe, one output per invocation made average
@@ -293,11 +294,7 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
     return Pass(kernels_by_walk[walk], roles, sorted_constants(constants), params, grid, split)
 
 
-# Kernels standing in for an operator's where only a walk's geometry matters (walk_for)
-_LAYOUT_ONLY = {walk: kernel for walk, kernel in _pooling_kernels(MAX).items()}
-
-
-def _plane_span(desc, tuning: Tuning, parts: int) -> int:
+def _plane_span(desc, parts: int) -> int:
     """The elements of a plane each workgroup of the plane walk reduces (SPAN): the plane in
     ``parts`` runs, a multiple of 4 elements (whole chunks where the plane starts aligned)."""
     plane = math.prod(desc.input.sizes[2:])
