@@ -115,6 +115,9 @@ def test_samples_in_pytorchs_order(device):
     along_w = pg.fractional_max_pool(x, 2, 5, np.array([[[0.9, 0.0]]], np.float32), device=device)
     along_h = pg.fractional_max_pool(x, 2, 5, np.array([[[0.0, 0.9]]], np.float32), device=device)
     still = pg.fractional_max_pool(x, 2, 5, np.zeros((1, 1, 2), np.float32), device=device)
+    # (a NumPy integer is an output size for every dimension, as an int is)
+    assert np.array_equal(pg.fractional_max_pool(x, 2, np.int64(5), np.zeros((1, 1, 2), np.float32), device=device),
+                          still)
     assert not np.array_equal(along_w[0, 0, 0], still[0, 0, 0]) and np.array_equal(along_w[0, 0, :, 0], still[0, 0, :, 0])
     assert not np.array_equal(along_h[0, 0, :, 0], still[0, 0, :, 0]) and np.array_equal(along_h[0, 0, 0], still[0, 0, 0])
     x3 = np.arange(12 ** 3, dtype=np.float32).reshape(1, 1, 12, 12, 12)

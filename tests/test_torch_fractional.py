@@ -81,10 +81,19 @@ def test_fractional_arguments_as_pytorch_checks():
         with pytest.raises(pg.ValidationError) as e:
             call()
         assert e.value.field == field, (field, str(e.value))
-    # more samples than images: the first ones are taken, as PyTorch takes them
+    # more samples than images: the first ones are taken, as PyTorch takes them; samples as
+    # an array for a torch input
     samples = torch.rand(3, 2, 2)
-    assert torch.equal(pgt.fractional_max_pool2d(distinct((1, 2, 6, 6)), 2, 3, _random_samples=samples),
-                       F.fractional_max_pool2d(distinct((1, 2, 6, 6)), 2, 3, _random_samples=samples))
+    want = F.fractional_max_pool2d(distinct((1, 2, 6, 6)), 2, 3, _random_samples=samples)
+    assert torch.equal(pgt.fractional_max_pool2d(distinct((1, 2, 6, 6)), 2, 3, _random_samples=samples), want)
+    assert torch.equal(pgt.fractional_max_pool2d(distinct((1, 2, 6, 6)), 2, 3, _random_samples=samples.numpy()), want)
+    half = samples.bfloat16()
+    x16 = distinct((1, 2, 6, 6), dtype=torch.bfloat16)
+    device = pg.default_device()   # (a pg.Tensor of bfloat16 samples, read by its bits)
+    upload = device.upload(half.view(torch.int16).numpy())
+    bits = device.wrap(upload.buffer, pg.TensorDesc("bfloat16", (3, 2, 2)), upload.offset)
+    assert torch.equal(pgt.fractional_max_pool2d(x16, 2, 3, _random_samples=bits),
+                       F.fractional_max_pool2d(x16, 2, 3, _random_samples=half))
 
 
 @pytest.mark.parametrize("p", [1, 2, 3, float("inf")])

@@ -6,7 +6,7 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from ..arguments import array, flag, integers
+from ..arguments import array, flag, integers, is_integer
 from ..descs import (AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, AveragePooling1Desc,
                      FractionalMaxPoolingDesc, LpPooling1Desc, MaxPooling2Desc, MaxUnpoolingDesc, RoiPoolingDesc,
                      described)
@@ -377,7 +377,7 @@ def fractional_max_pool(x: ArrayLike, window_size: Window, output_sizes: Union[i
     indices = DataType.of(indices_type, "indices_type") if flag(return_indices, "return_indices") else None
 
     def describe(input, sample_values):
-        sizes = (output_sizes,) * (input.rank - 2) if isinstance(output_sizes, int) else \
+        sizes = (output_sizes,) * (input.rank - 2) if is_integer(output_sizes) else \
             integers(output_sizes, "output_sizes", minimum=1, maximum=None)
         if len(sizes) == input.rank:
             if sizes[:2] != input.sizes[:2]:

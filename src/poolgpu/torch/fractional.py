@@ -119,6 +119,15 @@ def _draw_samples(input, dims: int):
     return drawn.numpy() if isinstance(input, np.ndarray) else input.device.upload(drawn.numpy())
 
 
+def _as_torch(samples) -> torch.Tensor:
+    """Samples given as a NumPy array or a pg.Tensor, for a torch input (the operator takes a
+    tensor); bfloat16 by its bits."""
+    values = host_values(samples) if isinstance(samples, Tensor) else np.asarray(samples)
+    if _samples_type(samples) == "bfloat16":
+        return torch.from_numpy(np.ascontiguousarray(values).view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(np.ascontiguousarray(values))
+
+
 def _bits_tensor(bits: np.ndarray, like: Tensor) -> Tensor:
     t = like.device.upload(bits)
     return like.device.wrap(t.buffer, TensorDesc(DataType.BFLOAT16, t.sizes, t.desc.strides, t.desc.total_size_in_bytes),
@@ -153,8 +162,8 @@ def _fractional_form(dims: int):
                                            f"got {shown(input)}")
         sizes = _output_sizes(f, dims, input, output_size, output_ratio)
         samples = _draw_samples(input, dims) if _random_samples is None else _random_samples
-        if isinstance(input, torch.Tensor) and not isinstance(samples, torch.Tensor):
-            samples = torch.from_numpy(host_values(samples) if isinstance(samples, Tensor) else np.asarray(samples))
+        if isinstance(input, torch.Tensor) and isinstance(samples, (Tensor, np.ndarray)):
+            samples = _as_torch(samples)
         suffix = "_with_indices" if return_flag(return_indices, f) else ""
         return dispatch(f + suffix, input, kernel, sizes, samples, device=device)
 
