@@ -104,6 +104,8 @@ def test_roi_pool_matches_torchvisions_arithmetic(device):
     want = reference.torchvision_roi_pool(x.astype(np.float32), rois, (3, 2))
     got = pg.roi_pool(x, rois, (3, 2), device=device)   # these ROIs' bins agree between the two formulas
     assert_bits(got, want.astype(BF16))
+    # ROIs of bfloat16 too (the input's type, as DirectML and ONNX's MaxRoiPool have them)
+    assert_bits(pg.roi_pool(x, rois.astype(BF16), (3, 2), device=device), want.astype(BF16))
 
 
 def grads_of(function, x, *args, **kwargs):
@@ -180,10 +182,17 @@ def test_onnx_operators_take_bfloat16(device):
                          ("average_pool", dict(kernel_shape=[2, 3], count_include_pad=1, ceil_mode=1)),
                          ("lp_pool", dict(kernel_shape=[2, 2], p=2))):
         op = getattr(pgo, name)
-        assert_bits(op(x, **kwargs), op(f, **kwargs).astype(BF16))
+        assert_bits(op(x, **kwargs, device=device), op(f, **kwargs, device=device).astype(BF16))
     for name in ("global_max_pool", "global_average_pool", "global_lp_pool"):
         op = getattr(pgo, name)
-        assert_bits(op(x), op(f).astype(BF16))
+        assert_bits(op(x, device=device), op(f, device=device).astype(BF16))
+    y, i = pgo.max_pool(x[..., :8], kernel_shape=[2, 2], strides=[2, 2], return_indices=True, device=device)
+    assert_bits(pgo.max_unpool(y, i, kernel_shape=[2, 2], strides=[2, 2], output_shape=[1, 2, 7, 8], device=device),
+                pgo.max_unpool(y.astype(np.float32), i, kernel_shape=[2, 2], strides=[2, 2], output_shape=[1, 2, 7, 8],
+                               device=device).astype(BF16))
+    rois = np.array([[0, 1, 1, 6, 5], [0, 0, 2, 8, 6]], np.float32)
+    assert_bits(pgo.max_roi_pool(x, rois.astype(BF16), pooled_shape=[2, 3], device=device),
+                pgo.max_roi_pool(f, rois, pooled_shape=[2, 3], device=device).astype(BF16))
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper
     node = helper.make_node("AveragePool", ["X"], ["Y"], kernel_shape=[2, 2], strides=[2, 2])
@@ -193,7 +202,7 @@ def test_onnx_operators_take_bfloat16(device):
     onnx.checker.check_model(model)   # bfloat16 is in AveragePool's type constraint (opset 22)
     from onnx.reference import ReferenceEvaluator
     want = ReferenceEvaluator(model).run(None, {"X": x})[0]
-    got = pgo.run_node(node, [x])[0]
+    got = pgo.run_node(node, [x], device=device)[0]
     assert got.dtype == BF16
     assert_within_rounding(got, want.astype(np.float32), ulps=1)
 

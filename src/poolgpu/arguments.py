@@ -421,8 +421,9 @@ def array(value: Any, name: str, ranks: Optional[Iterable[int]] = (3, 4, 5), typ
                       f"type silently); pass an array of the type you want, e.g. np.asarray({name}, np.float32)",
             )
         check_dtype(result.dtype, name)
-    elif result.dtype.kind not in "biuf":
-        raise ValidationError(name, f"expected an array of numbers, got {shown(value)} (dtype {result.dtype})")
+    elif result.dtype.kind not in "biuf" and result.dtype.name != "bfloat16":   # (ml_dtypes' bfloat16: kind "V")
+        read = "" if hasattr(value, "dtype") else f", read as dtype {result.dtype}"
+        raise ValidationError(name, f"expected an array of numbers, got {shown(value)}{read}")
     if ranks is not None and result.ndim not in tuple(ranks):
         ranks = [str(r) for r in ranks]
         want = ", ".join(ranks[:-1]) + " or " + ranks[-1] if len(ranks) > 1 else ranks[0]
