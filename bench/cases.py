@@ -19,6 +19,11 @@ import numpy as np
 
 import poolgpu as pg  # descriptions are looked up only when called: operators may land one by one
 
+try:  # NumPy's bfloat16, np.dtype("bfloat16"), for the bfloat16 rows (the bench extra installs it)
+    import ml_dtypes  # noqa: F401
+except ImportError:
+    pass
+
 from . import ROOT
 
 sys.path.insert(0, str(ROOT / "tests"))
@@ -36,6 +41,8 @@ class Case:
     ops: tuple = ()
     note: str = ""
     every_variant: bool = False  # by default run in every data type and layout, not only float32 NCHW
+    dtypes: tuple = ("float32",)  # the data types of a default run (NCHW) where not every_variant
+    output_ratio: Optional[float] = None  # fractional pooling: each output size int(in * ratio)
 
     def geometry(self, sizes) -> dict:
         dims = len(sizes) - 2
@@ -63,6 +70,8 @@ NEEDS = {
     "adaptive_max": ("AdaptiveMaxPoolingDesc",),  # poolgpu's own descriptions (not in DirectML)
     "adaptive_avg": ("AdaptiveAveragePoolingDesc",),
     "roi": ("RoiPoolingDesc",),
+    "fractional": ("FractionalMaxPoolingDesc",),
+    "fractional_bwd": ("FractionalMaxPoolingGradDesc",),
 }
 FORWARD_MAX = ("max", "max_idx")
 GRADIENTS = ("max_fwd_bwd", "max_bwd", "avg_bwd")
@@ -91,13 +100,19 @@ CASES = {
              "3x3x3, strides 2, padding 1"),
         Case("ROI", (8, 256, 56, 56), (1, 4, 8, 8), None, ops=("roi",),
              note="ROI max pooling of B's input: 64 regions (8 per image), 7x7 bins"),
+        Case("FR", (8, 64, 112, 112), (1, 2, 14, 14), (2, 2), ops=("fractional", "fractional_bwd"),
+             note="fractional max pooling of A's input to 79x79 (ratio 1/sqrt(2), 2x2 windows), and its gradient",
+             dtypes=("float32", "bfloat16"), output_ratio=1 / math.sqrt(2)),
+        Case("BF", (8, 64, 112, 112), (1, 2, 14, 14), (3, 3), (2, 2), (1, 1),
+             FORWARD_MAX + ("avg", "max_fwd_bwd"), "A on bfloat16: sums in float32, rounded once",
+             dtypes=("bfloat16",)),
     )
 }
 # --scale: the cases run again at these batch sizes, a few hundred MB per input (float32), so
 # that a GPU's dispatch lasts long past its ramp-up and tail (bandwidth rows beside the
 # standard, latency, rows); the input is the standard one repeated along N.
 SCALE_BATCH = {"A": 64, "B": 64, "G": 64, "1D": 64, "3D": 32}
-DTYPES = ("float32", "float16")
+DTYPES = ("float32", "float16", "bfloat16")
 LAYOUTS = ("nchw", "nhwc")  # NHWC: channels last (NWC, NDHWC), for inputs and outputs alike
 
 
@@ -127,7 +142,8 @@ class Problem:
     @cached_property
     def input_scale(self) -> float:
         """The largest magnitude among the float inputs (what float results are sums of)."""
-        return max((float(np.abs(a).max(initial=0)) for a in self.inputs.values() if a.dtype.kind == "f"), default=0.0)
+        return max((float(np.abs(a.astype(np.float32)).max(initial=0)) for a in self.inputs.values()
+                    if a.dtype.kind == "f" or a.dtype.name == "bfloat16"), default=0.0)
 
     @cached_property
     def expected(self) -> dict:
@@ -216,6 +232,18 @@ class Data:
             return np.array(boxes, dtype=self.dtype)
 
         return self.memo("rois", make)
+
+    def fractional_out(self) -> tuple:
+        return self.sizes[:2] + tuple(int(n * self.case.output_ratio) for n in self.sizes[2:])
+
+    def samples(self) -> np.ndarray:
+        """Fractional pooling's samples, one per plane and dimension in [0, 1), of the input's
+        type (as PyTorch takes them)."""
+        def make():
+            u = self._rng.random(self.sizes[:2] + (self.dims,)).astype(np.float32) * np.float32(0.99)
+            return u.astype(self.dtype)
+
+        return self.memo("samples", make)
 
 
 def _float(array):
@@ -335,6 +363,28 @@ def _build(op: str, data: Data) -> Optional[Problem]:
             expected = lambda: {"y": _float(reference.adaptive_average_pool(data.x, size))}  # noqa: E731
         return Problem(op, {"x": data.x}, [Step(describe, {"input": "x"}, {"output": "y"})], ("y",), expected,
                        dict(spec, output_size=size, out_sizes=out))
+    if op in ("fractional", "fractional_bwd"):
+        out, window, samples = data.fractional_out(), g["window_size"], data.samples()
+        kind = dt.name   # the samples' type: the windows are computed in it
+        fractional_spec = dict(spec, out_sizes=out)
+        if op == "fractional":
+            return Problem(
+                op, {"x": data.x, "samples": samples},
+                [Step(lambda t: pg.FractionalMaxPoolingDesc(input=t["x"], samples=t["samples"], output=t.new(dt, out),
+                                                            window_size=window),
+                      {"input": "x", "samples": "samples"}, {"output": "y"})],
+                ("y",), lambda: {"y": _exact(reference.fractional_max_pool(data.x, window, out[2:], samples, kind)[0])},
+                fractional_spec, packed=frozenset({"samples"}),
+            )
+        dy = data.dy(out)
+        return Problem(
+            op, {"x": data.x, "samples": samples, "dy": dy},
+            [Step(lambda t: pg.FractionalMaxPoolingGradDesc(input=t["x"], samples=t["samples"], input_gradient=t["dy"],
+                                                            output_gradient=t.new(dt, x_sizes), window_size=window),
+                  {"input": "x", "samples": "samples", "input_gradient": "dy"}, {"output_gradient": "dx"})],
+            ("dx",), lambda: {"dx": _float(reference.fractional_max_pool_grad(data.x, dy, window, samples, kind))},
+            fractional_spec, packed=frozenset({"samples"}),
+        )
     if op == "roi":
         rois, pooled, scale = data.rois(), (7, 7), 1 / 16
         out = (len(rois), x_sizes[1]) + pooled

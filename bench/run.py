@@ -53,8 +53,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--cases", default=",".join(CASES), help="comma-separated case names (default: %(default)s)")
     p.add_argument("--ops", default="*", help="comma-separated operator names or patterns, e.g. 'max*,avg' "
                                               f"(operators: {', '.join(NEEDS)})")
-    p.add_argument("--dtype", help="float32, float16 or both, comma-separated, for every case (default: cases "
-                                    "A, B, C in float32 NCHW, float16 NCHW and float32 NHWC; the others in float32 NCHW)")
+    p.add_argument("--dtype", help="float32, float16, bfloat16, comma-separated, for every case (default: cases "
+                                    "A, B, C in float32 NCHW, float16 NCHW and float32 NHWC; the others in their "
+                                    "types (float32; FR also bfloat16, BF bfloat16 only), NCHW)")
     p.add_argument("--layout", help="nchw, nhwc or both, comma-separated (NHWC: channels last, inputs and outputs)")
     p.add_argument("--reps", type=int, default=5, help="repetitions per measurement (default: %(default)s)")
     p.add_argument("--warmup", type=int, default=1, help="untimed runs first (default: %(default)s)")
@@ -270,7 +271,7 @@ class Bench:
 
     def case_variants(self, case) -> tuple:
         if not (self.args.chosen_variants or case.every_variant):
-            return DEFAULT_VARIANTS[:1]  # the extra cases: float32 NCHW unless asked otherwise
+            return tuple((d, "nchw") for d in case.dtypes)  # the extra cases: their types, NCHW, unless asked otherwise
         return self.args.variants
 
     def plan(self) -> list:
