@@ -19,6 +19,11 @@ import numpy as np
 
 import poolgpu as pg  # descriptions are looked up only when called: operators may land one by one
 
+try:  # NumPy's bfloat16, np.dtype("bfloat16"), for the bfloat16 rows (the bench extra installs it)
+    import ml_dtypes  # noqa: F401
+except ImportError:
+    pass
+
 from . import ROOT
 
 sys.path.insert(0, str(ROOT / "tests"))
@@ -36,6 +41,8 @@ class Case:
     ops: tuple = ()
     note: str = ""
     every_variant: bool = False  # by default run in every data type and layout, not only float32 NCHW
+    dtypes: tuple = ("float32",)  # the data types of a default run (NCHW) where not every_variant
+    output_ratio: Optional[float] = None  # fractional pooling: each output size int(in * ratio)
 
     def geometry(self, sizes) -> dict:
         dims = len(sizes) - 2
@@ -63,6 +70,8 @@ NEEDS = {
     "adaptive_max": ("AdaptiveMaxPoolingDesc",),  # poolgpu's own descriptions (not in DirectML)
     "adaptive_avg": ("AdaptiveAveragePoolingDesc",),
     "roi": ("RoiPoolingDesc",),
+    "fractional": ("FractionalMaxPoolingDesc",),
+    "fractional_bwd": ("FractionalMaxPoolingGradDesc",),
 }
 FORWARD_MAX = ("max", "max_idx")
 GRADIENTS = ("max_fwd_bwd", "max_bwd", "avg_bwd")
@@ -91,9 +100,19 @@ CASES = {
              "3x3x3, strides 2, padding 1"),
         Case("ROI", (8, 256, 56, 56), (1, 4, 8, 8), None, ops=("roi",),
              note="ROI max pooling of B's input: 64 regions (8 per image), 7x7 bins"),
+        Case("FR", (8, 64, 112, 112), (1, 2, 14, 14), (2, 2), ops=("fractional", "fractional_bwd"),
+             note="fractional max pooling of A's input to 79x79 (ratio 1/sqrt(2), 2x2 windows), and its gradient",
+             dtypes=("float32", "bfloat16"), output_ratio=1 / math.sqrt(2)),
+        Case("BF", (8, 64, 112, 112), (1, 2, 14, 14), (3, 3), (2, 2), (1, 1),
+             FORWARD_MAX + ("avg", "max_fwd_bwd"), "A on bfloat16: sums in float32, rounded once",
+             dtypes=("bfloat16",)),
     )
 }
-DTYPES = ("float32", "float16")
+# --scale: the cases run again at these batch sizes, a few hundred MB per input (float32), so
+# that a GPU's dispatch lasts long past its ramp-up and tail (bandwidth rows beside the
+# standard, latency, rows); the input is the standard one repeated along N.
+SCALE_BATCH = {"A": 64, "B": 64, "G": 64, "1D": 64, "3D": 32}
+DTYPES = ("float32", "float16", "bfloat16")
 LAYOUTS = ("nchw", "nhwc")  # NHWC: channels last (NWC, NDHWC), for inputs and outputs alike
 
 
@@ -123,7 +142,8 @@ class Problem:
     @cached_property
     def input_scale(self) -> float:
         """The largest magnitude among the float inputs (what float results are sums of)."""
-        return max((float(np.abs(a).max(initial=0)) for a in self.inputs.values() if a.dtype.kind == "f"), default=0.0)
+        return max((float(np.abs(a.astype(np.float32)).max(initial=0)) for a in self.inputs.values()
+                    if a.dtype.kind == "f" or a.dtype.name == "bfloat16"), default=0.0)
 
     @cached_property
     def expected(self) -> dict:
@@ -132,15 +152,36 @@ class Problem:
 
 
 class Data:
-    """Inputs and reference results of one case in one data type, made on first use."""
+    """Inputs and reference results of one case in one data type, made on first use;
+    :meth:`repeated` gives the same along a larger N."""
 
     def __init__(self, case: Case, dtype: str, tiny: bool, seed: int):
         self.case, self.dtype = case, np.dtype(dtype)
         self.sizes = case.tiny if tiny else case.sizes
+        self.base, self.repeats = None, 1  # (repeated(): the Data repeated, and how often)
         self.geometry = case.geometry(self.sizes)
         self.dims = len(self.sizes) - 2
         self._rng = np.random.default_rng([seed, list(CASES).index(case.name), self.dtype.itemsize])
         self._memo = {}
+
+    def repeated(self, repeats: int) -> "Data":
+        """This Data's inputs repeated ``repeats`` times along N (windows never cross N, so
+        every reference result is this Data's, repeated, indices shifted): --scale's
+        large rows at the cost of the standard ones' references."""
+        big = Data(self.case, self.dtype, False, 0)
+        big.sizes = (self.sizes[0] * repeats,) + tuple(self.sizes[1:])
+        big.geometry, big.dims, big.base, big.repeats = self.geometry, self.dims, self, repeats
+        return big
+
+    def tile(self, array, indices: bool = False):
+        """``array`` of the base Data (N first) repeated along N; ``indices`` (flat over the
+        whole input) shifted to each repetition's part of the input."""
+        tiled = np.concatenate([array] * self.repeats)
+        if indices:
+            step = math.prod(self.base.sizes)
+            tiled = tiled + (np.arange(self.repeats) * step).astype(tiled.dtype).repeat(len(array)).reshape(
+                (-1,) + (1,) * (array.ndim - 1))
+        return tiled
 
     def memo(self, key, make):
         if key not in self._memo:
@@ -153,6 +194,8 @@ class Data:
         tie and every peer must pick the same maximum; float16 rounds some together."""
 
         def make():
+            if self.base is not None:
+                return self.tile(self.base.x)
             count = math.prod(self.sizes)
             scale = 2.0 ** -(max(count.bit_length() - 3, 0))  # values in about [-4, 4)
             values = (self._rng.permutation(count) - count // 2) * scale
@@ -164,9 +207,14 @@ class Data:
         return reference.output_sizes(self.sizes, dilations=dilations, **self.geometry)
 
     def dy(self, sizes) -> np.ndarray:
+        if self.base is not None:
+            return self.memo(("dy", sizes), lambda: self.tile(self.base.dy((self.base.sizes[0],) + tuple(sizes[1:]))))
         return self.memo(("dy", sizes), lambda: self._rng.standard_normal(sizes).astype(self.dtype))
 
     def max_pool(self, dilations=None):
+        if self.base is not None:
+            return self.memo(("max", dilations), lambda: tuple(
+                self.tile(a, indices=k == 1) for k, a in enumerate(self.base.max_pool(dilations))))
         return self.memo(("max", dilations), lambda: reference.max_pool(self.x, dilations=dilations, **self.geometry))
 
     def rois(self, count_per_image=8, scale=1 / 16):
@@ -185,6 +233,18 @@ class Data:
 
         return self.memo("rois", make)
 
+    def fractional_out(self) -> tuple:
+        return self.sizes[:2] + tuple(int(n * self.case.output_ratio) for n in self.sizes[2:])
+
+    def samples(self) -> np.ndarray:
+        """Fractional pooling's samples, one per plane and dimension in [0, 1), of the input's
+        type (as PyTorch takes them)."""
+        def make():
+            u = self._rng.random(self.sizes[:2] + (self.dims,)).astype(np.float32) * np.float32(0.99)
+            return u.astype(self.dtype)
+
+        return self.memo("samples", make)
+
 
 def _float(array):
     return (array, False)
@@ -195,7 +255,23 @@ def _exact(array):
 
 
 def build(op: str, data: Data) -> Optional[Problem]:
-    """The Problem of operator ``op`` on ``data``'s case, or None where it does not apply."""
+    """The Problem of operator ``op`` on ``data``'s case, or None where it does not apply
+    (one per Data and operator: its reference results are computed once); on repeated Data,
+    the expected outputs are the base Data's, repeated."""
+    def make():
+        problem = _build(op, data)
+        if problem is not None:
+            problem.spec["case"] = data.case.name
+        if problem is not None and data.base is not None:
+            base = build(op, data.base)
+            problem.make_expected = lambda: {
+                name: (data.tile(array, indices=name == "idx"), exact) for name, (array, exact) in base.expected.items()}
+        return problem
+
+    return data.memo(("problem", op), make)
+
+
+def _build(op: str, data: Data) -> Optional[Problem]:
     g, dims, dt = data.geometry, data.dims, data.dtype
     spec = dict(op=op, dims=dims, dtype=dt.name, x_sizes=data.sizes, **g)
 
@@ -287,6 +363,28 @@ def build(op: str, data: Data) -> Optional[Problem]:
             expected = lambda: {"y": _float(reference.adaptive_average_pool(data.x, size))}  # noqa: E731
         return Problem(op, {"x": data.x}, [Step(describe, {"input": "x"}, {"output": "y"})], ("y",), expected,
                        dict(spec, output_size=size, out_sizes=out))
+    if op in ("fractional", "fractional_bwd"):
+        out, window, samples = data.fractional_out(), g["window_size"], data.samples()
+        kind = dt.name   # the samples' type: the windows are computed in it
+        fractional_spec = dict(spec, out_sizes=out)
+        if op == "fractional":
+            return Problem(
+                op, {"x": data.x, "samples": samples},
+                [Step(lambda t: pg.FractionalMaxPoolingDesc(input=t["x"], samples=t["samples"], output=t.new(dt, out),
+                                                            window_size=window),
+                      {"input": "x", "samples": "samples"}, {"output": "y"})],
+                ("y",), lambda: {"y": _exact(reference.fractional_max_pool(data.x, window, out[2:], samples, kind)[0])},
+                fractional_spec, packed=frozenset({"samples"}),
+            )
+        dy = data.dy(out)
+        return Problem(
+            op, {"x": data.x, "samples": samples, "dy": dy},
+            [Step(lambda t: pg.FractionalMaxPoolingGradDesc(input=t["x"], samples=t["samples"], input_gradient=t["dy"],
+                                                            output_gradient=t.new(dt, x_sizes), window_size=window),
+                  {"input": "x", "samples": "samples", "input_gradient": "dy"}, {"output_gradient": "dx"})],
+            ("dx",), lambda: {"dx": _float(reference.fractional_max_pool_grad(data.x, dy, window, samples, kind))},
+            fractional_spec, packed=frozenset({"samples"}),
+        )
     if op == "roi":
         rois, pooled, scale = data.rois(), (7, 7), 1 / 16
         out = (len(rois), x_sizes[1]) + pooled

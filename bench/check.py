@@ -9,7 +9,7 @@ import numpy as np
 # rounded once to the output type: allow a few roundings of the output type, relative to the
 # result, plus a small part of the magnitude of what was summed (a mean near zero of values
 # near 4 carries the summation's error, not its own).
-_TOLERANCE = {np.dtype(np.float32): 1e-5, np.dtype(np.float16): 2e-3}
+_TOLERANCE = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.6e-2}
 
 
 def compare(name: str, actual: np.ndarray, expected: np.ndarray, exact: bool, scale: float = 0.0) -> str:
@@ -18,16 +18,17 @@ def compare(name: str, actual: np.ndarray, expected: np.ndarray, exact: bool, sc
     actual = np.asarray(actual)
     if actual.shape != expected.shape:
         return f"{name}: shape {actual.shape}, expected {expected.shape}"
+    floats = [a.dtype.kind == "f" or a.dtype.name == "bfloat16" for a in (actual, expected)]  # (ml_dtypes': kind V)
     if exact:
-        if actual.dtype.kind == "f" and expected.dtype.kind == "f":
-            same = np.array_equal(actual.astype(expected.dtype), expected, equal_nan=True)
+        if all(floats):
+            same = np.array_equal(actual.astype(np.float32), expected.astype(np.float32), equal_nan=True)
         else:
             same = np.array_equal(actual.astype(np.int64), expected.astype(np.int64))
         if same:
             return ""
         wrong = np.flatnonzero(actual.ravel() != expected.ravel())
         return f"{name}: {wrong.size} of {actual.size} differ (first at {wrong[0]}: {actual.ravel()[wrong[0]]} != {expected.ravel()[wrong[0]]})"
-    rtol = _TOLERANCE.get(actual.dtype, 1e-5)
+    rtol = _TOLERANCE.get(actual.dtype.name, 1e-5)
     want = expected.astype(np.float64)
     got = actual.astype(np.float64)
     scale = max(scale, float(np.abs(want).max(initial=0.0)), 1e-30)

@@ -40,6 +40,8 @@ def build(spec: dict, inputs: dict, outputs) -> bytes:
     """The model computing ``spec``'s operator from ``onnx_inputs(inputs)`` into ``outputs``
     (poolgpu's output names, in order); raises Unsupported where ONNX has no such operator."""
     op = spec["op"]
+    if spec["dtype"] == "bfloat16":
+        raise Unsupported("ONNX Runtime's pooling kernels take no bfloat16")
     feeds = onnx_inputs(inputs)
     outputs = {name: "int64" if name == "idx" else spec["dtype"] for name in outputs}
     pool = dict(kernel_shape=list(spec["window_size"]), strides=list(spec["strides"]),

@@ -14,6 +14,12 @@ import time
 
 import numpy as np
 
+# Timing on GPUs (bench/timing.py's interleaved(), the torch-cuda peer's events): dispatches
+# per timed pass, and copies of the tensors they cycle over so that a dispatch reads data
+# the previous ones left out of cache (case A's 32 MB fit an H100's 50 MB L2).
+PER_PASS = 8
+ROTATE = 4
+
 
 class Unsupported(Exception):
     """The peer cannot compute this operator (or not this way); the message says why."""

@@ -45,6 +45,8 @@ def prepare(spec: dict, inputs: dict, layout: str, **_) -> Prepared:
     if layout != "nchw":
         raise Unsupported("tinygrad has no strided layouts (NCHW only)")
     op, dims = spec["op"], spec["dims"]
+    if spec["dtype"] == "bfloat16":
+        raise Unsupported("the bench hands tinygrad no bfloat16 (NumPy's is ml_dtypes')")
     x_sizes = tuple(spec["x_sizes"])
     pad = tuple(spec["start_padding"])
     if pad != tuple(spec["end_padding"]):

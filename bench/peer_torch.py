@@ -16,8 +16,24 @@ def version() -> str:
     return torch.__version__
 
 
+def _from_numpy(array: np.ndarray) -> torch.Tensor:
+    """A torch tensor of ``array``'s values (NumPy's bfloat16, ml_dtypes', by its bits)."""
+    array = np.ascontiguousarray(array)
+    if array.dtype.name == "bfloat16":
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
+
+
+def _to_numpy(t: torch.Tensor) -> np.ndarray:
+    t = t.detach().contiguous()
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
 def _laid_out(array: np.ndarray, layout: str) -> torch.Tensor:
-    t = torch.from_numpy(np.ascontiguousarray(array))
+    t = _from_numpy(array)
     if layout == "nchw":
         return t
     if t.dim() == 4:
@@ -39,7 +55,7 @@ class _Call(Prepared):
     def outputs(self) -> dict:
         out = {}
         for name, value in zip(self._names, self._last):
-            array = value.detach().contiguous().numpy()
+            array = _to_numpy(value)
             out[name] = self._convert.get(name, lambda a: a)(array)
         return out
 
@@ -141,6 +157,23 @@ def prepare(spec: dict, inputs: dict, layout: str, **_) -> Prepared:
                 return adaptive(t["x"], spec["output_size"])
 
         prepared = _Call(compute, ("y",))
+    elif op in ("fractional", "fractional_bwd"):
+        fractional = getattr(F, f"fractional_max_pool{dims}d")
+        pool = dict(kernel_size=window, output_size=tuple(spec["out_sizes"][2:]),
+                    _random_samples=_from_numpy(inputs["samples"]))
+        if op == "fractional":
+            def compute():
+                with torch.no_grad():
+                    return fractional(t["x"], **pool)
+        else:
+            x = t["x"].detach().requires_grad_()
+
+            def compute():   # (the forward pass, as autograd needs it, and the backward)
+                x.grad = None
+                fractional(x, **pool).backward(t["dy"])
+                return x.grad
+
+        prepared = _Call(compute, ("y",) if op == "fractional" else ("dx",))
     elif op == "roi":
         raise Unsupported("ROI pooling needs torchvision")
     else:

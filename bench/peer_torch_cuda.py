@@ -8,7 +8,14 @@ Inputs live on the GPU in the row's data type and memory format (NHWC: channels_
 gradients come from autograd: ``max_fwd_bwd`` is forward plus ``autograd.grad``, and
 ``max_bwd``/``avg_bwd`` time ``autograd.grad`` alone over a forward graph kept from set-up.
 Timing mirrors poolgpu's passes on GPUs: CUDA events around ``PER_PASS`` calls cycling
-over ``ROTATE`` copies of the inputs (so they are not left in L2), per call."""
+over ``ROTATE`` copies of the inputs (so they are not left in L2), per call.  The ``clone``
+operator (spec ``{"op": "clone", "bytes": n}``) is PyTorch's ``clone()`` of an n-byte tensor:
+one of the bench's ceilings (bench/ceiling.py).
+
+For dry runs of the GPU session without a GPU (tests/test_gpu_session.py),
+``POOLGPU_BENCH_TORCH_DEVICE=cpu`` runs the same code on the CPU and
+``POOLGPU_BENCH_TORCH_COMPILE_BACKEND=eager`` compiles with dynamo alone (no inductor);
+both are named in the peer's version."""
 
 from __future__ import annotations
 
@@ -18,12 +25,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .peer_base import Prepared, Unsupported, flat_from_plane, plane_from_flat
+from .peer_base import PER_PASS, ROTATE, Prepared, Unsupported, flat_from_plane, plane_from_flat
 from .peer_torch import _laid_out
-from .timing import PER_PASS, ROTATE
 
 NAME = "torch-cuda"
 COMPILE = os.environ.get("POOLGPU_BENCH_TORCH_COMPILE") == "1"
+DEVICE = os.environ.get("POOLGPU_BENCH_TORCH_DEVICE", "cuda")
+COMPILE_BACKEND = os.environ.get("POOLGPU_BENCH_TORCH_COMPILE_BACKEND", "inductor")
 
 
 def _why_no_cuda() -> str:
@@ -36,10 +44,15 @@ def _why_no_cuda() -> str:
 
 def version() -> str:
     """Raises where there is no CUDA device: the worker's hello then says why."""
+    overrides = [f"{name}={value}" for name, value, default in (
+        ("POOLGPU_BENCH_TORCH_DEVICE", DEVICE, "cuda"), ("POOLGPU_BENCH_TORCH_COMPILE_BACKEND", COMPILE_BACKEND, "inductor"))
+        if value != default]
+    if DEVICE != "cuda":
+        return f"{torch.__version__} on {DEVICE} ({', '.join(overrides)})"
     why = _why_no_cuda()
     if why:
         raise RuntimeError(why)
-    return f"{torch.__version__} on {torch.cuda.get_device_name()}"
+    return f"{torch.__version__} on {torch.cuda.get_device_name()}" + (f" ({', '.join(overrides)})" if overrides else "")
 
 
 class _Timed(Prepared):
@@ -115,11 +128,29 @@ GRADIENTS_ALONE = ("max_bwd", "avg_bwd")
 
 def _compiled(function):
     torch._dynamo.reset()  # each operator compiled afresh: no cache limit reached, no silent eager fallback
-    return torch.compile(function, fullgraph=True, dynamic=False)
+    return torch.compile(function, fullgraph=True, dynamic=False, backend=COMPILE_BACKEND)
 
 
-def prepare(spec: dict, inputs: dict, layout: str, device: str = "cuda", compile: bool = None, **_) -> Prepared:
-    op = spec["op"]
+class _Clone(_Timed):
+    """``clone()`` of an n-byte tensor; its output is whether the copy equals the source
+    (compared where it lives: a GB is not sent back)."""
+
+    def outputs(self) -> dict:
+        return {"same": bool(torch.equal(self._last[0], self._copies[0]))}
+
+
+def _clone(nbytes: int, device: str) -> Prepared:
+    source = torch.randint(-2**31, 2**31 - 1, (nbytes // 4,), dtype=torch.int32, device=device)
+    copies = [source] + [source.clone() for _ in range(ROTATE - 1)]
+    prepared = _Clone(lambda t: t.clone(), copies, ("y",), {}, device)
+    prepared.run()
+    return prepared
+
+
+def prepare(spec: dict, inputs: dict, layout: str, device: str = None, compile: bool = None, **_) -> Prepared:
+    op, device = spec["op"], device or DEVICE
+    if op == "clone":
+        return _clone(spec["bytes"], device)
     if tuple(spec["start_padding"]) != tuple(spec["end_padding"]):
         raise Unsupported("PyTorch pads both ends alike")
     if op == "roi":

@@ -2,9 +2,14 @@
 own, possibly from another virtual environment, answering the bench over stdin/stdout.
 
 Frames are an 8-byte little-endian length and a pickle.  Requests: ``prepare`` (the
-module's ``prepare`` arguments), ``seconds`` (one timed run), ``outputs``, ``release``.
-Replies carry ``status`` "ok", "unsupported" or "error" and a ``reason``.  Everything the
-libraries print goes to stderr, which the bench keeps in a log file."""
+module's ``prepare`` arguments), ``seconds`` (one timed run), ``copy_seconds`` (one timed
+run of the copy roofline, for peers that have one), ``outputs``, ``release``.  Replies carry
+``status`` "ok", "unsupported" or "error" and a ``reason``.  Everything the libraries print
+goes to stderr, which the bench keeps in a log file.
+
+Inputs are sent once: a ``prepare`` may name an input by the token of one sent before
+(``{"cached": token}``), and its ``keep`` lists the tokens of the inputs to hold on to
+(bench/peers.py's Worker decides, so both sides agree)."""
 
 import importlib
 import os
@@ -47,7 +52,7 @@ def main() -> None:
     send_frame(replies, hello)
     from bench.peer_base import Unsupported
 
-    prepared = None
+    prepared, held = None, {}
     while (request := receive_frame(requests)) is not None:
         command = request["command"]
         try:
@@ -55,10 +60,18 @@ def main() -> None:
                 if prepared is not None:
                     prepared.release()
                 prepared = None
-                prepared = module.prepare(**request["arguments"])
+                arguments = request["arguments"]
+                inputs = arguments.get("inputs") or {}
+                tokens = request.get("tokens", {})
+                known = {**held, **{tokens[name]: a for name, a in inputs.items() if name in tokens}}
+                arguments["inputs"] = {name: held[a["cached"]] if isinstance(a, dict) else a for name, a in inputs.items()}
+                held = {token: known[token] for token in request.get("keep", ()) if token in known}
+                prepared = module.prepare(**arguments)
                 reply = {"status": "ok"}
             elif command == "seconds":
                 reply = {"status": "ok", "seconds": prepared.seconds()}
+            elif command == "copy_seconds":
+                reply = {"status": "ok", "seconds": prepared.copy_seconds()}
             elif command == "outputs":
                 reply = {"status": "ok", "outputs": prepared.outputs()}
             elif command == "release":

@@ -18,7 +18,11 @@ compile
 A peer that is missing or cannot start is reported with the reason; one that cannot run a
 case reports it unsupported.  Dawn (ORT WebGPU, tinygrad) needs Mesa >= 25 for lavapipe: where
 the system's is older, their workers use the one scripts/mesa25.sh unpacks into .cache/mesa25
-(``private_mesa``), and poolgpu stays on the system's.
+(``private_mesa``), and poolgpu stays on the system's; the ``poolgpu-mesa25`` peer then runs
+poolgpu's rows on theirs too, so that the ratios to them compare one driver.
+
+Workers are sent each input array once: they keep the last few (``Worker.HOLD``), and a
+later row naming the same array sends its token (a case's rows share their inputs).
 """
 
 from __future__ import annotations
@@ -31,15 +35,20 @@ import select
 import struct
 import subprocess
 import sys
+from collections import OrderedDict
 from pathlib import Path
+
+import numpy as np
 
 from . import ROOT
 from .peer_base import Unsupported
 from .peer_worker import receive_frame, send_frame
 
-NAMES = ("torch", "ort-cpu", "ort-webgpu", "tinygrad", "torch-cuda", "torch-cuda-compile")
+NAMES = ("torch", "ort-cpu", "ort-webgpu", "tinygrad", "torch-cuda", "torch-cuda-compile", "poolgpu-mesa25")
 LABELS = {"torch": "PyTorch CPU", "ort-cpu": "ORT CPU", "ort-webgpu": "ORT WebGPU", "tinygrad": "tinygrad WEBGPU",
-          "torch-cuda": "PyTorch CUDA", "torch-cuda-compile": "torch.compile CUDA"}
+          "torch-cuda": "PyTorch CUDA", "torch-cuda-compile": "torch.compile CUDA",
+          "poolgpu-mesa25": "poolgpu on Mesa 25"}
+SAME_DRIVER = "poolgpu-mesa25"  # poolgpu on the Dawn peers' driver: their ratios to it compare one driver
 ORT_WEBGPU_VENV = ROOT / ".venv-ort-webgpu"
 MESA_DIR = ROOT / ".cache" / "mesa25"  # scripts/mesa25.sh
 WORKER_TIMEOUT_S = 300.0
@@ -52,12 +61,16 @@ class WorkerError(Exception):
 class Worker:
     """A peer module in a process of its own (bench/peer_worker.py); restarted after a crash."""
 
+    HOLD = 4  # input arrays a worker keeps, most recently used first out
+
     def __init__(self, module: str, python: str, env: dict, log_path: Path):
         self.module, self.python, self.env, self.log_path = module, python, env, log_path
         self.process = None
         self.hello = None
+        self.held = OrderedDict()  # token -> the array the worker holds (kept alive here: tokens stay unique)
 
     def start(self) -> dict:
+        self.held.clear()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
@@ -82,12 +95,33 @@ class Worker:
             hello = self.start()
             if hello["status"] != "ok":
                 raise WorkerError(hello["reason"])
+        if request["command"] == "prepare":
+            request = self._sending_once(request)
         try:
             send_frame(self.process.stdin, request)
         except (BrokenPipeError, struct.error) as exc:
             self.stop()
             raise WorkerError(f"worker gone: {exc}; {self.log_tail()}") from None
         return self._reply()
+
+    def _sending_once(self, request: dict) -> dict:
+        """``request`` with the input arrays the worker holds already replaced by their
+        tokens, and what it is to hold after it (``keep``)."""
+        inputs, tokens = {}, {}
+        for name, array in (request["arguments"].get("inputs") or {}).items():
+            if not isinstance(array, np.ndarray):
+                inputs[name] = array
+                continue
+            token = (id(array), array.__array_interface__["data"][0], array.shape, array.dtype.str)
+            if token in self.held:
+                self.held.move_to_end(token)
+                inputs[name] = {"cached": token}
+            else:
+                self.held[token] = inputs[name] = array
+                tokens[name] = token
+        while len(self.held) > self.HOLD:
+            self.held.popitem(last=False)
+        return dict(request, arguments=dict(request["arguments"], inputs=inputs), tokens=tokens, keep=list(self.held))
 
     def log_tail(self, lines: int = 3) -> str:
         try:
@@ -121,6 +155,9 @@ class _Remote:
     def seconds(self) -> float:
         return self._call(command="seconds")["seconds"]
 
+    def copy_seconds(self) -> float:
+        return self._call(command="copy_seconds")["seconds"]
+
     def outputs(self) -> dict:
         return self._call(command="outputs")["outputs"]
 
@@ -140,6 +177,7 @@ class Peer:
         self.status, self.version, self.worker = None, None, None
         self.driver = None  # the driver its worker was pointed at, where not the system's
         self.every_row = False  # runs on every row, not only --peer-rows'
+        self.has_copy = False  # times a copy roofline of its own (prepared.copy_seconds)
 
     def describe(self) -> dict:
         described = {"label": self.label, "status": self.status or "available", "version": self.version}
@@ -148,6 +186,22 @@ class Peer:
     def close(self) -> None:
         if self.worker is not None:
             self.worker.stop()
+
+    def _start(self, worker: Worker, refused: str) -> dict | None:
+        """Start ``worker`` as this peer's: its greeting, with its version kept, or None with
+        ``status`` saying why not (``refused`` before the reason the worker gave)."""
+        self.worker = worker
+        try:
+            hello = worker.start()
+        except (OSError, WorkerError) as exc:
+            self.status = f"cannot start: {exc}"
+            return None
+        if hello["status"] != "ok":
+            self.status = refused + hello["reason"].removeprefix("RuntimeError: ")
+            worker.stop()
+            return None
+        self.version = hello["version"]
+        return hello
 
     def _remote(self, problem, layout, **arguments):
         remote = _Remote(self.worker)
@@ -208,18 +262,12 @@ class OrtWebGpuPeer(Peer):
             self.status = dawn_problem
             return
         self.driver = _private_driver(dawn_env)
-        self.worker = Worker("peer_ort", python, dict(os.environ, **dawn_env), log_dir / "peer-ort-webgpu.log")
-        try:
-            hello = self.worker.start()
-        except (OSError, WorkerError) as exc:
-            self.status = f"cannot start: {exc}"
-            return
-        if hello["status"] != "ok":
-            self.status = f"not installed ({hello['reason']})"
-        elif "WebGpuExecutionProvider" not in hello.get("providers", ()):
-            self.status = f"onnxruntime {hello['version']} has no WebGpuExecutionProvider"
-        else:
-            self.version = hello["version"]
+        hello = self._start(Worker("peer_ort", python, dict(os.environ, **dawn_env), log_dir / "peer-ort-webgpu.log"),
+                            "not installed: ")
+        if hello is not None and "WebGpuExecutionProvider" not in hello.get("providers", ()):
+            self.status = f"onnxruntime {self.version} has no WebGpuExecutionProvider"
+            self.version = None
+            self.worker.stop()
 
     def prepare(self, problem, layout):
         onnx_models, feeds, model = _onnx_for(problem)
@@ -252,13 +300,7 @@ class TinygradPeer(Peer):
         else:
             env = dict(os.environ, DEV="WEBGPU", WEBGPU_PATH=str(library), **dawn_env)
             self.driver = _private_driver(dawn_env)
-            self.worker = Worker("peer_tinygrad", sys.executable, env, log_dir / "peer-tinygrad.log")
-            try:
-                hello = self.worker.start()
-                self.status = None if hello["status"] == "ok" else f"cannot start ({hello['reason']})"
-                self.version = hello.get("version")
-            except (OSError, WorkerError) as exc:
-                self.status = f"cannot start: {exc}"
+            self._start(Worker("peer_tinygrad", sys.executable, env, log_dir / "peer-tinygrad.log"), "cannot start: ")
 
     def prepare(self, problem, layout):
         return self._remote(problem, layout)
@@ -269,22 +311,38 @@ class TorchCudaPeer(Peer):
 
     def __init__(self, log_dir: Path, compiled: bool):
         super().__init__("torch-cuda-compile" if compiled else "torch-cuda")
-        self.every_row = not compiled  # (compiling takes seconds a row)
+        self.every_row = True  # its data types and memory formats are poolgpu's
         if importlib.util.find_spec("torch") is None:
             self.status = "not installed (torch)"
             return
         env = dict(os.environ, POOLGPU_BENCH_TORCH_COMPILE="1" if compiled else "0")
-        self.worker = Worker("peer_torch_cuda", sys.executable, env, log_dir / f"peer-{self.name}.log")
-        try:
-            hello = self.worker.start()
-        except (OSError, WorkerError) as exc:
-            self.status = f"cannot start: {exc}"
+        self._start(Worker("peer_torch_cuda", sys.executable, env, log_dir / f"peer-{self.name}.log"), "unavailable: ")
+
+    def prepare(self, problem, layout):
+        return self._remote(problem, layout)
+
+    def prepare_clone(self, nbytes: int):
+        """PyTorch's ``clone()`` of an ``nbytes`` tensor on the GPU (the ceiling, bench/ceiling.py)."""
+        remote = _Remote(self.worker)
+        remote._call(command="prepare", arguments=dict(spec={"op": "clone", "bytes": nbytes}, inputs={}, layout="nchw"))
+        return remote
+
+
+class PoolgpuMesaPeer(Peer):
+    """poolgpu's rows on the Mesa the Dawn-based peers use (bench/peer_poolgpu.py in a worker
+    pointed at it), with that driver's copy roofline: where those peers run on a private
+    Mesa, their ratios to it compare one driver."""
+
+    def __init__(self, log_dir: Path, dawn_env: dict):
+        super().__init__(SAME_DRIVER)
+        self.has_copy = True
+        if not dawn_env:
+            self.status = ("unavailable: needed only where the Dawn peers run on a private Mesa "
+                           "(scripts/mesa25.sh, under an older system Mesa)")
             return
-        if hello["status"] == "ok":
-            self.version = hello["version"]
-        else:
-            self.status = "unavailable: " + hello["reason"].removeprefix("RuntimeError: ")
-            self.worker.stop()
+        self.driver = _private_driver(dawn_env)
+        self._start(Worker("peer_poolgpu", sys.executable, dict(os.environ, **dawn_env),
+                           log_dir / "peer-poolgpu-mesa25.log"), "cannot start: ")
 
     def prepare(self, problem, layout):
         return self._remote(problem, layout)
@@ -351,5 +409,6 @@ def discover(names, adapters: list, log_dir: Path, ort_webgpu: str = None) -> li
         "tinygrad": lambda: TinygradPeer(log_dir, dawn, dawn_env),
         "torch-cuda": lambda: TorchCudaPeer(log_dir, compiled=False),
         "torch-cuda-compile": lambda: TorchCudaPeer(log_dir, compiled=True),
+        SAME_DRIVER: lambda: PoolgpuMesaPeer(log_dir, dawn_env),
     }
     return [made[name]() for name in names]

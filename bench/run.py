@@ -8,7 +8,8 @@ JSON file, a Markdown table and a PNG plot under bench/results/ (ignored by git)
 (every case, operator and default variant, not --quick or --tiny) is also kept, committed: on
 a CPU adapter (lavapipe) as bench/latest.json, on a GPU as bench/gpu/<date>-<gpu>.json; then
 docs/bench-tables.md, bench/latest.png and README.md's table are made again from those
-(bench/report.py)."""
+(bench/report.py).  ``--scale`` adds the bandwidth rows (cases.SCALE_BATCH) and the ceiling
+measured three ways (bench/ceiling.py)."""
 
 from __future__ import annotations
 
@@ -27,18 +28,19 @@ import numpy as np
 
 import poolgpu as pg
 
-from . import ROOT, host, ratios, report
-from .cases import CASES, DTYPES, LAYOUTS, NEEDS, Data, build
+from . import ROOT, ceiling, host, ratios, report
+from .cases import CASES, DTYPES, LAYOUTS, NEEDS, SCALE_BATCH, Data, build
 from .check import check, error_reason
 from .peer_base import Unsupported
 from .peers import NAMES as PEER_NAMES
-from .peers import discover
+from .peers import SAME_DRIVER, discover
 from .poolgpu_run import PoolgpuRun, rotating_runs
 from .roofline import Roofline
 from .timing import ROTATE, SUMMARY, GpuTimer, interleaved, repeat, stats
 RATIOS = "ratios"  # a plan entry: the ratio targets of a case and data type (bench/ratios.py)
 DEFAULT_VARIANTS = (("float32", "nchw"), ("float16", "nchw"), ("float32", "nhwc"))
 RESULTS = ROOT / "bench" / "results"
+SCALE_MEMORY = 6 << 30  # host memory --scale needs on a CPU adapter (its rows, copies and peers' copies)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -51,8 +53,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--cases", default=",".join(CASES), help="comma-separated case names (default: %(default)s)")
     p.add_argument("--ops", default="*", help="comma-separated operator names or patterns, e.g. 'max*,avg' "
                                               f"(operators: {', '.join(NEEDS)})")
-    p.add_argument("--dtype", help="float32, float16 or both, comma-separated, for every case (default: cases "
-                                    "A, B, C in float32 NCHW, float16 NCHW and float32 NHWC; the others in float32 NCHW)")
+    p.add_argument("--dtype", help="float32, float16, bfloat16, comma-separated, for every case (default: cases "
+                                    "A, B, C in float32 NCHW, float16 NCHW and float32 NHWC; the others in their "
+                                    "types (float32; FR also bfloat16, BF bfloat16 only), NCHW)")
     p.add_argument("--layout", help="nchw, nhwc or both, comma-separated (NHWC: channels last, inputs and outputs)")
     p.add_argument("--reps", type=int, default=5, help="repetitions per measurement (default: %(default)s)")
     p.add_argument("--warmup", type=int, default=1, help="untimed runs first (default: %(default)s)")
@@ -65,6 +68,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true",
                    help="a quick look: float32 NCHW only (unless --dtype/--layout say otherwise), 3 repetitions")
     p.add_argument("--tiny", action="store_true", help="tiny shapes with the same windows (tests the plumbing)")
+    p.add_argument("--scale", action="store_true",
+                   help="GPU scale: also cases " + ", ".join(f"{c} at N={n}" for c, n in SCALE_BATCH.items())
+                        + " (a few hundred MB per input: bandwidth rows, first; the standard ones measure latency), "
+                        "and the bandwidth ceiling three ways at about 1 GB (the copy kernel, copy_buffer_to_buffer, "
+                        "PyTorch's clone() on CUDA)")
+    p.add_argument("--deadline-s", type=float,
+                   help="rows not started within this many seconds are reported as not run (a GPU lent for minutes)")
     p.add_argument("--peers", dest="peers", action="store_true", default=True, help="measure the peers (default)")
     p.add_argument("--no-peers", dest="peers", action="store_false", help="poolgpu and its roofline only")
     p.add_argument("--peer", default=",".join(PEER_NAMES), help="which peers (default: %(default)s)")
@@ -160,8 +170,9 @@ class Bench:
     def __init__(self, args, device):
         self.args, self.device = args, device
         self.timer = GpuTimer(device, args.timer)
-        self.roofline = Roofline(device, self.timer, args.seed)
+        self.roofline = Roofline(device, self.timer, args.seed, args.warmup_s)
         self.peers = discover(args.peer_names, pg.list_adapters(), args.out, args.ort_webgpu_python)
+        self.scale_note = scale_problem(device) if args.scale and not args.tiny else None
         # why the ratio targets are not measured (None: they are)
         self.ratios_note = None
         if not args.ratios:
@@ -228,87 +239,161 @@ class Bench:
             return {"status": "error", "reason": error_reason(exc)}
         try:
             mismatch = check(prepared.outputs(), problem)
-            (times,) = self.measure([prepared.seconds], warmed=True)  # prepare() ran it: its outputs
+            timed = [prepared.seconds] + ([prepared.copy_seconds] if peer.has_copy else [])
+            times = self.measure(timed, warmed=True)  # prepare() ran it: its outputs
         except Exception as exc:
             return {"status": "error", "reason": error_reason(exc)}
         finally:
             prepared.release()
-        result = dict(stats(times), status="mismatch" if mismatch else "ok", check=mismatch or "ok")
+        result = dict(stats(times[0]), status="mismatch" if mismatch else "ok", check=mismatch or "ok")
+        if peer.has_copy:  # % of the copy on its own driver
+            result["copy"] = stats(times[1])
+            result["pct_of_copy"] = 100 * result["copy"][SUMMARY] / result[SUMMARY]
         if row.get("status") == "ok":
             result["ratio"] = row["poolgpu"][SUMMARY] / result[SUMMARY]
-            result["pct_of_copy"] = 100 * row["copy"][SUMMARY] / result[SUMMARY]
+            result.setdefault("pct_of_copy", 100 * row["copy"][SUMMARY] / result[SUMMARY])
         return result
+
+    def same_driver_ratios(self, measured: dict) -> None:
+        """Each peer's time against poolgpu's on the same driver, where poolgpu ran on its
+        (the Dawn peers on a private Mesa: ``ratio_same_driver``)."""
+        same = measured.get(SAME_DRIVER, {})
+        if same.get("status") != "ok":
+            return
+        driver = next(p.driver for p in self.peers if p.name == SAME_DRIVER)
+        for peer in self.peers:
+            result = measured.get(peer.name, {})
+            if peer.name != SAME_DRIVER and peer.driver == driver and result.get("status") in ("ok", "mismatch"):
+                result["ratio_same_driver"] = same[SUMMARY] / result[SUMMARY]
 
     def selected_ops(self, case) -> list:
         return [op for op in case.ops if any(fnmatch.fnmatchcase(op, pat) for pat in self.args.op_patterns)]
 
+    def case_variants(self, case) -> tuple:
+        if not (self.args.chosen_variants or case.every_variant):
+            return tuple((d, "nchw") for d in case.dtypes)  # the extra cases: their types, NCHW, unless asked otherwise
+        return self.args.variants
+
     def plan(self) -> list:
-        """(case, dtype, op, layouts) in run order; a case's data type shares inputs and
-        reference results across operators, layouts and peers."""
+        """(case, dtype, op, layout, repeats) in run order: with --scale, the bandwidth rows
+        first (repeats > 1: the case's data repeated along N), variant by variant, then the
+        standard ones, case by case (a case's data type shares inputs and reference results
+        across operators, layouts and peers, and the bandwidth rows the standard ones')."""
         plan = []
+        if self.args.scale and self.scale_note is None:
+            for variant in self.args.variants:
+                for name in self.args.case_names:
+                    case = CASES[name]
+                    if name in SCALE_BATCH and variant in self.case_variants(case):
+                        repeats = SCALE_BATCH[name] // case.sizes[0]
+                        plan += [(case, variant[0], op, variant[1], repeats) for op in self.selected_ops(case)]
         for name in self.args.case_names:
             case = CASES[name]
             ops = self.selected_ops(case)
-            variants = self.args.variants
-            if not (self.args.chosen_variants or case.every_variant):
-                variants = DEFAULT_VARIANTS[:1]  # the extra cases: float32 NCHW unless asked otherwise
+            variants = self.case_variants(case)
             for dtype in dict.fromkeys(d for d, _ in variants):
                 layouts = [lay for d, lay in variants if d == dtype]
-                plan += [(case, dtype, op, layouts) for op in ops]
+                plan += [(case, dtype, op, layout, 1) for op in ops for layout in layouts]
                 if self.ratios_note is None and ratios.applies(case.name, ops):
-                    plan.append((case, dtype, RATIOS, layouts))  # while the case's data is at hand
+                    plan += [(case, dtype, RATIOS, layout, 1) for layout in layouts]  # while the case's data is at hand
         return plan
+
+    def data_for(self, plan: list, index: int) -> Data:
+        """The Data of plan entry ``index``: the standard ones kept until their last entry
+        (the bandwidth rows' references are theirs), a repeated one only while in use."""
+        case, dtype, _, _, repeats = plan[index]
+        key = (case.name, dtype)
+        if key not in self._data:
+            self._data[key] = Data(case, dtype, self.args.tiny, self.args.seed)
+        data = self._data[key]
+        if repeats > 1:
+            if self._repeated is None or self._repeated[0] != (key, repeats):
+                self._repeated = ((key, repeats), data.repeated(repeats))
+            data = self._repeated[1]
+        later = {(c.name, d) for c, d, *_ in plan[index + 1:]}
+        if key not in later:
+            del self._data[key]
+        return data
 
     def run(self) -> dict:
         args = self.args
         plan = self.plan()
-        progress = Progress(1 + sum(len(layouts) for *_, layouts in plan))
+        progress = Progress(1 + bool(args.scale) + len(plan))
         progress.show("host overhead")
         results = self.header()
         results["ratios"] = []
         results["ratios_note"] = self.ratios_note
         results["host"] = host.measure(self.device, args.quick)
         progress.step()
-        data = None
-        for case, dtype, op, layouts in plan:
-            if data is None or (data.case, data.dtype) != (case, np.dtype(dtype)):
-                data = Data(case, dtype, args.tiny, args.seed)
+        if args.scale:
+            progress.show("the ceiling, three ways")
+            torch_cuda = next((p for p in self.peers if p.name == "torch-cuda"), None)
+            results["ceiling"] = (ceiling.measure(self.device, self.timer, self.roofline, torch_cuda, args.tiny,
+                                                  args.warmup_s) if self.scale_note is None else None)
+            results["scale_note"] = self.scale_note
+            self.roofline.clear()
+            progress.step()
+        self._data, self._repeated, current, not_run = {}, None, None, 0
+        for index, (case, dtype, op, layout, repeats) in enumerate(plan):
+            if args.deadline_s is not None and time.perf_counter() - progress.start > args.deadline_s:
+                not_run += op != RATIOS
+                if op != RATIOS:
+                    results["rows"].append(dict(self.row_fields(case, dtype, op, layout, plan[index]), status="not run",
+                                                reason=f"the run's time limit (--deadline-s {args.deadline_s:g})"))
+                continue
+            data = self.data_for(plan, index)
+            if current != (case.name, dtype, repeats):
+                current = (case.name, dtype, repeats)
                 self.roofline.clear()  # frees the previous case's copy buffers
             if op == RATIOS:
-                for layout in layouts:
-                    progress.show(f"{case.name} {dtype} {layout}: ratios in one submission")
-                    ops = ratios.applies(case.name, self.selected_ops(case))
-                    rounds = ratios.ROUNDS // 2 if args.quick else ratios.ROUNDS
-                    measured = ratios.measure(self.device, data, layout, ops, rounds)
-                    results["ratios"].append({"case": case.name, "dtype": dtype, "layout": layout, "ops": measured})
-                    progress.step()
+                progress.show(f"{case.name} {dtype} {layout}: ratios in one submission")
+                ops = ratios.applies(case.name, self.selected_ops(case))
+                rounds = ratios.ROUNDS // 2 if args.quick else ratios.ROUNDS
+                measured = ratios.measure(self.device, data, layout, ops, rounds)
+                results["ratios"].append({"case": case.name, "dtype": dtype, "layout": layout, "ops": measured})
+                progress.step()
                 continue
             problem = build(op, data)
-            for layout in layouts:
-                row = {"case": case.name, "op": op, "dtype": dtype, "layout": layout, "input_sizes": data.sizes,
-                       "geometry": data.geometry}
-                progress.show(report.row_label(row))
-                started = time.perf_counter()
-                if problem is None:
-                    row.update(status="not applicable", reason="the window does not fit this case")
-                else:
-                    row.update(self.poolgpu_row(problem, layout))
-                    every = args.peer_rows == "all" or (dtype, layout) == ("float32", "nchw")
-                    peers = [peer for peer in self.peers if every or peer.every_row]
-                    if row["status"] == "ok" and peers:
-                        row["peers"] = {}
-                        for peer in peers:
-                            peer_started = time.perf_counter()
-                            row["peers"][peer.name] = self.peer_row(peer, problem, layout, row)
-                            row["peers"][peer.name]["bench_s"] = round(time.perf_counter() - peer_started, 2)
-                row["bench_s"] = round(time.perf_counter() - started, 2)  # what the row cost the bench, peers included
-                results["rows"].append(row)
-                progress.step(report.row_label(row))
+            row = dict(self.row_fields(case, dtype, op, layout, plan[index]), input_sizes=data.sizes,
+                       geometry=data.geometry)
+            progress.show(report.row_label(row))
+            started = time.perf_counter()
+            if problem is None:
+                row.update(status="not applicable", reason="the window does not fit this case")
+            else:
+                row.update(self.poolgpu_row(problem, layout))
+                every = args.peer_rows == "all" or (dtype, layout) == ("float32", "nchw")
+                peers = [peer for peer in self.peers if every or peer.every_row]
+                if row["status"] == "ok" and peers:
+                    row["peers"] = {}
+                    for peer in peers:
+                        peer_started = time.perf_counter()
+                        row["peers"][peer.name] = self.peer_row(peer, problem, layout, row)
+                        row["peers"][peer.name]["bench_s"] = round(time.perf_counter() - peer_started, 2)
+                    self.same_driver_ratios(row["peers"])
+            row["bench_s"] = round(time.perf_counter() - started, 2)  # what the row cost the bench, peers included
+            results["rows"].append(row)
+            self.checkpoint(results)
+            progress.step(report.row_label(row))
+        if args.deadline_s is not None:
+            results["deadline"] = {"deadline_s": args.deadline_s, "rows_not_run": not_run}
+        self._data, self._repeated = {}, None
         progress.close()
         results["elapsed_s"] = round(time.perf_counter() - progress.start, 1)
         results["machine"]["load_avg_at_end"] = [round(v, 2) for v in os.getloadavg()]  # (1, 5, 15 minutes)
         results["timer"] = self.timer.describe()
         return results
+
+    @staticmethod
+    def row_fields(case, dtype, op, layout, entry) -> dict:
+        fields = {"case": case.name, "op": op, "dtype": dtype, "layout": layout}
+        return dict(fields, scaled=True, batch=SCALE_BATCH[case.name]) if entry[4] > 1 else fields
+
+    def checkpoint(self, results: dict) -> None:
+        """The run so far, as --json (a run cut short keeps its rows; the end rewrites it)."""
+        self.args.json.parent.mkdir(parents=True, exist_ok=True)
+        partial = dict(results, partial=True, timer=self.timer.describe())
+        self.args.json.write_text(json.dumps(partial, indent=1, default=_jsonable) + "\n")
 
     def header(self) -> dict:
         device, args = self.device, self.args
@@ -322,6 +407,7 @@ class Bench:
                 "variants": [list(v) for v in args.variants], "reps": args.reps, "warmup": args.warmup,
                 "warmup_s": args.warmup_s,
                 "budget_s": args.budget, "quick": args.quick, "tiny": args.tiny, "seed": args.seed,
+                "scale": args.scale, "deadline_s": args.deadline_s,
                 "peers": list(args.peer_names), "peer_rows": args.peer_rows,
             },
             "adapter": dict(device.info, vendor=info.get("vendor", ""), architecture=info.get("architecture", ""),
@@ -333,6 +419,22 @@ class Bench:
             "peers": {peer.name: peer.describe() for peer in self.peers},
             "rows": [],
         }
+
+
+def scale_problem(device) -> str:
+    """Why --scale's bandwidth rows cannot run on ``device``, or None: on a CPU adapter the
+    tensors live in host memory, of which they need about SCALE_MEMORY free."""
+    if device.info["type"] != "cpu":
+        return None
+    try:
+        meminfo = Path("/proc/meminfo").read_text()
+        free = int(next(line.split()[1] for line in meminfo.splitlines() if line.startswith("MemAvailable:"))) * 1024
+    except (OSError, StopIteration, ValueError):
+        return None
+    if free >= SCALE_MEMORY:
+        return None
+    return (f"skipped: on a CPU adapter the scaled rows live in host memory and need about "
+            f"{SCALE_MEMORY >> 30} GiB free ({free / 2**30:.1f} GiB available)")
 
 
 def _processor() -> str:
@@ -386,6 +488,10 @@ def main(argv=None) -> int:
     args.md.write_text(report.markdown(results))
     print(report.text_table(results))
     print(f"\nWritten: {args.json}, {args.md}" + ("" if why_no_plot else f", {args.png}"), f"({results['elapsed_s']} s)")
+    cut_short = sum(r["status"] == "not run" for r in results["rows"])
+    if keep is not None and cut_short and not (args.save_gpu_run or args.save_latest):
+        print(f"bench: not kept as a full run: {cut_short} row(s) not run (--deadline-s)", file=sys.stderr)
+        keep = None
     if keep is not None:
         kept = keep / report.gpu_run_name(results) if keep.suffix != ".json" else keep
         kept.parent.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,8 @@ import time
 import numpy as np
 import wgpu
 
+from .peer_base import PER_PASS, ROTATE  # noqa: F401 (the peers' workers share them without wgpu)
+
 
 def _timestamp_period_ns(wgpu_device) -> float:
     """Nanoseconds per timestamp tick.  WebGPU promises nanoseconds, but wgpu-native
@@ -115,11 +117,6 @@ def wall_seconds(run) -> float:
     return time.perf_counter() - start
 
 
-# interleaved(): dispatches per timed pass, and copies of the tensors they cycle over so that
-# a dispatch reads data the previous ones left out of cache (case A's 32 MB fit an H100's
-# 50 MB L2).
-PER_PASS = 8
-ROTATE = 4
 
 
 def interleaved(device, groups: list, rounds: int) -> list:
@@ -149,6 +146,47 @@ def interleaved(device, groups: list, rounds: int) -> list:
     ticks = np.frombuffer(g.queue.read_buffer(resolved), np.uint64).astype(np.float64).reshape(rounds, len(groups), 2)
     seconds = (ticks[..., 1] - ticks[..., 0]) * _timestamp_period_ns(g) * 1e-9 / PER_PASS
     return [list(seconds[:, j]) for j in range(len(groups))]
+
+
+def encoder_copies(device, copies: list, rounds: int) -> tuple:
+    """(seconds per copy in each round, how they were timed) of the command encoder's own
+    copy (``copy_buffer_to_buffer``): ``copies`` are (source buffer, destination buffer,
+    bytes), cycled, PER_PASS per round, every round in ONE submission (as interleaved()
+    times passes).  A copy is no compute pass, so each round is bracketed by two empty
+    timestamped passes, the end of one before it and the beginning of one after; where the
+    adapter has no timestamp-query, or the timestamps disagree with the wall clock, the
+    wall clock around the submission, per copy."""
+    g = device.wgpu_device
+    timestamps = "timestamp-query" in device.features
+    encoder = g.create_command_encoder()
+    if timestamps:
+        queries = g.create_query_set(type="timestamp", count=2 * rounds)
+        resolved = g.create_buffer(size=16 * rounds, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
+    for i in range(rounds):
+        if timestamps:
+            encoder.begin_compute_pass(timestamp_writes={"query_set": queries, "end_of_pass_write_index": 2 * i}).end()
+        for j in range(PER_PASS):
+            source, destination, size = copies[j % len(copies)]
+            encoder.copy_buffer_to_buffer(source, 0, destination, 0, size)
+        if timestamps:
+            encoder.begin_compute_pass(timestamp_writes={"query_set": queries,
+                                                         "beginning_of_pass_write_index": 2 * i + 1}).end()
+    if timestamps:
+        encoder.resolve_query_set(queries, 0, 2 * rounds, resolved, 0)
+    start = time.perf_counter()
+    g.queue.submit([encoder.finish()])
+    if timestamps:
+        raw = g.queue.read_buffer(resolved)
+    else:
+        device.synchronize()
+    wall = (time.perf_counter() - start) / (rounds * PER_PASS)
+    if timestamps:
+        ticks = np.frombuffer(raw, np.uint64).astype(np.float64).reshape(rounds, 2)
+        seconds = (ticks[:, 1] - ticks[:, 0]) * _timestamp_period_ns(g) * 1e-9 / PER_PASS
+        if (seconds > 0).all() and seconds.mean() <= 1.5 * wall + 1e-4:
+            return list(seconds), "GPU timestamps around each round's copies"
+        return [wall] * rounds, "wall clock (the timestamps disagreed with it)"
+    return [wall] * rounds, "wall clock (the adapter has no timestamp-query)"
 
 
 # The statistic of a row's repetitions that its tables, ratios and % of copy use.  The

@@ -5,23 +5,27 @@
 
 Each variant changes one choice of the device's ``pg.Tuning`` for the ops compiled under
 it (they compose with '+': ``out1+wg256``); every variant's result is checked against the reference
-before it is timed.  Every variant and the copy roofline are timed in ONE submission,
-``--rounds`` rounds of a pass each (bench/timing.py's ``interleaved``: GPUs' clocks stay
-up, data rotates out of L2); times are per dispatch, fastest and median pass.
+before it is timed, and a variant compiling to the same dispatches as one before it is
+reported as such, not timed again.  Every variant and the copy roofline are timed in ONE
+submission, ``--rounds`` rounds of a pass each (bench/timing.py's ``interleaved``: GPUs'
+clocks stay up, data rotates out of L2); times are per dispatch, fastest and median pass.
+The sweep at GPU scale (bench/sweep.py) tries every variant, at the values in ``SWEEP``.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import time
 
 import numpy as np
 
 import poolgpu as pg
+from poolgpu.dispatches import Planner
 
 from .cases import CASES, Data, build
-from .check import check
-from .poolgpu_run import rotating_runs
+from .check import check, error_reason
+from .poolgpu_run import descriptions, rotating_runs, upload_inputs
 from .roofline import Roofline
 from .timing import ROTATE, GpuTimer, interleaved
 
@@ -41,6 +45,9 @@ VARIANTS = {
     "wholewg": "the (column, line, plane) grids numbered flat: every lane busy (Tuning.whole_workgroups)",
     "interior": "the general walk's windows inside the input walked without clamps (Tuning.interior_path)",
 }
+# The values the sweep (bench/sweep.py) tries for each variant taking a number; a variant
+# without values here is left out of it (say which).
+SWEEP = {"outN": (1, 2), "wgN": (64, 128, 256), "rowsN": (4,), "planeN": (64, 128, 256), "partN": (4096, 65536)}
 
 
 def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
@@ -84,22 +91,64 @@ def variant(name: str, tuning: pg.Tuning) -> pg.Tuning:
     return tuning
 
 
+def sweep_names() -> tuple:
+    """(every variant the sweep tries, the VARIANTS it leaves out): "current", then each of
+    VARIANTS, those taking a number at each of its SWEEP values."""
+    names, left_out = ["current"], []
+    for key in VARIANTS:
+        if key == "current":
+            continue
+        if key.endswith("N"):
+            names += [key[:-1] + str(value) for value in SWEEP.get(key, ())]
+            left_out += [] if SWEEP.get(key) else [key]
+        else:
+            names.append(key)
+    return names, left_out
+
+
+def kernels_of(device, problem, layout: str, tuning: pg.Tuning) -> list:
+    """What ``problem``'s ops dispatch under ``tuning`` on ``device`` (pipelines, bindings,
+    uniforms, grids): two tunings with the same compile to the same kernels."""
+    planned = []
+    for _, desc in descriptions(problem, layout):
+        planner = Planner(desc, tuning, device.limits["max-storage-buffer-binding-size"],
+                          device.limits.get("min-storage-buffer-offset-alignment", 256))
+        planned += [(d.pipeline_key, d.bindings, d.uniform, d.grid) for d in planner.dispatches(planner.standalone())]
+    return planned
+
+
 def compare(device, case: str, dtype: str, op: str, variants: list, layout: str, rounds: int,
             tiny: bool = False) -> dict:
     """{variant: (min, median) seconds per dispatch, or the reason it was not timed}, and
     "copy": the copy roofline's, for one operator on one case."""
     problem = build(op, Data(CASES[case], dtype, tiny, 0))
-    if problem is None:
-        return {}
-    results, runs_of = {}, {}
+    return {} if problem is None else compare_problem(device, problem, layout, variants, rounds)
+
+
+def compare_problem(device, problem, layout: str, variants: list, rounds: int, warmup_s: float = 0.0) -> dict:
+    """compare()'s results for ``problem``: every variant's runs share ROTATE uploads of the
+    inputs; one compiling to the kernels of a variant before it is "same kernels as" that
+    one; after at least ``warmup_s`` seconds of untimed rounds, ``rounds`` timed ones."""
+    results, runs_of, planned = {}, {}, {}
     base = device.tuning
+    input_sets = [upload_inputs(device, problem, layout) for _ in range(ROTATE)]
     for name in variants:
-        device.tuning = variant(name, base)
+        tuning = variant(name, base)
         try:
-            runs = rotating_runs(device, problem, layout)
+            kernels = kernels_of(device, problem, layout, tuning)
+            same = next((other for other, theirs in planned.items() if theirs == kernels), None)
+            if same is not None:
+                results[name] = f"same kernels as {same}"
+                continue
+            planned[name] = kernels
+            device.tuning = tuning
+            runs = rotating_runs(device, problem, layout, input_sets=input_sets)
             for run in runs:
                 run.record()
             mismatch = check(runs[0].outputs(), problem)
+        except Exception as exc:  # reported, never hiding the other variants
+            results[name] = f"error: {error_reason(exc)}"
+            continue
         finally:
             device.tuning = base
         if mismatch:
@@ -109,8 +158,11 @@ def compare(device, case: str, dtype: str, op: str, variants: list, layout: str,
     if not runs_of:
         return results
     first = next(iter(runs_of.values()))[0]
-    copies = Roofline(device, GpuTimer(device)).rotating(first.read_bytes, first.written_bytes, ROTATE)
+    copies = Roofline(device, GpuTimer(device), warmup_s=warmup_s).rotating(first.read_bytes, first.written_bytes, ROTATE)
     groups = [copies] + [[run.record for run in runs] for runs in runs_of.values()]
+    start = time.perf_counter()
+    while time.perf_counter() - start < warmup_s:
+        interleaved(device, groups, 1)
     timings = interleaved(device, groups, rounds)
     results["copy"] = (min(timings[0]), float(np.median(timings[0])))
     for name, seconds in zip(runs_of, timings[1:]):

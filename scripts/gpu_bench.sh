@@ -1,90 +1,225 @@
 #!/usr/bin/env bash
 # The bench on a GPU machine that has Python (3.12 expected) with PyTorch for CUDA but cannot
-# reach a package index; see docs/performance-method.md.
+# reach a package index; see docs/performance-method.md ("On a GPU").
 #   bash scripts/gpu_bench.sh prepare        # here: wheels (poolgpu, wgpu and what it needs)
 #                                            # and the Vulkan loader into bench/results/carry
-#   bash scripts/gpu_bench.sh tests [ARGS]   # there: the suite on its Vulkan adapter (ARGS: pytest's)
-#   bash scripts/gpu_bench.sh bench [ARGS]   # there: the bench with the torch-cuda peers (ARGS: the bench's)
-# There, results go under $OUT (default bench/results/gpu): tests.log, bench.log, the run as
-# <date>-<gpu>.json (commit it as bench/gpu/<date>-<gpu>.json), its table and plot.
+#   bash scripts/gpu_bench.sh session        # there, in one go (6 minutes): install what was
+#                                            # carried, the bench at GPU scale with the PyTorch CUDA
+#                                            # peers, the Tuning sweep, the suite on the Vulkan adapter
+#   bash scripts/gpu_bench.sh tests [ARGS]   # there: the suite alone (ARGS: pytest's)
+#   bash scripts/gpu_bench.sh bench [ARGS]   # there: the bench alone (ARGS: the bench's)
+# There, results go under $OUT (default bench/results/gpu): the run as <date>-<gpu>.json and the
+# sweep's table as tuning-<date>-<gpu>.json (commit both under bench/gpu/), bench.md, the logs.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-CARRY="$ROOT/bench/results/carry"  # (bench/results/ is not committed)
+CARRY="${POOLGPU_GPU_CARRY:-$ROOT/bench/results/carry}"  # (bench/results/ is not committed)
+DOWNLOADS="$ROOT/.cache/gpu-carry"  # what prepare downloaded, kept for the next time (.cache is not committed)
+CARRY_LIMIT=$((60 << 20))  # what travels with a lent machine's command: 64 MiB, the repository included
 PY_THERE="${POOLGPU_GPU_PYTHON_VERSION:-3.12}"
 OUT="${OUT:-$ROOT/bench/results/gpu}"
+PYTHON="${POOLGPU_GPU_PYTHON:-python3}"  # the machine's Python (there: the one with PyTorch for CUDA)
+DRY_RUN="${POOLGPU_GPU_DRY_RUN:-}"  # 1: a rehearsal on a CPU adapter (tests/test_gpu_session.py)
+WORK="${POOLGPU_GPU_WORK:-/tmp/poolgpu-gpu}"  # scratch there: the installed wheels, the bench's extra outputs
 mode="${1:-}"
 shift || true
+if [ -n "$DRY_RUN" ]; then
+  # The same steps on tiny sizes, a few cases, and PyTorch's CPU build in place of CUDA
+  # (torch.compile by dynamo alone: inductor's C++ would take minutes here).
+  : "${POOLGPU_GPU_SESSION_BENCH_ARGS=--tiny --cases A --ops max_bwd --reps 2 --budget 0}"
+  : "${POOLGPU_GPU_SESSION_SWEEP_ARGS=--tiny --cases G --ops max --rounds 2}"
+  : "${POOLGPU_GPU_SESSION_TESTS=tests/test_bench.py -q -p no:cacheprovider -k expected_words}"
+  : "${POOLGPU_GPU_SESSION_S:=150}" "${POOLGPU_GPU_BENCH_S:=90}" "${POOLGPU_GPU_SWEEP_S:=40}"
+  export POOLGPU_BENCH_TORCH_DEVICE=cpu POOLGPU_BENCH_TORCH_COMPILE_BACKEND=eager
+fi
 
-prepare() {
-  local py="${PYTHON:-$ROOT/.venv/bin/python}"
-  [ -x "$py" ] || py=python3
-  rm -rf "$CARRY" && mkdir -p "$CARRY/whl" "$CARRY/deb" "$CARRY/apt/lists/partial"
-  "$py" -m pip wheel -q --no-deps -w "$CARRY/whl" "$ROOT"
-  local wgpu; wgpu="$("$py" -c 'from importlib.metadata import version; print(version("wgpu"))')"
-  # wgpu's wheel is the same for every Python; cffi's is built per Python version
-  "$py" -m pip download -q --no-deps --only-binary=:all: --python-version "$PY_THERE" --implementation cp \
-    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-    -d "$CARRY/whl" "wgpu==$wgpu" cffi pycparser rendercanvas
-  echo "$PY_THERE" >"$CARRY/python-version"
-  # The Vulkan loader, in case the machine has none (private lists: /etc/apt stays as it is)
-  local apt=(-o "Dir::State::Lists=$CARRY/apt/lists" -o "Dir::Cache=$CARRY/apt" -o Debug::NoLocking=1
-             -o APT::Architecture=amd64 -o APT::Architectures=amd64)
-  apt-get "${apt[@]}" -qq update && (cd "$CARRY/deb" && apt-get "${apt[@]}" -qq download libvulkan1) ||
-    echo "gpu_bench: could not download libvulkan1; the machine's own loader will have to do" >&2
-  rm -rf "$CARRY/apt"
-  du -sh "$CARRY"
-  echo "Now, on the GPU machine, from the repository's root, with bench/results/carry carried:"
-  echo "  bash scripts/gpu_bench.sh tests    and    bash scripts/gpu_bench.sh bench"
+# -- prepare: here, where pip and apt-get reach their indexes ------------------------------
+download_once() {  # download_once PATTERN COMMAND...: COMMAND fills $DOWNLOADS unless PATTERN matches there
+  compgen -G "$DOWNLOADS/$1" >/dev/null || (cd "$DOWNLOADS" && "${@:2}")
+  compgen -G "$DOWNLOADS/$1" >/dev/null || { echo "gpu_bench: nothing matches $1 after downloading it" >&2; return 1; }
 }
 
+prepare() {
+  local py="${POOLGPU_GPU_PREPARE_PYTHON:-$ROOT/.venv/bin/python}"
+  [ -x "$py" ] || py=python3
+  rm -rf "$CARRY" && mkdir -p "$CARRY/whl" "$CARRY/deb" "$DOWNLOADS/apt/lists/partial"
+  "$py" -m pip wheel -q --no-deps --no-build-isolation -w "$CARRY/whl" "$ROOT"
+  local wgpu; wgpu="$("$py" -c 'from importlib.metadata import version; print(version("wgpu"))')"
+  # What the machine lacks beside PyTorch, NumPy and pytest (docs/performance-method.md):
+  # wgpu (one wheel for every Python), cffi (built per Python version), pycparser, rendercanvas.
+  local pip_there=("$py" -m pip download -q --retries 1 --timeout 20 --no-deps --only-binary=:all: --python-version "$PY_THERE"
+                   --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64
+                   --platform manylinux2014_x86_64 -d .)
+  download_once "wgpu-$wgpu-*.whl" "${pip_there[@]}" "wgpu==$wgpu"
+  download_once "cffi-*-cp${PY_THERE//./}-*.whl" "${pip_there[@]}" cffi
+  download_once "pycparser-*.whl" "${pip_there[@]}" pycparser
+  download_once "rendercanvas-*.whl" "${pip_there[@]}" rendercanvas
+  cp "$DOWNLOADS"/wgpu-"$wgpu"-*.whl "$DOWNLOADS"/cffi-*-cp"${PY_THERE//./}"-*.whl "$DOWNLOADS"/pycparser-*.whl \
+     "$DOWNLOADS"/rendercanvas-*.whl "$CARRY/whl/"
+  # The Vulkan loader, for a machine without one (private lists: /etc/apt stays as it is)
+  local apt=(-o "Dir::State::Lists=$DOWNLOADS/apt/lists" -o "Dir::Cache=$DOWNLOADS/apt" -o Debug::NoLocking=1
+             -o APT::Architecture=amd64 -o APT::Architectures=amd64)
+  if download_once "libvulkan1_*.deb" sh -c 'apt-get "$@" -qq update && apt-get "$@" -qq download libvulkan1' apt "${apt[@]}"; then
+    cp "$DOWNLOADS"/libvulkan1_*.deb "$CARRY/deb/"
+  else
+    echo "gpu_bench: could not download libvulkan1; the machine's own loader will have to do" >&2
+  fi
+  echo "$PY_THERE" >"$CARRY/python-version"
+  (cd "$CARRY" && find . -type f ! -name MANIFEST -printf '%s %p\n' | sort -k2 >MANIFEST)
+  local size; size="$(du -sb "$CARRY" | cut -f1)"
+  if [ "$size" -gt "$CARRY_LIMIT" ]; then
+    echo "gpu_bench: $CARRY holds $size bytes, more than a lent machine's command carries ($CARRY_LIMIT)" >&2
+    exit 1
+  fi
+  echo "gpu_bench: $CARRY ready ($((size >> 20)) MiB):"
+  sed 's/^/  /' "$CARRY/MANIFEST"
+}
+
+# -- there: what every mode does first ----------------------------------------------------
 setup_there() {
   [ -d "$CARRY/whl" ] || { echo "gpu_bench: no $CARRY: run 'bash scripts/gpu_bench.sh prepare' where pip works" >&2; exit 2; }
-  local have; have="$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-  echo "gpu_bench: python3 is $have ($(command -v python3)); the wheels were fetched for $(cat "$CARRY/python-version")"
-  python3 -c 'import torch; print("gpu_bench: torch", torch.__version__, "CUDA", torch.version.cuda,
-                                  torch.cuda.get_device_name() if torch.cuda.is_available() else "(no CUDA device)")' ||
+  local have; have="$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+  echo "gpu_bench: $PYTHON is Python $have ($(command -v "$PYTHON")); the wheels were fetched for $(cat "$CARRY/python-version")"
+  "$PYTHON" -c 'import torch; print("gpu_bench: torch", torch.__version__, "CUDA", torch.version.cuda,
+                                     torch.cuda.get_device_name() if torch.cuda.is_available() else "(no CUDA device)")' ||
     echo "gpu_bench: no torch here: the torch-cuda peers will be reported unavailable" >&2
-  if ! ldconfig -p | grep -q libvulkan.so.1; then
-    for deb in "$CARRY"/deb/*.deb; do dpkg -x "$deb" /; done
-    ldconfig
-  fi
+  local deb
+  for deb in "$CARRY"/deb/*.deb; do
+    [ -e "$deb" ] || continue
+    if [ -n "$DRY_RUN" ]; then  # unpacked beside, to see that it would
+      mkdir -p "$WORK/sysroot" && dpkg -x "$deb" "$WORK/sysroot"
+      compgen -G "$WORK/sysroot/usr/lib/*/libvulkan.so.1" >/dev/null ||
+        { echo "gpu_bench: $deb holds no libvulkan.so.1" >&2; exit 2; }
+      echo "gpu_bench: (dry run) $(basename "$deb") unpacks a libvulkan.so.1"
+    elif ! ldconfig -p | grep -q libvulkan.so.1; then
+      dpkg -x "$deb" / && ldconfig
+      echo "gpu_bench: the Vulkan loader unpacked from $(basename "$deb")"
+    fi
+  done
   if ! compgen -G "/usr/share/vulkan/icd.d/*.json" >/dev/null && ! compgen -G "/etc/vulkan/icd.d/*.json" >/dev/null \
      && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
     export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
   fi
   local wheels=("$CARRY"/whl/poolgpu-*.whl "$CARRY"/whl/wgpu-*.whl "$CARRY"/whl/rendercanvas-*.whl)
-  python3 -c 'import cffi' 2>/dev/null || wheels+=("$CARRY"/whl/cffi-*.whl "$CARRY"/whl/pycparser-*.whl)
-  if ! python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/poolgpu-site "${wheels[@]}"; then
+  "$PYTHON" -c 'import cffi' 2>/dev/null || wheels+=("$CARRY"/whl/cffi-*.whl "$CARRY"/whl/pycparser-*.whl)
+  rm -rf "$WORK/site"
+  if ! "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --target "$WORK/site" "${wheels[@]}"; then
     echo "gpu_bench: the wheels do not install on Python $have (cffi's is built per version):" \
          "run 'POOLGPU_GPU_PYTHON_VERSION=$have bash scripts/gpu_bench.sh prepare' here first" >&2
     exit 2
   fi
-  export PYTHONPATH="/tmp/poolgpu-site${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+  export PYTHONPATH="$WORK/site${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
   export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/poolgpu-xdg}"
   mkdir -p "$XDG_RUNTIME_DIR" "$OUT" && chmod 700 "$XDG_RUNTIME_DIR"
-  python3 -c 'import poolgpu as pg; [print("gpu_bench: adapter", a["backend"], a["name"], a["description"]) for a in pg.list_adapters()]'
+  "$PYTHON" -c 'import poolgpu as pg; print("gpu_bench: poolgpu", pg.__version__, "from", pg.__file__)
+[print("gpu_bench: adapter", a["backend"], a["name"], a["description"]) for a in pg.list_adapters()]'
+}
+
+# -- the steps (each mode, and `session`) -------------------------------------------------
+# PyTorch CUDA eager and torch.compile on every row; the bandwidth rows (--scale) first.
+BENCH_ARGS=(--backend vulkan --scale --peer torch-cuda,torch-cuda-compile --warmup-s 0.3)
+SWEEP_ARGS=(--backend vulkan --warmup-s 0.1)
+# (the wheel-building test needs a package index; the rehearsal of this script is for machines without a GPU)
+TESTS_ARGS=(tests -q -p no:cacheprovider -m "not slow" --ignore tests/test_gpu_session.py
+            --deselect tests/test_packaging.py::test_the_wheel_carries_every_shader)
+
+run_tests() {  # run_tests SECONDS ARGS...: the suite on the Vulkan adapter, stopped (SIGINT: it reports) at SECONDS
+  local seconds="$1"; shift
+  local parallel=()
+  "$PYTHON" -c 'import xdist' 2>/dev/null && parallel=(-n "$(($(nproc) > 12 ? 12 : $(nproc)))")
+  # the subset named in POOLGPU_GPU_SESSION_TESTS (a dry run) in place of the whole suite
+  local selection=("${TESTS_ARGS[@]}")
+  [ -n "${POOLGPU_GPU_SESSION_TESTS:-}" ] && read -r -a selection <<<"$POOLGPU_GPU_SESSION_TESTS"
+  # the Vulkan adapter alone, and required: without one every test would skip (whatever the caller required)
+  (cd "$ROOT" && POOLGPU_TEST_BACKENDS=vulkan POOLGPU_REQUIRE_BACKENDS=vulkan timeout -s INT -k 15 "$seconds" \
+     "$PYTHON" -m pytest "${selection[@]}" "${parallel[@]}" "$@") 2>&1 | tee "$OUT/tests.log"
+}
+
+run_bench() {  # run_bench SECONDS ARGS...: stopped at SECONDS (its rows so far stay in its JSON)
+  local seconds="$1"; shift
+  local extra=(); [ -n "${POOLGPU_GPU_SESSION_BENCH_ARGS:-}" ] && read -r -a extra <<<"$POOLGPU_GPU_SESSION_BENCH_ARGS"
+  local status=0
+  (cd "$ROOT" && timeout -s INT -k 15 "$seconds" "$PYTHON" -m bench "${BENCH_ARGS[@]}" --out "$WORK/bench" \
+     --json "$OUT/run.json" --md "$OUT/bench.md" --png "$WORK/bench/bench.png" "${extra[@]}" "$@") || status=$?
+  cat "$WORK"/bench/peer-*.log >"$OUT/peers.log" 2>/dev/null || true
+  keep_as "$OUT/run.json" ""
+  return "$status"
+}
+
+run_sweep() {  # run_sweep SECONDS ARGS...
+  local seconds="$1"; shift
+  local extra=(); [ -n "${POOLGPU_GPU_SESSION_SWEEP_ARGS:-}" ] && read -r -a extra <<<"$POOLGPU_GPU_SESSION_SWEEP_ARGS"
+  local status=0
+  (cd "$ROOT" && timeout -s INT -k 15 "$seconds" "$PYTHON" -m bench.sweep "${SWEEP_ARGS[@]}" \
+     --json "$OUT/tuning.json" "${extra[@]}" "$@") || status=$?
+  keep_as "$OUT/tuning.json" tuning-
+  return "$status"
+}
+
+keep_as() {  # keep_as JSON PREFIX: renamed PREFIX<date>-<gpu>.json beside it, as bench/gpu/ keeps it
+  [ -s "$1" ] || { echo "gpu_bench: no $1" >&2; return 0; }
+  local name; name="$(cd "$ROOT" && "$PYTHON" -m bench.report --kept-name "$1")" || return 0
+  mv "$1" "$(dirname "$1")/$2$name" && echo "gpu_bench: kept $(dirname "$1")/$2$name"
+}
+
+# `session`: everything, in one command on a freshly lent machine, within POOLGPU_GPU_SESSION_S
+# seconds (360 by default: such a machine is lent for 15 minutes in all, its start included, and
+# runs one command for at most 10; docs/performance-method.md), every step under its own limit so
+# that the later ones keep theirs: the bench first (the evidence the machine is lent for, 3/5 of
+# the time), then the sweep (1/5), then the suite in the time left.
+session() {
+  mkdir -p "$OUT" "$WORK"
+  session_steps 2>&1 | tee "$OUT/session.log"
+  return "${PIPESTATUS[0]}"
+}
+
+session_steps() {
+  local session_s="${POOLGPU_GPU_SESSION_S:-360}"
+  local bench_s="${POOLGPU_GPU_BENCH_S:-$((session_s * 3 / 5))}" sweep_s="${POOLGPU_GPU_SWEEP_S:-$((session_s / 5))}"
+  if [ "$bench_s" -le 40 ] || [ "$sweep_s" -le 25 ]; then
+    echo "gpu_bench session: ${session_s} s leaves too little to measure (bench ${bench_s} s, sweep ${sweep_s} s): give it 180 s or more" >&2
+    return 2
+  fi
+  local failed=() started=$SECONDS
+  echo "gpu_bench session: $(date -Is), $(uname -n), limits: ${session_s} s in all, bench ${bench_s} s, sweep ${sweep_s} s${DRY_RUN:+ (dry run)}"
+  step() { echo; echo "== $1 ($((SECONDS - started)) s in)"; }
+  step install
+  setup_there
+  command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm,driver_version --format=csv || true
+  step "bench at GPU scale, PyTorch CUDA peers on every row"
+  run_bench "$bench_s" --deadline-s "$((bench_s - 40))" >"$OUT/bench.log" 2>&1 || failed+=("bench (see bench.log)")
+  tail -n 25 "$OUT/bench.log"
+  step "Tuning sweep at GPU scale"
+  run_sweep "$sweep_s" --deadline-s "$((sweep_s - 25))" || failed+=(sweep)
+  local left=$((session_s - (SECONDS - started) - 10))
+  step "the suite on the Vulkan adapter, for at most ${left} s"
+  if [ "$left" -gt 20 ]; then
+    run_tests "$left" >/dev/null || failed+=("tests (see tests.log)")
+    tail -n 15 "$OUT/tests.log"
+  else
+    echo "gpu_bench: no time left for the suite" | tee "$OUT/tests.log"
+  fi
+  step "done"
+  local files; files="$(find "$OUT" -type f | wc -l)"
+  find "$OUT" -type f -printf '  %p %s bytes\n' | sort
+  [ "$files" -le 8 ] || failed+=("$files files under \$OUT, more than the 8 that come back")
+  if [ "${#failed[@]}" -gt 0 ]; then
+    echo "gpu_bench session: FAILED: ${failed[*]}"
+    return 1
+  fi
+  echo "gpu_bench session: copy \$OUT's <date>-<gpu>.json and tuning-<date>-<gpu>.json into bench/gpu/," \
+       "run python -m bench.report --publish, commit them with what it wrote"
 }
 
 case "$mode" in
   prepare) prepare ;;
+  session) session ;;
   tests)
     setup_there
-    cd "$ROOT"
-    # every test on the Vulkan adapter; the wheel-building test needs a package index
-    POOLGPU_TEST_BACKENDS=vulkan python3 -m pytest tests -q -p no:cacheprovider \
-      --deselect tests/test_packaging.py::test_the_wheel_carries_every_shader "$@" 2>&1 | tee "$OUT/tests.log"
+    run_tests 100000 "$@"
     ;;
   bench)
     setup_there
-    cd "$ROOT"
-    # PyTorch CUDA on every row (eager), torch.compile and ORT CPU on float32 NCHW; the run
-    # is kept as $OUT/<date>-<gpu>.json; the clocks warm up for 0.3 s before each row
-    status=0
-    python3 -m bench --backend vulkan --peer torch-cuda,torch-cuda-compile,ort-cpu --warmup-s 0.3 \
-      --out /tmp/poolgpu-bench --save-gpu-run "$OUT" "$@" 2>&1 | tee "$OUT/bench.log" || status=$?
-    cp /tmp/poolgpu-bench/bench.md /tmp/poolgpu-bench/bench.png "$OUT"/ 2>/dev/null || true
-    cat /tmp/poolgpu-bench/peer-*.log >"$OUT/peers.log" 2>/dev/null || true
-    exit "$status"
+    run_bench 100000 "$@"
     ;;
-  *) sed -n '2,9p' "$0"; exit 2 ;;
+  *) sed -n '2,13p' "$0"; exit 2 ;;
 esac

@@ -40,6 +40,14 @@ def random_values(data_type, shape, rng, specials=True):
     return values.reshape(shape)
 
 
+def finfo(dtype):
+    """np.finfo of a float type, ml_dtypes' for bfloat16 (NumPy's refuses it)."""
+    if np.dtype(dtype).name == "bfloat16":
+        import ml_dtypes
+        return ml_dtypes.finfo(dtype)
+    return np.finfo(dtype)
+
+
 def layout_strides(sizes, layout, rng=None):
     """Strides (elements) for a named layout of a {N, C, spatial...} tensor."""
     sizes = tuple(sizes)

@@ -17,8 +17,9 @@ from helpers import ALL_TYPES, FLOAT_TYPES, layout_strides, random_values, with_
 from poolgpu.dispatches import Planner
 
 OPERATORS = ("max", "average", "lp", "max_grad", "average_grad", "unpool", "unpool_grad", "adaptive_max",
-             "adaptive_average", "adaptive_max_grad", "adaptive_average_grad", "roi")
-ALL_TYPE_OPERATORS = ("max", "unpool", "unpool_grad", "adaptive_max")
+             "adaptive_average", "adaptive_max_grad", "adaptive_average_grad", "roi", "fractional_max",
+             "fractional_max_grad", "lp_grad", "roi_grad")
+ALL_TYPE_OPERATORS = ("max", "unpool", "unpool_grad", "adaptive_max", "fractional_max")
 TUNINGS = {"cpu": pg.Tuning.for_cpu(), "gpu": pg.Tuning.for_gpu(),
            "block-taps": dataclasses.replace(pg.Tuning.for_cpu(), row_gathers=False, windows_first=False),
            # long windows, bins and planes split into parts (and merged) past 256 iterations
@@ -116,13 +117,16 @@ def _described(case: Case):
         else:
             desc = pg.LpPooling1Desc(x_desc, y, dilations=dilations, p=1 + case.seed % 3, **geometry)
         return desc, {"input": values(sizes)}
-    if op in ("max_grad", "average_grad"):
+    if op in ("max_grad", "average_grad", "lp_grad"):
         out_sizes = pg.pooling_output_sizes(sizes, dilations=dilations, **geometry)
         dy, dy_desc, dx = values(out_sizes, specials=False), _desc(dt, out_sizes, case.grad_layout), \
             _desc(dt, sizes, case.out_layout)
         if op == "max_grad":
             return (pg.MaxPoolingGradDesc(x_desc, dy_desc, dx, dilations=dilations, **geometry),
                     {"input": values(sizes), "input_gradient": dy})
+        if op == "lp_grad":
+            return (pg.LpPoolingGradDesc(x_desc, dy_desc, dx, dilations=dilations, p=1 + case.seed % 3, **geometry),
+                    {"input": values(sizes, specials=False), "input_gradient": dy})
         return (pg.AveragePoolingGradDesc(dy_desc, dx, dilations=dilations, include_padding=bool(case.seed % 2),
                                           **geometry), {"input_gradient": dy})
     if op in ("unpool", "unpool_grad"):
@@ -139,6 +143,22 @@ def _described(case: Case):
                 {"input": values(sizes), "indices": indices}
         return pg.MaxUnpoolingGradDesc(_desc(dt, big, case.grad_layout), index_desc, _desc(dt, sizes, case.out_layout)), \
             {"input_gradient": values(big, case.grad_layout), "indices": indices}
+    if op in ("fractional_max", "fractional_max_grad"):   # (2-D and 3-D)
+        windows = tuple(min(k, s) for k, s in zip(geometry["window_size"], sizes[2:]))
+        out_sizes = sizes[:2] + tuple(max(1, (s - k + 1) * 2 // 3) for s, k in zip(sizes[2:], windows))
+        sample_type = dt if dt.is_float else pg.DataType.FLOAT32
+        samples = pg.TensorDesc(sample_type, sizes[:2] + (d,))
+
+        def uniform(rng):
+            return (rng.random(samples.sizes) * 0.99).astype(np.float32).astype(sample_type.numpy)
+
+        if op == "fractional_max":
+            indices = _desc(case.indices, out_sizes, case.out_layout) if case.indices else None
+            return pg.FractionalMaxPoolingDesc(x_desc, samples, _desc(dt, out_sizes, case.out_layout), indices,
+                                               window_size=windows), {"input": values(sizes), "samples": uniform}
+        return pg.FractionalMaxPoolingGradDesc(x_desc, samples, _desc(dt, out_sizes, case.grad_layout),
+                                               _desc(dt, sizes, case.out_layout), window_size=windows), \
+            {"input": values(sizes), "samples": uniform, "input_gradient": values(out_sizes, specials=False)}
     out_sizes = sizes[:2] + tuple(max(1, (s + 1) // 3) for s in sizes[2:])
     if op in ("adaptive_max", "adaptive_average"):
         y = _desc(dt, out_sizes, case.out_layout)
@@ -162,9 +182,15 @@ def _described(case: Case):
                          rng.integers(-2, h + 2, count)], axis=1).astype(dt.numpy).reshape(1, 1, count, 5)
 
     pooled = (2, 3)
+    scale = 0.5 + case.seed % 2 * 0.5
+    if op == "roi_grad":
+        dy = (count, sizes[1]) + pooled
+        desc = pg.RoiPoolingGradDesc(x_desc, pg.TensorDesc(dt, (1, 1, count, 5)), _desc(dt, dy, case.grad_layout),
+                                     _desc(dt, sizes, case.out_layout), spatial_scale=scale, pooled_size=pooled)
+        return desc, {"input": values(sizes), "roi": rois, "input_gradient": values(dy, specials=False)}
     desc = pg.RoiPoolingDesc(x_desc, pg.TensorDesc(dt, (1, 1, count, 5)),
                              _desc(dt, (count, sizes[1]) + pooled, case.out_layout),
-                             spatial_scale=0.5 + case.seed % 2 * 0.5, pooled_size=pooled)
+                             spatial_scale=scale, pooled_size=pooled)
     return desc, {"input": values(sizes), "roi": rois}
 
 
@@ -175,14 +201,19 @@ PINNED = (
          "cpu", 2),  # four channels per lane
     Case("max_grad", pg.DataType.FLOAT16, "aligned", 2, "packed", "packed", "gaps", None, "cpu", 3),  # dx in pairs
     Case("average_grad", pg.DataType.FLOAT32, "dense", 2, "packed", "packed", "packed", None, "split", 4),  # split gather
+    Case("max_grad", pg.DataType.FLOAT16, "aligned", 2, "broadcast", "packed", "packed", None, "cpu", 5),  # dy in chunks
+    Case("fractional_max_grad", pg.DataType.BFLOAT16, "dense", 2, "packed", "packed", "packed", None, "split", 6),
+    Case("fractional_max", pg.DataType.FLOAT16, "odd", 3, "channels_last", "packed", "packed", "uint32", "cpu", 7),
+    Case("lp_grad", pg.DataType.FLOAT32, "overlap", 2, "packed", "gaps", "packed", None, "cpu", 8),
+    Case("roi_grad", pg.DataType.FLOAT32, "odd", 2, "packed", "packed", "packed", None, "cpu", 9),
     # the GPU kernel variants: the plane walk in steps of chunks, the channels walk written out,
     # grids numbered flat (whole workgroups), the general walk's interior path (2 outputs, 1)
-    Case("max", pg.DataType.FLOAT32, "global", 3, "packed", "packed", "packed", "uint32", "cpu-variants", 5),
+    Case("max", pg.DataType.FLOAT32, "global", 3, "packed", "packed", "packed", "uint32", "cpu-variants", 10),
     Case("average", pg.DataType.FLOAT16, "overlap", 2, "channels_last", "channels_last", "packed", None, "gpu-variants",
-         6),
-    Case("unpool", pg.DataType.FLOAT16, "odd", 2, "packed", "wide", "packed", "uint64", "gpu-variants", 7),
-    Case("lp", pg.DataType.FLOAT32, "odd", 2, "gaps", "packed", "packed", None, "gpu-variants", 8),
-    Case("max", pg.DataType.FLOAT16, "overlap", 3, "gaps", "packed", "packed", "uint32", "cpu-variants", 9),
+         11),
+    Case("unpool", pg.DataType.FLOAT16, "odd", 2, "packed", "wide", "packed", "uint64", "gpu-variants", 12),
+    Case("lp", pg.DataType.FLOAT32, "odd", 2, "gaps", "packed", "packed", None, "gpu-variants", 13),
+    Case("max", pg.DataType.FLOAT16, "overlap", 3, "gaps", "packed", "packed", "uint32", "cpu-variants", 14),
 )
 
 
@@ -196,7 +227,7 @@ def _pool():
         for dt, tuning, geometry, dims, in_layout, out_layout, grad_layout, indices in itertools.product(
                 types, SAMPLED_TUNINGS, GEOMETRIES, (1, 2, 3), IN_LAYOUTS, OUT_LAYOUTS, ("gaps", "packed", "channels_last", "wide"),
                 (None, "uint32", "uint64")):
-            if (op == "roi" and dims != 2) or rng.random() > 0.005:
+            if (op in ("roi", "roi_grad") and dims != 2) or rng.random() > 0.005:
                 continue
             yield Case(op, dt, geometry, dims, in_layout, out_layout, grad_layout, indices, tuning,
                        rng.randrange(2**31))
@@ -266,7 +297,8 @@ def chunked_cases() -> tuple:
     chosen = []
     for k, op in enumerate(OPERATORS):
         types = ALL_TYPES if op in ALL_TYPE_OPERATORS else FLOAT_TYPES
-        chosen.append(Case(op, types[k % len(types)], ("odd", "overlap", "aligned")[k % 3], 2 if op == "roi" else 1 + k % 3,
+        dims = 2 if op.startswith("roi") else 2 + k % 2 if op.startswith("fractional") else 1 + k % 3
+        chosen.append(Case(op, types[k % len(types)], ("odd", "overlap", "aligned")[k % 3], dims,
                            IN_LAYOUTS[k % 3], OUT_LAYOUTS[k % 3], "gaps", ("uint32", "uint64")[k % 2], "cpu", 1000 + k))
     return tuple(chosen)
 

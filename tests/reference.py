@@ -46,6 +46,12 @@ __all__ = [
     "adaptive_max_pool_grad",
     "adaptive_average_pool_grad",
     "max_unpool_grad",
+    "fractional_starts",
+    "fractional_max_pool",
+    "fractional_max_pool_grad",
+    "lp_pool_grad",
+    "roi_pool_grad",
+    "torchvision_roi_pool_grad",
 ]
 
 
@@ -226,7 +232,7 @@ def _max_over(x, windows):
     plane = int(np.prod(x.shape[2:], dtype=np.int64))
     base = _plane_base(n, c, plane, k)
     shape = (n, c) + windows.out_spatial
-    is_float = np.issubdtype(x.dtype, np.floating)
+    is_float = np.issubdtype(x.dtype, np.floating) or x.dtype.name == "bfloat16"   # (ml_dtypes': kind 'V')
 
     best = np.zeros(shape, dtype=x.dtype)
     best_idx = np.full(shape, -1, dtype=np.int64)
@@ -239,7 +245,8 @@ def _max_over(x, windows):
             vnan, bnan = np.isnan(vals), np.isnan(best)
             # NaN beats every number; among two NaNs or two equal numbers the lower index wins
             better = (vnan & ~bnan) | (vnan & bnan & lower)
-            better |= ~vnan & ~bnan & ((vals > best) | ((vals == best) & lower))
+            with np.errstate(invalid="ignore"):   # (ml_dtypes' bfloat16 warns comparing NaN; handled above)
+                better |= ~vnan & ~bnan & ((vals > best) | ((vals == best) & lower))
         else:
             better = (vals > best) | ((vals == best) & lower)
         take = valid & (~have | better)
@@ -500,9 +507,16 @@ def roi_pool(x, rois, pooled_size, spatial_scale=1.0):
     ph, pw = (int(v) for v in pooled_size)
     if ph < 1 or pw < 1:
         raise ValueError("pooled_size entries must be >= 1")
+    return _roi_max(x, rois, ph, pw, spatial_scale)[0]
+
+
+def _roi_max(x, rois, ph, pw, spatial_scale):
+    """(roi_pool's output, the flat logical input index of each bin's maximum: -1 for an
+    empty bin or an invalid ROI)."""
     n, c, h, w = x.shape
     scale = np.float32(spatial_scale)
     out = np.zeros((rois.shape[0], c, ph, pw), dtype=x.dtype)
+    arg = np.full(out.shape, -1, dtype=np.int64)
     for r, roi in enumerate(rois.astype(np.float32)):
         if not np.all(np.isfinite(roi)):
             continue
@@ -522,9 +536,10 @@ def roi_pool(x, rois, pooled_size, spatial_scale=1.0):
         we = [min(max(-((-(j + 1) * rw) // pw) + cx1, 0), w) for j in range(pw)]
         plane = x[batch:batch + 1]
         windows = _Windows.bins((h, w), [hs, ws], [he, we])
-        best, _ = _max_over_allow_empty(plane, windows)
+        best, idx = _max_over_allow_empty(plane, windows)
         out[r] = best[0]
-    return out
+        arg[r] = np.where(idx[0] >= 0, idx[0] + batch * c * h * w, -1)
+    return out, arg
 
 
 def _max_over_allow_empty(x, windows):
@@ -590,12 +605,19 @@ def torchvision_roi_pool(x, rois, pooled_size, spatial_scale=1.0):
     ``float32(region) / float32(pooled)``, bin ``[floor(i * bin), ceil((i + 1) * bin))`` (float32
     products) plus the start, clamped to the input; the max over the bin starting from
     -FLT_MAX with ``>`` (so NaN is skipped), 0 for an empty bin.  Loops, as the kernel."""
+    return _torchvision_roi_max(x, rois, pooled_size, spatial_scale)[0]
+
+
+def _torchvision_roi_max(x, rois, pooled_size, spatial_scale):
+    """(torchvision_roi_pool's output, its argmax: the flat index within the input, -1 for an
+    empty bin)."""
     x = np.asarray(x, np.float32)
     rois = np.asarray(rois, np.float32)
     _, channels, height, width = x.shape
     pooled_h, pooled_w = pooled_size
     scale = np.float32(spatial_scale)
     out = np.zeros((len(rois), channels, pooled_h, pooled_w), np.float32)
+    arg = np.full(out.shape, -1, np.int64)
     lowest = -np.finfo(np.float32).max
     for r, roi in enumerate(rois):
         batch = int(roi[0])
@@ -611,12 +633,43 @@ def torchvision_roi_pool(x, rois, pooled_size, spatial_scale=1.0):
                 if h1 <= h0 or w1 <= w0:
                     continue
                 for c in range(channels):
-                    best = lowest
-                    for v in x[batch, c, h0:h1, w0:w1].ravel():
-                        if v > best:
-                            best = v
+                    best, where = lowest, -1
+                    for hh in range(h0, h1):
+                        for ww in range(w0, w1):
+                            if x[batch, c, hh, ww] > best:
+                                best, where = x[batch, c, hh, ww], ((batch * channels + c) * height + hh) * width + ww
                     out[r, c, ph, pw] = best
-    return out
+                    arg[r, c, ph, pw] = where
+    return out, arg
+
+
+def torchvision_roi_pool_grad(x, rois, dy, pooled_size, spatial_scale=1.0):
+    """torchvision's roi_pool backward as its CPU kernel computes it: each bin's dy added at
+    its argmax (of :func:`torchvision_roi_pool`), in float32, in the order of its loops
+    (ROIs, channels, bins)."""
+    _, arg = _torchvision_roi_max(x, rois, pooled_size, spatial_scale)
+    dy = np.asarray(dy, np.float32)
+    dx = np.zeros(np.asarray(x).size, np.float32)
+    for where, g in zip(arg.ravel(), dy.ravel()):
+        if where >= 0:
+            dx[where] = np.float32(dx[where] + g)
+    return dx.reshape(np.shape(x))
+
+
+def roi_pool_grad(x, rois, dy, pooled_size, spatial_scale=1.0):
+    """ROI pooling gradient (DirectML's bins, :func:`roi_pool`) in float64: zero except each
+    bin's dy added at its argmax (forward max rule); empty bins and invalid ROIs add
+    nothing."""
+    x = np.asarray(x)
+    rois = np.asarray(rois)
+    if rois.ndim == 4:
+        rois = rois[0, 0]
+    _, arg = _roi_max(x, rois, *(int(v) for v in pooled_size), spatial_scale)
+    dy = np.asarray(dy).astype(np.float64)
+    dx = np.zeros(x.size, np.float64)
+    keep = arg.ravel() >= 0
+    np.add.at(dx, arg.ravel()[keep], dy.ravel()[keep])
+    return dx.reshape(x.shape)
 
 
 # --------------------------------------------------------------------------------------
@@ -677,3 +730,106 @@ def max_unpool_grad(dy, indices):
     dx = np.zeros(flat_idx.size, dtype=dy.dtype)
     dx[won] = dy.ravel()[targets[won]]
     return dx.reshape(indices.shape)
+
+
+# --------------------------------------------------------------------------------------
+# fractional max pooling, and the gradient of Lp pooling
+# --------------------------------------------------------------------------------------
+
+
+def _rounded(v, sample_type):
+    """A float32 value rounded to the samples' type (to nearest, ties to even) and back:
+    float16 and bfloat16 arithmetic round every step, as c10's Half and BFloat16 do."""
+    v = np.float32(v)
+    if sample_type == "float16":
+        with np.errstate(over="ignore"):
+            return np.float32(np.float16(v))
+    if sample_type == "bfloat16":
+        bits = int(v.view(np.uint32))
+        if bits & 0x7FFFFFFF > 0x7F800000:
+            return np.float32(np.nan)
+        return np.uint32((((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16) & 0xFFFFFFFF).view(np.float32)
+    return v
+
+
+def fractional_starts(u, size_in, window, out, sample_type="float32"):
+    """PyTorch's fractional max pooling windows along one dimension: the start of each of
+    ``out`` windows of ``window`` over ``size_in`` inputs for sample ``u`` (in [0, 1)):
+    ``alpha = (in - window) / (out - 1)``, window ``i < out - 1`` at ``int((i + u) * alpha) -
+    int(u * alpha)``, the last at ``in - window``; in float32, each step rounded to float16 or
+    bfloat16 for those sample types (PyTorch's CPU kernel computes in the input's type)."""
+    r = lambda v: _rounded(v, sample_type)  # noqa: E731
+    starts = []
+    if out > 1:
+        with np.errstate(over="ignore", invalid="ignore"):
+            alpha = r(r(size_in - window) / r(out - 1))
+            u = np.float32(u)
+            for i in range(out - 1):
+                a = r(r(r(i) + u) * alpha)
+                b = r(u * alpha)
+                starts.append(int(a) - int(b))
+    starts.append(size_in - window)
+    return starts
+
+
+#: Which sample each spatial dimension takes (PyTorch's order): 2D (W, H), 3D (D, H, W).
+_SAMPLE_OF = {2: (1, 0), 3: (0, 1, 2)}
+
+
+def fractional_max_pool(x, window_size, output_size, samples, sample_type="float32"):
+    """Fractional max pooling -> ``(y, indices)`` (int64 flat logical indices): per (n, c)
+    plane, windows of ``window_size`` starting where :func:`fractional_starts` puts them for
+    the plane's samples (``samples[n, c, _SAMPLE_OF[dims][i]]`` for spatial dimension i);
+    the forward max rule."""
+    x = _as_input(x)
+    samples = np.asarray(samples, np.float32)
+    n, c = x.shape[:2]
+    k = x.ndim - 2
+    plane = int(np.prod(x.shape[2:]))
+    y = np.zeros((n, c) + tuple(output_size), x.dtype)
+    idx = np.zeros(y.shape, np.int64)
+    for a in range(n):
+        for b in range(c):
+            begin = [np.array(fractional_starts(samples[a, b, _SAMPLE_OF[k][i]], x.shape[2 + i], window_size[i],
+                                                output_size[i], sample_type)) for i in range(k)]
+            finish = [s + window_size[i] for i, s in enumerate(begin)]
+            best, where = _max_over(x[a:a + 1, b:b + 1], _Windows.bins(x.shape[2:], begin, finish))
+            y[a, b] = best[0, 0]
+            idx[a, b] = where[0, 0] + (a * c + b) * plane
+    return y, idx
+
+
+def fractional_max_pool_grad(x, dy, window_size, samples, sample_type="float32"):
+    """Fractional max pooling gradient in float64: zero except each window's dy added at its
+    argmax."""
+    x = _as_input(x)
+    dy = np.asarray(dy)
+    _, idx = fractional_max_pool(x, window_size, dy.shape[2:], samples, sample_type)
+    dx = np.zeros(x.size, np.float64)
+    np.add.at(dx, idx.ravel(), dy.astype(np.float64).ravel())
+    return dx.reshape(x.shape)
+
+
+def lp_pool_grad(x, dy, window_size, strides=None, start_padding=None, end_padding=None, dilations=None, p=2):
+    """Lp pooling gradient in float64: each window of result ``y`` (:func:`lp_pool`) adds
+    ``dy * sign(x) * (|x| / y)^(p - 1)`` to every input element ``x`` it covers (0 for a
+    window of zeros)."""
+    x = _as_input(x)
+    windows, _ = _fixed_windows(x, window_size, strides, start_padding, end_padding, dilations)
+    y = _lp_over(x, windows, p)
+    dy = np.asarray(dy).astype(np.float64)
+    n, c = x.shape[:2]
+    k = x.ndim - 2
+    base = _plane_base(n, c, int(np.prod(x.shape[2:])), k)
+    flat = x.astype(np.float64).ravel()
+    dx = np.zeros(x.size, np.float64)
+    for _, valid, spatial_flat in windows.each_tap():
+        idx = np.broadcast_to(base + spatial_flat, dy.shape)
+        sel = np.broadcast_to(valid, dy.shape)
+        v = flat[idx[sel]]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.abs(v) / y[sel]
+            factor = ratio ** (float(p) - 1) if p != 1 else np.ones_like(ratio)
+            term = np.where(y[sel] == 0, 0.0, dy[sel] * np.sign(v) * factor)
+        np.add.at(dx, idx[sel], term)
+    return dx.reshape(x.shape)

@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench import cases, ratios, run, variants  # noqa: E402
-from bench.roofline import CONFIGS, CopyDesc, Roofline, expected_copy  # noqa: E402
+from bench.check import check  # noqa: E402
+from bench.roofline import CONFIGS, CopyDesc, Roofline, checked_words, expected_words  # noqa: E402
 from bench.timing import GpuTimer  # noqa: E402
 from helpers import tuned_for  # noqa: E402
 
@@ -43,7 +44,9 @@ def test_a_quick_tiny_run_measures_every_available_operator_and_records_everythi
     rows = results["rows"]
     expected = {(c.name, op) for c in cases.CASES.values() for op in c.ops}
     assert {(r["case"], r["op"]) for r in rows} == expected
-    assert all((r["dtype"], r["layout"]) == ("float32", "nchw") for r in rows)
+    assert all(r["layout"] == "nchw" and (r["dtype"] == "float32" or r["dtype"] in cases.CASES[r["case"]].dtypes)
+               for r in rows)
+    assert {(r["case"], r["dtype"]) for r in rows if r["dtype"] != "float32"} == {("FR", "bfloat16"), ("BF", "bfloat16")}
     for row in rows:
         if row["status"] == "not available":  # only where poolgpu really lacks the operator
             assert any(not hasattr(pg, name) for name in cases.NEEDS[row["op"]]), row
@@ -147,32 +150,69 @@ def test_the_copy_roofline_moves_the_bytes_it_claims_for_every_launch_shape(devi
     timer = GpuTimer(device)
     record, info = Roofline(device, timer).for_bytes(read_bytes, written_bytes)  # checks every launch shape
     assert (info["workgroup_size"], info["vec4s_per_thread"]) in CONFIGS
+    assert set(info["launch_shapes_ms"]) == {f"{w}x{p}" for w, p in CONFIGS}
     assert read_bytes <= info["read_bytes"] < read_bytes + 64 and written_bytes <= info["written_bytes"] < written_bytes + 64
     assert timer.seconds(record) > 0
 
 
-def test_expected_copy_folds_each_invocations_words():
-    words = np.arange(4 * 10, dtype=np.uint32)  # 10 words of 16 bytes
+def test_a_copy_larger_than_a_binding_runs_in_planes_and_chunks_and_is_checked(device, monkeypatch):
+    # source planes of 4000 bytes, bindings of 16 KiB: 40 planes in dispatches of 4, the
+    # tensors' element 0 wrapping around below each binding
+    from bench import roofline
+
+    monkeypatch.setattr(roofline, "PLANE_BYTES", 4096)
+    bounded = pg.Device(wgpu_device=device.wgpu_device)
+    bounded.limits = dict(device.limits, **{"max-storage-buffer-binding-size": 16384})
+    timer = GpuTimer(bounded)
+    tuned = Roofline(bounded, timer)
+    record, info = tuned.for_bytes(160_000, 40_960)
+    assert info["planes"] == 40 and info["read_bytes"] == 160_000 and info["written_bytes"] == 40_960
+    op = bounded.compile(CopyDesc(*CopyDesc.shapes(160_000, 40_960), info["workgroup_size"], info["vec4s_per_thread"]))
+    assert [p.grid[2] for p in op._program.passes] == [4] * 10
+    source, destination = tuned.tensors(160_000, 40_960)
+    record()
+    words = source.numpy().reshape(40, -1, 4)
+    everything = np.arange(40 * 64)
+    expected = expected_words(words, 64, info["workgroup_size"], info["vec4s_per_thread"], everything)
+    np.testing.assert_array_equal(destination.numpy().reshape(-1, 4), expected)
+
+
+def test_expected_words_fold_each_invocations_words_plane_by_plane():
+    src = np.arange(2 * 10 * 4, dtype=np.uint32).reshape(2, 10, 4)  # 2 planes of 10 words of 16 bytes
     # workgroup 2, 2 words per invocation: group 0 has invocation 0 -> words 0, 2 and 1 -> 1, 3
-    out = expected_copy(words, 6, 2, 2).reshape(-1, 4)
-    w = words.reshape(-1, 4)
-    np.testing.assert_array_equal(out[0], w[0] ^ w[2])
-    np.testing.assert_array_equal(out[1], w[1] ^ w[3])
+    out = expected_words(src, 6, 2, 2, np.arange(12))
+    np.testing.assert_array_equal(out[0], src[0, 0] ^ src[0, 2])
+    np.testing.assert_array_equal(out[1], src[0, 1] ^ src[0, 3])
     np.testing.assert_array_equal(out[2], out[0])
-    np.testing.assert_array_equal(out[4], w[4] ^ w[6])
+    np.testing.assert_array_equal(out[4], src[0, 4] ^ src[0, 6])
+    np.testing.assert_array_equal(out[6], src[1, 0] ^ src[1, 2])  # the second plane's first word
+    np.testing.assert_array_equal(expected_words(src, 6, 2, 2, np.array([10, 4])), out[[10, 4]])
+
+
+def test_large_copies_are_checked_on_each_planes_edges_and_a_sample():
+    rng = np.random.default_rng(0)
+    assert np.array_equal(checked_words(1000, 1, rng), np.arange(1000))
+    at = checked_words(4 << 20, 4, rng)
+    assert len(at) < 1 << 17 and at.min() == 0 and at.max() == (4 << 20) - 1
+    assert {(1 << 20) - 1, 1 << 20, 3 << 20} <= set(at.tolist())  # the planes' edges
 
 
 def test_copy_descriptions_are_validated():
-    good = CopyDesc.words(100)
-    assert good.total_size_in_bytes % 16 == 0 and good.total_size_in_bytes >= 100
+    good, small = CopyDesc.shapes(100, 20)
+    assert good.total_size_in_bytes % 16 == 0 and good.total_size_in_bytes >= 100 and good.sizes[:2] == small.sizes[:2]
     with pytest.raises(pg.ValidationError, match="^input"):
         CopyDesc(pg.TensorDesc("float32", good.sizes), good)
     with pytest.raises(pg.ValidationError, match="^output.sizes"):
         CopyDesc(good, pg.TensorDesc("uint32", (1, 1, 5)))
+    with pytest.raises(pg.ValidationError, match="^output.sizes"):
+        CopyDesc(good, pg.TensorDesc("uint32", (1, 2, 4)))  # planes differ
+    with pytest.raises(pg.ValidationError, match="^workgroup_size"):
+        CopyDesc(good, small, 64, 17)
 
 
-def test_a_peer_in_a_worker_process_answers_checked_results(tmp_path):
+def test_a_peer_in_a_worker_process_answers_checked_results_and_is_sent_each_input_once(tmp_path, monkeypatch):
     pytest.importorskip("torch")
+    from bench import peers
     from bench.peers import Worker, _Remote
 
     data = cases.Data(cases.CASES["A"], "float32", tiny=True, seed=0)
@@ -184,11 +224,20 @@ def test_a_peer_in_a_worker_process_answers_checked_results(tmp_path):
         remote._call(command="prepare", arguments=dict(spec=problem.spec, inputs=problem.inputs, layout="nhwc"))
         assert remote.seconds() > 0
         outputs = remote.outputs()
-        from bench.check import check
-
         assert check(outputs, problem) == ""
+        # the same input again goes as its token: the worker holds it
+        sent = []
+        real_send = peers.send_frame
+        monkeypatch.setattr(peers, "send_frame", lambda stream, message: (sent.append(message), real_send(stream, message)))
+        avg = cases.build("avg", data)
+        remote._call(command="prepare", arguments=dict(spec=avg.spec, inputs=avg.inputs, layout="nchw"))
+        assert sent[-1]["arguments"]["inputs"]["x"] == {"cached": next(iter(worker.held))} and len(worker.held) == 1
+        assert check(remote.outputs(), avg) == ""
         reply = worker.call(command="prepare", arguments=dict(spec=dict(problem.spec, op="roi"), inputs={}, layout="nchw"))
         assert reply["status"] == "unsupported" and "torchvision" in reply["reason"]
+        worker.stop()
+        worker.call(command="prepare", arguments=dict(spec=avg.spec, inputs=avg.inputs, layout="nchw"))  # restarted
+        assert isinstance(sent[-1]["arguments"]["inputs"]["x"], np.ndarray)  # sent again: the new worker holds nothing
     finally:
         worker.stop()
 
@@ -198,7 +247,6 @@ def test_in_process_peers_agree_with_the_reference_wherever_they_run(peer, modul
     pytest.importorskip(module)
     if peer.startswith("ort"):
         pytest.importorskip("onnx")  # the models are built with onnx.helper
-    from bench.check import check
     from bench.peer_base import Unsupported
     from bench.peers import discover
 
@@ -226,16 +274,74 @@ def test_kernel_variants_are_checked_then_timed_and_leave_the_tuning_as_it_was(d
         pytest.skip(f"{device.name} has no timestamp-query")
     real_check = variants.check
     # a variant whose result is wrong (here: said to be) is reported, never timed
-    monkeypatch.setattr(variants, "check", lambda outputs, problem: "wrong" if device.tuning.rows_per_invocation == 1
+    monkeypatch.setattr(variants, "check", lambda outputs, problem: "wrong" if device.tuning.lines_workgroup == 256
                         else real_check(outputs, problem))
+    problem = cases.build("max_idx", cases.Data(cases.CASES["A"], "float16", True, 0).repeated(8))  # 16 planes
     with tuned_for(device, "gpu"):
-        results = variants.compare(device, "A", "float16", "max_idx", ["current", "out1+wg128", "rows2", "rows1"],
-                                   "nchw", rounds=2, tiny=True)
+        results = variants.compare_problem(device, problem, "nchw", ["current", "out1+wg128", "wg256", "out2"], rounds=2)
         assert device.tuning == pg.Tuning.for_gpu()
-    assert results.pop("rows1") == "check failed: wrong"
-    assert set(results) == {"copy", "current", "out1+wg128", "rows2"}
+    assert results.pop("wg256") == "check failed: wrong"
+    # a variant compiling to the kernels of one before it is not run again (the GPU preset has two outputs)
+    assert results.pop("out2") == "same kernels as current"
+    assert set(results) == {"copy", "current", "out1+wg128"}
     assert all(isinstance(r, tuple) and 0 < r[0] <= r[1] for r in results.values())
     gpu = pg.Tuning.for_gpu()
     assert variants.variant("out1+wg128", gpu) == dataclasses.replace(gpu, outputs_per_invocation=1, lines_workgroup=128)
     with pytest.raises(SystemExit, match="unknown variant"):
         variants.variant("out2+nonsense", gpu)
+
+
+def test_scale_runs_the_gpu_cases_repeated_along_n_first_and_measures_the_ceiling(device, tmp_path):
+    code, results = _bench(device, tmp_path, "--scale", "--cases", "A,C,3D", "--ops", "max,max_fwd_bwd", "--no-ratios")
+    assert code == 0 and results["settings"]["scale"]
+    rows = results["rows"]
+    scaled = [r for r in rows if r.get("scaled")]
+    # the bandwidth rows first (A and 3D, not C), then the standard (latency) rows of every case
+    assert [(r["case"], r["op"]) for r in scaled] == [("A", "max"), ("A", "max_fwd_bwd"), ("3D", "max"), ("3D", "max_fwd_bwd")]
+    assert rows[:4] == scaled and {r["case"] for r in rows[4:]} == {"A", "C", "3D"}
+    for row in scaled:
+        standard = next(r for r in rows[4:] if (r["case"], r["op"]) == (row["case"], row["op"]))
+        assert row["status"] == "ok" and row["check"] == "ok" and row["batch"] == cases.SCALE_BATCH[row["case"]]
+        repeats = cases.SCALE_BATCH[row["case"]] // cases.CASES[row["case"]].sizes[0]
+        assert row["input_sizes"] == [standard["input_sizes"][0] * repeats] + standard["input_sizes"][1:]
+        assert row["read_bytes"] == repeats * standard["read_bytes"]
+    ceiling = results["ceiling"]
+    assert ceiling["bytes"] == 1 << 20 and ceiling["size_note"] == "--tiny"
+    for way in ("copy_kernel", "copy_buffer_to_buffer"):
+        assert ceiling[way]["status"] == "ok" and ceiling[way]["gb_per_s"] > 0, ceiling[way]
+        assert ceiling[way]["gb_per_s"] == pytest.approx(2 * (1 << 20) / (ceiling[way]["min_ms"] * 1e6))
+    assert ceiling["torch_clone"]["status"] == "unavailable"  # --no-peers
+    table = (tmp_path / "bench.md").read_text()
+    assert "| A N=8 | max |" in table and "| A | max |" in table and "copy_buffer_to_buffer" in table
+
+
+def test_repeated_data_holds_the_references_of_the_standard_data_repeated():
+    for name in cases.SCALE_BATCH:
+        base = cases.Data(cases.CASES[name], "float16", tiny=True, seed=3)
+        big = base.repeated(3)
+        for op in cases.CASES[name].ops:
+            problem = cases.build(op, big)
+            if problem is None:
+                continue
+            direct = cases._build(op, big)  # the reference run on the repeated input itself
+            assert check({k: v for k, (v, _) in problem.expected.items()}, direct) == "", (name, op)
+            assert problem.spec["x_sizes"][0] == 3 * base.sizes[0]
+        assert cases.build("max", big) is cases.build("max", big)  # built once per Data
+
+
+def test_a_deadline_leaves_the_rows_it_does_not_reach_as_not_run(device, tmp_path):
+    code, results = _bench(device, tmp_path, "--cases", "C", "--ops", "max,avg", "--deadline-s", "0")
+    assert code == 0
+    assert [r["status"] for r in results["rows"]] == ["not run", "not run"] and results["ratios"] == []
+    assert results["deadline"] == {"deadline_s": 0.0, "rows_not_run": 2}
+    assert "Not run: 2 rows" in (tmp_path / "bench.md").read_text()
+
+
+def test_every_row_is_written_as_it_is_measured(device, tmp_path, monkeypatch):
+    written = []
+    real = run.Bench.checkpoint
+    monkeypatch.setattr(run.Bench, "checkpoint", lambda self, results: (
+        real(self, results), written.append(json.loads(self.args.json.read_text()))))
+    _bench(device, tmp_path, "--cases", "C", "--ops", "max,avg", "--no-ratios")
+    assert [len(w["rows"]) for w in written] == [1, 2] and all(w["partial"] for w in written)
+    assert "partial" not in json.loads((tmp_path / "bench.json").read_text())

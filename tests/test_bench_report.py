@@ -37,7 +37,7 @@ def test_the_readme_table_is_made_from_the_committed_runs_and_current():
     assert report.spliced(text, made) == text
 
 
-@pytest.mark.parametrize("path", [report.LATEST] + sorted(report.GPU_RUNS.glob("*.json")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [report.LATEST] + report.gpu_runs(), ids=lambda p: p.name)
 def test_kept_runs_hold_the_bench_schema(path):
     results = report.load(path)
     for key in ("date", "summary", "adapter", "timer", "peers", "rows"):
@@ -89,10 +89,84 @@ def test_gpu_runs_are_named_by_date_and_model(name, model, file):
 def test_the_newest_gpu_run_is_the_latest_by_date(tmp_path):
     for name, date in (("2026-12-01-h100.json", "2026-12-01T10:00:00+00:00"),
                        ("2026-12-01-a100.json", "2026-12-01T12:00:00+00:00"),
-                       ("2026-11-30-rtx-4090.json", "2026-11-30T23:00:00+00:00")):
+                       ("2026-11-30-rtx-4090.json", "2026-11-30T23:00:00+00:00"),
+                       ("tuning-2026-12-02-h100.json", "2026-12-02T10:00:00+00:00")):  # a sweep's table, no run
         (tmp_path / name).write_text(json.dumps({"date": date}))
     assert report.newest_gpu_run(tmp_path) == tmp_path / "2026-12-01-a100.json"
+    assert [p.name for p in report.gpu_runs(tmp_path)] == ["2026-11-30-rtx-4090.json", "2026-12-01-a100.json",
+                                                           "2026-12-01-h100.json"]
     assert report.newest_gpu_run(tmp_path / "none") is None
+
+
+@pytest.mark.parametrize("path", sorted(report.GPU_RUNS.glob(report.TUNING_PREFIX + "*.json")), ids=lambda p: p.name)
+def test_kept_sweeps_hold_the_sweep_schema(path):
+    table = report.load(path)
+    assert path.name == report.TUNING_PREFIX + report.gpu_run_name(table)
+    assert table["entries"] and "current" in table["summary"] and table["tuning"]["target"] in ("cpu", "gpu")
+    for entry in table["entries"]:
+        if entry["status"] == "ok" and "best" in entry:
+            assert entry["variants"][entry["best"]]["status"] == "ok"
+
+
+def _scaled(results: dict) -> dict:
+    """``results`` with each float32 NCHW row of A also at GPU scale: twice the % of copy, and
+    PyTorch CUDA, eager and compiled, as peers."""
+    results = json.loads(json.dumps(results))
+    results["peers"] = {name: {"label": report.LABELS[name], "status": "available", "version": "2.11.0"}
+                        for name in ("torch-cuda", "torch-cuda-compile")}
+    scaled = []
+    for row in results["rows"]:
+        row["peers"] = {"torch-cuda": {"status": "ok", "ratio": 0.5, "min_ms": 1.0, "median_ms": 1.0},
+                        "torch-cuda-compile": {"status": "ok", "ratio": 0.8, "min_ms": 1.0, "median_ms": 1.0}}
+        if row["case"] == "A" and (row["dtype"], row["layout"]) == ("float32", "nchw") and row["status"] == "ok":
+            big = json.loads(json.dumps(row))
+            big.update(scaled=True, batch=64, input_sizes=[64, 64, 112, 112], pct_of_copy=2 * row["pct_of_copy"])
+            big["poolgpu"]["gb_per_s"] = 2000.0
+            scaled.append(big)
+    results["rows"] = scaled + results["rows"]
+    results["ceiling"] = {"bytes": 1 << 30, "size_note": "",
+                          "copy_kernel": {"status": "ok", "min_ms": 0.72, "median_ms": 0.73, "gb_per_s": 2982.6,
+                                          "timer": "passes", "workgroup_size": 256, "vec4s_per_thread": 4},
+                          "copy_buffer_to_buffer": {"status": "ok", "min_ms": 0.7, "median_ms": 0.71,
+                                                    "gb_per_s": 3067.8, "timer": "GPU timestamps"},
+                          "torch_clone": {"status": "ok", "min_ms": 0.69, "median_ms": 0.7, "gb_per_s": 3112.3,
+                                          "version": "2.11.0 on NVIDIA H100 80GB HBM3"}}
+    return results
+
+
+def test_rows_at_gpu_scale_say_their_batch_and_lead_the_headline_and_readme():
+    gpu = report.load(report.GPU_RUNS / "2026-11-23-h100.json")
+    scaled = _scaled(gpu)
+    text = report.markdown(scaled)
+    assert "| A N=64 | max | f32 | NCHW | 0.0401 | 2000.00 | 0.0172 | 86% |" in text
+    assert "| A | max | f32 | NCHW | 0.0401 | 801.53 | 0.0172 | 43% |" in text  # the latency row stays
+    assert "| copy kernel (bench/copy.wgsl) | 0.73 | 2983 | passes; workgroups of 256, 4 x 16 B per invocation |" in text
+    assert "| PyTorch clone() (CUDA) | 0.7 | 3112 |" in text and "Ceiling: one 1 GiB tensor copied" in text
+    head, body = report.headline([scaled])
+    assert head[2] == "% of copy, H100 at GPU scale"
+    assert body[0][:3] == ["A", "max", "86%"] and ["B", "max", "31%", "0.5x", "0.8x"] in body  # B: no scaled row
+    block = report.readme_block(None, scaled, gpu_source="bench/gpu/x.json")
+    lines = block.splitlines()
+    assert lines[1] == "| case | operator | H100 % of copy | H100 GB/s | PyTorch CUDA (H100) | torch.compile CUDA (H100) |"
+    assert lines[3] == "| A | max | 86% | 2000 | 0.5x | 0.8x |" and "| B | max | 31% | 261 | 0.5x | 0.8x |" in lines
+    assert "at GPU scale (A N=64)" in lines[-2]
+    assert report.row_label(scaled["rows"][0]) == "A N=64 max f32 NCHW"
+
+
+def test_rows_past_the_time_limit_are_counted_not_listed():
+    results = report.load(report.GPU_RUNS / "2026-11-23-h100.json")
+    results["rows"] += [{"case": "3D", "op": "max", "dtype": "float32", "layout": "nhwc", "status": "not run",
+                         "reason": "the run's time limit (--deadline-s 190)"}] * 2
+    text = report.markdown(results)
+    assert "Not run: 2 rows, past the run's time limit (the run's time limit (--deadline-s 190))." in text
+    assert "| 3D | max | f32 | NHWC |" not in text
+
+
+def test_a_run_is_named_as_bench_gpu_keeps_it(tmp_path, capsys):
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"date": "2026-12-01T10:00:00+00:00", "adapter": {"name": "NVIDIA H200"}}))
+    assert report.main(["--kept-name", str(path)]) == 0
+    assert capsys.readouterr().out == "2026-12-01-h200.json\n"
 
 
 def test_the_headline_puts_each_runs_percent_of_copy_and_peer_ratios_side_by_side():

@@ -39,9 +39,9 @@ def test_a_bench_run_reports_the_unavailable_peer_in_every_row_and_the_legend(de
     assert results["peers"]["torch-cuda"]["status"].startswith("unavailable")
     assert len(results["rows"]) == 4
     for row in results["rows"]:
-        # eager PyTorch CUDA on every row (poolgpu's types and layouts), torch.compile on float32 NCHW
-        assert row["status"] == "ok" and row["peers"]["torch-cuda"]["status"] == "unavailable"
-        assert ("torch-cuda-compile" in row["peers"]) == (row["layout"] == "nchw")
+        # PyTorch CUDA, eager and compiled, on every row (poolgpu's types and layouts)
+        assert row["status"] == "ok"
+        assert row["peers"]["torch-cuda"]["status"] == row["peers"]["torch-cuda-compile"]["status"] == "unavailable"
     assert "PyTorch CUDA: unavailable" in (tmp_path / "bench.md").read_text()
 
 
@@ -70,8 +70,34 @@ def _agree(device: str, dtypes, compile: bool = False, ops=None) -> int:
 
 
 def test_its_operators_agree_with_the_reference_in_both_layouts_on_the_cpu():
-    # gradients through autograd, channels_last for NHWC: the code the GPU runs, on the CPU
-    assert _agree("cpu", ["float32"]) >= 60
+    # gradients through autograd, channels_last for NHWC, float16: the code the GPU runs, on the CPU
+    # (where only 3D average pooling lacks float16)
+    assert _agree("cpu", ["float32", "float16"]) >= 120
+
+
+def test_compiled_it_runs_on_every_operator_in_float16_channels_last(monkeypatch):
+    # dynamo's graphs of every operator (the compiler proper, inductor, only on a GPU or in the slow test)
+    from bench import peer_torch_cuda
+
+    monkeypatch.setattr(peer_torch_cuda, "COMPILE_BACKEND", "eager")
+    ran = 0
+    data = cases.Data(cases.CASES["A"], "float16", tiny=True, seed=2)
+    for op in cases.CASES["A"].ops:
+        problem = cases.build(op, data)
+        try:
+            prepared = peer_torch_cuda.prepare(problem.spec, problem.inputs, "nhwc", device="cpu", compile=True)
+        except Unsupported:
+            continue
+        assert check(prepared.outputs(), problem) == "", op
+        ran += 1
+    assert ran >= 9
+
+
+def test_pytorchs_clone_is_a_ceiling_checked_where_it_runs():
+    from bench import peer_torch_cuda
+
+    prepared = peer_torch_cuda.prepare({"op": "clone", "bytes": 1 << 16}, {}, "nchw", device="cpu")
+    assert prepared.outputs() == {"same": True} and prepared.seconds() > 0
 
 
 @pytest.mark.slow

@@ -34,9 +34,14 @@ def test_data_type_rejects_unsupported_types(value):
     assert field_of(e) == "data_type"
 
 
-def test_data_type_has_exactly_the_ten_directml_members():
+def test_data_type_has_exactly_the_ten_directml_members_and_bfloat16():
     assert {t.name for t in pg.DataType} == {
-        "FLOAT32", "FLOAT16", "INT64", "INT32", "INT16", "INT8", "UINT64", "UINT32", "UINT16", "UINT8"}
+        "FLOAT32", "FLOAT16", "INT64", "INT32", "INT16", "INT8", "UINT64", "UINT32", "UINT16", "UINT8", "BFLOAT16"}
+    assert {t: int(t) for t in pg.DataType if t.name != "BFLOAT16"} == {   # DML_TENSOR_DATA_TYPE's numbers
+        pg.DataType.FLOAT32: 1, pg.DataType.FLOAT16: 2, pg.DataType.UINT32: 3, pg.DataType.UINT16: 4,
+        pg.DataType.UINT8: 5, pg.DataType.INT32: 6, pg.DataType.INT16: 7, pg.DataType.INT8: 8,
+        pg.DataType.UINT64: 10, pg.DataType.INT64: 11}
+    assert pg.DataType.BFLOAT16 == 16   # ONNX's TensorProto number (DirectML has none)
 
 
 # -- TensorDesc ----------------------------------------------------------------------------

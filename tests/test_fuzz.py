@@ -16,7 +16,9 @@ from hypothesis import HealthCheck, given, settings
 
 import test_adaptive
 import test_average_lp
+import test_fractional
 import test_grad
+import test_grad_lp_roi
 import test_long_windows
 import test_max_pool
 import test_roi
@@ -41,6 +43,11 @@ TESTS = {
     "adaptive_average": (test_adaptive.test_adaptive_average_pool_matches_reference,
                          test_adaptive.adaptive_cases(FLOAT_TYPES)),
     "roi": (test_roi.test_roi_pool_matches_reference, test_roi.roi_cases()),
+    "fractional_max": (test_fractional.test_fractional_max_pool_matches_reference, test_fractional.fractional_cases()),
+    "fractional_max_grad": (test_fractional.test_fractional_max_pool_grad_matches_reference,
+                            test_fractional.fractional_grad_cases()),
+    "lp_pool_grad": (test_grad_lp_roi.test_lp_pool_grad_matches_reference, test_grad_lp_roi.lp_grad_cases()),
+    "roi_pool_grad": (test_grad_lp_roi.test_roi_pool_grad_matches_reference, test_grad_lp_roi.roi_grad_cases()),
     # long windows, bins and planes, split and merged (tests/test_long_windows.py)
     "long_max_pool": (test_long_windows.test_long_max_pooling, test_long_windows.long_max_cases()),
     "long_average_lp": (test_long_windows.test_long_average_and_lp_pooling, test_long_windows.long_average_cases()),

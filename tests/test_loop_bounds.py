@@ -18,7 +18,7 @@ from poolgpu import kernels
 from poolgpu.kernels.split import LOOP_LIMIT, loop_total
 from helpers import with_variants
 
-F32, F16, U8, I64 = "float32", "float16", "uint8", "int64"
+F32, F16, BF16, U8, I64 = "float32", "float16", "bfloat16", "uint8", "int64"
 
 
 def _loop_variables(kernel) -> set:
@@ -59,6 +59,7 @@ def _descriptions():
                                kernels.grids.channels_last_desc(data_type, out).strides)
             yield pg.MaxPoolingGradDesc(x, dy, x, **window)
             yield pg.AveragePoolingGradDesc(dy, x, **window)
+            yield pg.LpPoolingGradDesc(x, dy, x, p=3, **window)
     for sizes, out in (((2, 3, 12, 17), (5, 7)), ((1, 2, 100000), (1,)), ((1, 2, 3), (70000,)),
                        ((2, 2, 300, 300), (1, 1)), ((1, 1, 7, 9, 4), (30, 2, 50)), ((1, 2, 40, 30), (8, 10))):
         for data_type in (F32, U8):
@@ -72,6 +73,18 @@ def _descriptions():
     for sizes in ((2, 8, 12, 16), (1, 2, 300, 300)):
         x = pg.TensorDesc(F32, sizes)
         yield pg.RoiPoolingDesc(x, pg.TensorDesc(F32, (1, 1, 3, 5)), spatial_scale=0.5, pooled_size=(2, 3))
+    for rois, pooled in ((3, (2, 3)), (2000, (7, 7)), (30000, (1, 1))):   # (ROI gathers split over runs of ROIs)
+        x = pg.TensorDesc(BF16, (2, 4, 30, 40))
+        yield pg.RoiPoolingGradDesc(x, pg.TensorDesc(BF16, (1, 1, rois, 5)), pg.TensorDesc(BF16, (rois, 4) + pooled),
+                                    spatial_scale=0.5, pooled_size=pooled)
+    for sizes, window, out in (((2, 3, 12, 17), (2, 3), (6, 8)), ((1, 2, 300, 300), (290, 250), (11, 51)),
+                               ((1, 1, 9, 20, 30), (2, 3, 4), (8, 18, 27)), ((1, 1, 2000, 30), (2, 2), (1999, 29)),
+                               ((1, 1, 70000, 1), (1, 1), (70000, 1))):
+        for samples in (F32, F16, BF16):   # (the gathers' covering bounds differ with the samples' rounding)
+            x = pg.TensorDesc(F32, sizes)
+            s = pg.TensorDesc(samples, sizes[:2] + (len(window),))
+            yield pg.FractionalMaxPoolingDesc(x, s, output_indices="uint32", window_size=window, output_size=out)
+            yield pg.FractionalMaxPoolingGradDesc(x, s, pg.TensorDesc(F32, sizes[:2] + out), window_size=window)
     out = pg.MaxPooling2Desc(pg.TensorDesc(F16, (2, 8, 12, 16)), window_size=(2, 2), strides=(2, 2)).output
     for indices in ("uint32", "uint64"):
         yield pg.MaxUnpoolingDesc(pg.TensorDesc(F16, out.sizes), pg.TensorDesc(indices, out.sizes),

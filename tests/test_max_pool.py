@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import poolgpu as pg
 import reference
 from poolgpu import kernels
-from helpers import (ALL_TYPES, assert_canaries_intact, canary_tensor, draw_row_geometry, forward_walk,
+from helpers import (ALL_TYPES, assert_canaries_intact, canary_tensor, draw_row_geometry, finfo, forward_walk,
                      layout_strides, random_values, same_bits, sentinel_input, upload)
 
 GPU_SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -95,7 +95,7 @@ def test_max_pool_every_type_matches_reference(device, case):
 def test_max_pool_type_extremes_survive(device, data_type):
     dtype = data_type.numpy
     if data_type.is_float:
-        extremes = np.array([np.finfo(dtype).min, np.finfo(dtype).max, np.finfo(dtype).tiny, -np.inf, np.inf, -0.0], dtype)
+        extremes = np.array([finfo(dtype).min, finfo(dtype).max, finfo(dtype).tiny, -np.inf, np.inf, -0.0], dtype)
     else:
         info = np.iinfo(dtype)
         extremes = np.array([info.min, info.max, info.min + 1, info.max - 1, 0, 1], dtype)

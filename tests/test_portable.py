@@ -296,18 +296,19 @@ def test_node_webgpu_gives_poolgpus_bytes(node_run, device, case, chunked):
     case_id = case.id + ("-chunked" if chunked else "")
     desc, arrays = case.describe()
     got, expected = node_run.outputs(case_id), poolgpu_bytes(device, desc, arrays, TUNINGS[case.tuning])
-    if case.operator == "lp" and desc.p not in (1, 2):
+    if case.operator in ("lp", "lp_grad") and desc.p not in (1, 2):
         # pow's precision is the driver's (WGSL): Node's Dawn runs on Mesa 25's lavapipe
-        assert_within_ulps(got["output"], expected["output"], desc.output.data_type, POW_ULPS)
+        role = "output" if case.operator == "lp" else "output_gradient"
+        assert_within_ulps(got[role], expected[role], getattr(desc, role).data_type, POW_ULPS)
     else:
         assert_same_bytes(got, expected)
 
 
-@pytest.mark.parametrize("data_type", ["float32", "float16"])
+@pytest.mark.parametrize("data_type", ["float32", "float16", "bfloat16"])
 def test_a_computed_nan_is_the_canonical_quiet_nan_on_every_adapter(device, data_type):
     # (WGSL leaves an arithmetic NaN's sign and payload to the implementation)
-    x = np.array([[[np.nan, 1.0, -np.nan, 2.0, np.inf, -np.inf]]], data_type)
-    canonical = {"float32": 0x7FC00000, "float16": 0x7E00}[data_type]
+    x = np.array([[[np.nan, 1.0, -np.nan, 2.0, np.inf, -np.inf]]], np.float32).astype(pg.DataType.of(data_type).numpy)
+    canonical = {"float32": 0x7FC00000, "float16": 0x7E00, "bfloat16": 0x7FC0}[data_type]
     average = pg.average_pool(x, (2,), strides=(2,), device=device)
     lp = pg.lp_pool(x, (2,), p=3, strides=(2,), device=device)
     for y, nans in ((average, 3), (lp, 2)):

@@ -38,9 +38,13 @@ CALLS = [
     ("adaptive_avg_pool2d", (2, 3, 9, 8), ((3, 5),), {}),
     ("adaptive_avg_pool3d", (2, 3, 5, 4, 6), (2,), {}),
     ("roi_pool", (2, 3, 9, 8), (2,), {}),
+    ("fractional_max_pool2d", (2, 3, 9, 8), (2,), dict(output_size=(5, 4), _random_samples=torch.tensor(
+        [[[0.5, 0.25]] * 3, [[0.0, 0.875]] * 3]))),
+    ("fractional_max_pool3d", (2, 3, 5, 4, 6), ((2, 1, 3),), dict(output_ratio=0.5, _random_samples=torch.full(
+        (2, 3, 3), 0.375))),
 ]
 BOXES = torch.tensor([[0, 0, 0, 4, 4.0], [1, 2, 1, 7, 8]])
-DIFFERENTIABLE = ("max_pool", "max_unpool", "avg_pool", "adaptive")
+DIFFERENTIABLE = ("max_pool", "max_unpool", "avg_pool", "adaptive", "lp", "fractional", "roi")
 
 
 def _inputs(name, shape, requires_grad=False):
@@ -93,7 +97,7 @@ def test_export_captures_each_function_as_one_node(device):
 
 def test_compile_fullgraph_equals_eager_forward_and_backward_without_warnings(device):
     def model(inputs):
-        return sum(r.square().sum() for r in run_calls(pgt, inputs, device, only=DIFFERENTIABLE + ("lp",)))
+        return sum(r.square().sum() for r in run_calls(pgt, inputs, device, only=DIFFERENTIABLE))
 
     def run(fn):
         inputs = {name: _inputs(name, shape, requires_grad=name.startswith(DIFFERENTIABLE))
@@ -111,7 +115,9 @@ def test_compile_fullgraph_equals_eager_forward_and_backward_without_warnings(de
     assert all(torch.equal(g, e) for g, e in zip(compiled_grads, eager_grads, strict=True))
     # and the results are PyTorch's
     inputs = {name: _inputs(name, shape) for name, shape, _, _ in CALLS if shape and name != "roi_pool"}
-    _close(model(inputs), sum(r.square().sum() for r in run_calls(F, inputs, only=DIFFERENTIABLE + ("lp",))))
+    only = tuple(d for d in DIFFERENTIABLE if d != "roi")   # (torch has no roi_pool)
+    _close(sum(r.square().sum() for r in run_calls(pgt, inputs, device, only=only)),
+           sum(r.square().sum() for r in run_calls(F, inputs, only=only)))
 
 
 def test_jit_trace_computes_on_new_inputs(device):
@@ -148,7 +154,10 @@ def test_torch_func_grad_and_vmap(device):
     for call in (lambda t: pgt.max_pool2d(t, 3, 2, 1, device=device),
                  lambda t: pgt.avg_pool2d(t, 3, 2, 1, device=device),
                  lambda t: pgt.adaptive_max_pool2d(t, (3, 4), device=device),
-                 lambda t: pgt.adaptive_avg_pool2d(t, (3, 4), device=device)):
+                 lambda t: pgt.adaptive_avg_pool2d(t, (3, 4), device=device),
+                 lambda t: pgt.lp_pool2d(t.abs(), 3, 2, device=device),
+                 lambda t: pgt.fractional_max_pool2d(t, 2, (4, 5), _random_samples=torch.full(
+                     (t.shape[0] if t.dim() == 4 else 1, 3, 2), 0.5), device=device)):
         def loss(t):
             return call(t).square().sum()
 
@@ -199,7 +208,9 @@ def test_empty_batches_in_backward(device):
                  lambda t: pgt.avg_pool2d(t, 3, 2, 1, divisor_override=2, device=device),
                  lambda t: pgt.adaptive_max_pool2d(t, 3, device=device),
                  lambda t: pgt.adaptive_avg_pool2d(t, 3, device=device),
-                 lambda t: pgt.max_unpool2d(t, torch.zeros(t.shape, dtype=torch.int64), 2, device=device)):
+                 lambda t: pgt.max_unpool2d(t, torch.zeros(t.shape, dtype=torch.int64), 2, device=device),
+                 lambda t: pgt.lp_pool2d(t, 2, 2, device=device),
+                 lambda t: pgt.fractional_max_pool2d(t, 2, 3, device=device)):
         x.grad = None
         call(x).sum().backward()
         assert x.grad.shape == x.shape

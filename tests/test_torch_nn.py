@@ -21,7 +21,7 @@ import poolgpu.torch as pgt  # noqa: E402
 from test_torch import _close, _internal, distinct  # noqa: E402
 
 NAMES = [f"{family}{d}d" for family in ("MaxPool", "AvgPool", "LPPool", "AdaptiveMaxPool", "AdaptiveAvgPool",
-                                        "MaxUnpool") for d in (1, 2, 3)]
+                                        "MaxUnpool") for d in (1, 2, 3)] + ["FractionalMaxPool2d", "FractionalMaxPool3d"]
 SAMPLED = [n for n in NAMES if not n.startswith("MaxUnpool")]
 
 
@@ -38,8 +38,10 @@ def test_pytorch_module_info_samples(device, name):
     for sample in samples:
         args, kwargs = sample.constructor_input.args, sample.constructor_input.kwargs
         forward_args, forward_kwargs = sample.forward_input.args, sample.forward_input.kwargs
-        want = getattr(nn, name)(*args, **kwargs)(*forward_args, **forward_kwargs)
-        got = getattr(pgt.nn, name)(*args, **kwargs, device=device)(*forward_args, **forward_kwargs)
+        # (in the input's type, as torch's module tests make them: FractionalMaxPool's
+        # _random_samples buffer is given as float64)
+        want = getattr(nn, name)(*args, **kwargs).to(torch.float32)(*forward_args, **forward_kwargs)
+        got = getattr(pgt.nn, name)(*args, **kwargs, device=device).to(torch.float32)(*forward_args, **forward_kwargs)
         got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
         for g, w in zip(got, want, strict=True):
             assert g.dtype == w.dtype and g.shape == w.shape, (name, args, kwargs)
@@ -48,7 +50,7 @@ def test_pytorch_module_info_samples(device, name):
                 # norm_type; elsewhere (x ** 1.5 of a negative x) PyTorch gives NaN
                 keep = ~torch.isnan(w)
                 _close(g[keep], w[keep])
-            elif name.startswith(("MaxPool", "AdaptiveMaxPool")):
+            elif name.startswith(("MaxPool", "AdaptiveMaxPool", "FractionalMaxPool")):
                 assert torch.equal(g, w), (name, args, kwargs)
             else:  # sums of inputs of either sign: a result near 0 keeps the inputs' rounding
                 torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5, equal_nan=True, msg=str((name, args, kwargs)))
@@ -68,9 +70,12 @@ def test_modules_have_torchs_arguments_attributes_and_repr(name, device):
     theirs_class, ours_class = getattr(nn, name), getattr(pgt.nn, name)
     assert issubclass(ours_class, theirs_class)
     signature = inspect.signature(ours_class)
-    assert list(signature.parameters.values())[:-1] == list(inspect.signature(theirs_class).parameters.values())
+    def parameters(sig):   # (annotations aside: poolgpu annotates what torch leaves bare)
+        return [(p.name, p.kind, p.default) for p in sig.parameters.values()]
+
+    assert parameters(signature)[:-1] == parameters(inspect.signature(theirs_class))
     assert signature.parameters["device"].kind is inspect.Parameter.KEYWORD_ONLY
-    args = {"LPPool": (2, 3)}.get(name[:-2], (3,))
+    args = {"LPPool": (2, 3), "FractionalMaxPool": (3, 4)}.get(name[:-2], (3,))
     ours, theirs = ours_class(*args), theirs_class(*args)
     assert repr(ours) == repr(theirs) and vars(theirs).items() <= vars(ours).items()
     assert ours.device is None
@@ -114,9 +119,15 @@ def test_convert_ports_a_resnet_like_model(device):
     want.square().sum().backward()
     for (name, p), q in zip(model.named_parameters(), reference.parameters(), strict=True):
         torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5, msg=name)
-    # a torch pooling module itself is replaced by its poolgpu form; FractionalMaxPool stays
+    # a torch pooling module itself is replaced by its poolgpu form, FractionalMaxPool's too
     assert type(pgt.convert(nn.MaxPool1d(2))) is pgt.nn.MaxPool1d
-    fractional = nn.FractionalMaxPool2d(2, output_size=3)
-    assert pgt.convert(nn.Sequential(fractional))[0] is fractional
+    fractional = nn.Sequential(nn.FractionalMaxPool2d(2, output_size=3, return_indices=True))
+    x = torch.rand(1, 2, 7, 7)
+    torch.manual_seed(1)
+    want = fractional(x)
+    assert type(pgt.convert(fractional, device=device)[0]) is pgt.nn.FractionalMaxPool2d
+    torch.manual_seed(1)
+    got = fractional(x)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
     with pytest.raises(pg.ValidationError, match="pg.Device"):
         pgt.convert(model, device="cpu")

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 import poolgpu as pg
 import reference
 from poolgpu import kernels
-from helpers import ALL_TYPES, assert_canaries_intact, canary_tensor, layout_strides, random_values, same_bits, upload
+from helpers import (ALL_TYPES, assert_canaries_intact, canary_tensor, finfo, layout_strides, random_values, same_bits,
+                     upload)
 
 GPU_SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 INDEX_TYPES = ("uint32", "uint64")
@@ -70,7 +71,7 @@ def test_max_unpool_matches_reference(device, case):
 def type_extremes(data_type):
     dtype = data_type.numpy
     if data_type.is_float:
-        info = np.finfo(dtype)
+        info = finfo(dtype)
         return np.array([info.min, info.max, info.tiny, -np.inf, np.inf, -0.0, np.nan, 1.0], dtype)
     info = np.iinfo(dtype)
     values = [info.min, info.max, info.min + 1, info.max - 1, 0, 1, 7, 3]

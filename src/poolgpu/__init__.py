@@ -8,6 +8,7 @@ from .descs import (AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, AverageP
                     LpPooling1Desc, LpPoolingDesc, MaxPooling1Desc, MaxPooling2Desc, MaxPoolingDesc, RoiPoolingDesc)
 from .descs import AveragePoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingDesc
 from .descs import AdaptiveAveragePoolingGradDesc, AdaptiveMaxPoolingGradDesc, MaxUnpoolingGradDesc
+from .descs import FractionalMaxPoolingDesc, FractionalMaxPoolingGradDesc, LpPoolingGradDesc, RoiPoolingGradDesc
 from .adapters import list_adapters
 from .bundle import export
 from .device import Device, default_device
@@ -18,6 +19,7 @@ from .errors import DeviceError, ValidationError
 from .functional import adaptive_average_pool, adaptive_max_pool, average_pool, lp_pool, max_pool, roi_pool
 from .functional import average_pool_grad, max_pool_grad, max_unpool
 from .functional import adaptive_average_pool_grad, adaptive_max_pool_grad, max_unpool_grad
+from .functional import fractional_max_pool, fractional_max_pool_grad, lp_pool_grad, roi_pool_grad
 from .shapes import pooling_output_sizes
 from .tensor_desc import TensorDesc
 from .tuning import Tuning
@@ -31,11 +33,13 @@ __all__ = [
     "RoiPoolingDesc", "AdaptiveMaxPoolingDesc", "AdaptiveAveragePoolingDesc",
     "MaxPoolingGradDesc", "AveragePoolingGradDesc", "MaxUnpoolingDesc",
     "AdaptiveMaxPoolingGradDesc", "AdaptiveAveragePoolingGradDesc", "MaxUnpoolingGradDesc",
+    "FractionalMaxPoolingDesc", "FractionalMaxPoolingGradDesc", "LpPoolingGradDesc", "RoiPoolingGradDesc",
     "pooling_output_sizes",
     "Device", "Tensor", "Op", "Tuning", "list_adapters", "default_device", "export",
     "max_pool", "average_pool", "lp_pool",
     "roi_pool", "adaptive_max_pool", "adaptive_average_pool",
     "max_pool_grad", "average_pool_grad", "max_unpool",
     "adaptive_max_pool_grad", "adaptive_average_pool_grad", "max_unpool_grad",
+    "fractional_max_pool", "lp_pool_grad", "roi_pool_grad", "fractional_max_pool_grad",
     "onnx",
 ]

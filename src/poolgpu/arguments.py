@@ -323,9 +323,9 @@ def number(value: Any, name: str, *, minimum: Optional[float] = None, maximum: O
 
 
 #: What to convert a type DirectML lacks to (the closest type that keeps the values).
-_CONVERSIONS = {"float64": "float32", "bfloat16": "float32", "float128": "float32", "longdouble": "float32",
+_CONVERSIONS = {"float64": "float32", "float128": "float32", "longdouble": "float32",
                 "bool": "uint8", "complex64": None, "complex128": None, "object": None}
-_SUPPORTED = ", ".join(t.numpy.name for t in DataType)
+_SUPPORTED = ", ".join(t.name.lower() for t in DataType)
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -342,14 +342,15 @@ def check_dtype(dtype: Any, name: str) -> None:
     Parameters
     ----------
     dtype : numpy.dtype, torch.dtype or JAX dtype
-        Read by its name (``"float64"``, ``torch.bfloat16``, ...).
+        Read by its name (``"float64"``, ``torch.bool``, ...).
     name : str
         The argument's name in the error.
 
     Raises
     ------
     ValidationError
-        Naming ``name`` where the type is none of DirectML's ten (float64, bfloat16, bool, complex, object, ...).
+        Naming ``name`` where the type is none of poolgpu's (DirectML's ten and bfloat16; float64, bool,
+        complex, object, ... are not).
     """
     type_name = _dtype_name(dtype)
     if type_name.upper() in DataType.__members__:
@@ -398,13 +399,19 @@ def array(value: Any, name: str, ranks: Optional[Iterable[int]] = (3, 4, 5), typ
     if typed and not isinstance(value, np.ndarray):
         dtype = getattr(value, "dtype", None)
         if dtype is not None and not isinstance(dtype, (str, type)):
-            check_dtype(dtype, name)  # before NumPy, which cannot even read some (bfloat16)
+            check_dtype(dtype, name)  # before NumPy reads it: the error names the type to convert to
     try:
         if isinstance(value, np.ndarray) or hasattr(value, "__array__") or not hasattr(value, "__dlpack__"):
             result = np.asarray(value)
         else:
             result = np.from_dlpack(value)
     except (ValueError, TypeError, RuntimeError, BufferError) as exc:
+        if _dtype_name(getattr(value, "dtype", "")) == "bfloat16":
+            # (torch's bfloat16 tensors: NumPy's bfloat16 is ml_dtypes', which torch does not give)
+            raise ValidationError(name, f"NumPy reads bfloat16 only as ml_dtypes.bfloat16, and cannot read {shown(value)}: "
+                                        "pass an ml_dtypes.bfloat16 array (a torch tensor: "
+                                        f"{name}.view(torch.int16).numpy().view(ml_dtypes.bfloat16)), or use "
+                                        "poolgpu.torch, which takes torch.bfloat16 tensors") from None
         raise ValidationError(name, f"expected an array NumPy can read, got {shown(value)} ({exc})") from None
     if typed:
         if result.dtype == np.float64 and isinstance(value, (list, tuple)):
@@ -414,8 +421,9 @@ def array(value: Any, name: str, ranks: Optional[Iterable[int]] = (3, 4, 5), typ
                       f"type silently); pass an array of the type you want, e.g. np.asarray({name}, np.float32)",
             )
         check_dtype(result.dtype, name)
-    elif result.dtype.kind not in "biuf":
-        raise ValidationError(name, f"expected an array of numbers, got {shown(value)} (dtype {result.dtype})")
+    elif result.dtype.kind not in "biuf" and result.dtype.name != "bfloat16":   # (ml_dtypes' bfloat16: kind "V")
+        read = "" if hasattr(value, "dtype") else f", read as dtype {result.dtype}"
+        raise ValidationError(name, f"expected an array of numbers, got {shown(value)}{read}")
     if ranks is not None and result.ndim not in tuple(ranks):
         ranks = [str(r) for r in ranks]
         want = ", ".join(ranks[:-1]) + " or " + ranks[-1] if len(ranks) > 1 else ranks[0]

@@ -4,6 +4,10 @@ Shaders see every tensor as an array of u32 words.  A type's *storage* says how 
 elements sit in those words: ``b32`` one element per word, ``b16``/``b8`` two/four elements
 packed little-endian in a word, ``b64`` one element in two words (low word first).  So no
 type needs ``shader-f16`` or ``shader-int64``.
+
+BFLOAT16 (not DirectML's: the upper half of a float32) is stored as FLOAT16 is.  NumPy has
+no bfloat16 of its own: its arrays are ``ml_dtypes.bfloat16`` (an optional package), which
+:attr:`DataType.numpy` imports only when asked for BFLOAT16.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ __all__ = ["DataType"]
 
 class DataType(enum.IntEnum):
     """DirectML's tensor data types, numbered as DML_TENSOR_DATA_TYPE: FLOAT32, FLOAT16,
-    UINT32, UINT16, UINT8, INT32, INT16, INT8, UINT64, INT64.
+    UINT32, UINT16, UINT8, INT32, INT16, INT8, UINT64, INT64; and BFLOAT16 (the upper half
+    of a float32, taken wherever FLOAT16 is), which DirectML lacks, numbered 16 as ONNX's
+    TensorProto numbers it.
 
     Parameters
     ----------
@@ -39,6 +45,7 @@ class DataType(enum.IntEnum):
     INT8 = 8
     UINT64 = 10
     INT64 = 11
+    BFLOAT16 = 16
 
     def __str__(self) -> str:
         """The name (``FLOAT32``), not the number that IntEnum prints."""
@@ -50,13 +57,21 @@ class DataType(enum.IntEnum):
 
     @property
     def numpy(self) -> np.dtype:
-        """The NumPy dtype of the elements."""
+        """The NumPy dtype of the elements (BFLOAT16: ``ml_dtypes.bfloat16``'s).
+
+        Raises
+        ------
+        ValidationError
+            For BFLOAT16 where ``ml_dtypes`` is not installed (saying how to install it).
+        """
+        if self is DataType.BFLOAT16:
+            return _bfloat16()
         return np.dtype(self.name.lower())
 
     @property
     def size(self) -> int:
         """Bytes per element."""
-        return self.numpy.itemsize
+        return 2 if self is DataType.BFLOAT16 else self.numpy.itemsize
 
     @property
     def storage(self) -> str:
@@ -65,8 +80,8 @@ class DataType(enum.IntEnum):
 
     @property
     def is_float(self) -> bool:
-        """Whether the type is FLOAT32 or FLOAT16."""
-        return self in (DataType.FLOAT32, DataType.FLOAT16)
+        """Whether the type is FLOAT32, FLOAT16 or BFLOAT16."""
+        return self in FLOAT_TYPES
 
     @classmethod
     def of(cls, value: Union["DataType", str, np.dtype, type], field: str = "data_type") -> "DataType":
@@ -105,7 +120,8 @@ class DataType(enum.IntEnum):
         if type(value).__module__.split(".")[0] == "torch":
             # torch dtypes are not NumPy's: name the one to pass instead
             torch_name = str(value).rsplit(".", 1)[-1]
-            hint = (f"pass the NumPy dtype or its name, e.g. np.{torch_name} or {torch_name!r}"
+            numpy_name = "ml_dtypes.bfloat16" if torch_name == "bfloat16" else f"np.{torch_name}"
+            hint = (f"pass the NumPy dtype or its name, e.g. {numpy_name} or {torch_name!r}"
                     if torch_name.upper() in cls.__members__
                     else f"{torch_name} is none of poolgpu's types either: pass the NumPy dtype or name of one of "
                          f"{supported}, e.g. 'float32'")
@@ -114,6 +130,17 @@ class DataType(enum.IntEnum):
         raise ValidationError(field, f"unsupported data type {value!r}; expected one of {supported}")
 
 
-FLOAT_TYPES = frozenset({DataType.FLOAT32, DataType.FLOAT16})
+def _bfloat16() -> np.dtype:
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise ValidationError(
+            "data_type", "BFLOAT16 values as NumPy arrays need the ml_dtypes package (pip install ml_dtypes), whose "
+                         "ml_dtypes.bfloat16 is NumPy's bfloat16; poolgpu.torch takes torch.bfloat16 tensors without it",
+        ) from None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+FLOAT_TYPES = frozenset({DataType.FLOAT32, DataType.FLOAT16, DataType.BFLOAT16})
 INDEX_TYPES = frozenset({DataType.UINT32, DataType.UINT64})
 ALL_TYPES = frozenset(DataType)

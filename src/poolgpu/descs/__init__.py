@@ -15,8 +15,10 @@ from typing import Union
 
 from ._common import described
 from .binned import AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, RoiPoolingDesc
+from .fractional import FractionalMaxPoolingDesc, FractionalMaxPoolingGradDesc
 from .gradients import (AdaptiveAveragePoolingGradDesc, AdaptiveMaxPoolingGradDesc, AveragePoolingGradDesc,
-                        MaxPoolingGradDesc, MaxUnpoolingDesc, MaxUnpoolingGradDesc)
+                        LpPoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingDesc, MaxUnpoolingGradDesc,
+                        RoiPoolingGradDesc)
 from .pooling import (AveragePooling1Desc, AveragePoolingDesc, LpPooling1Desc, LpPoolingDesc, MaxPooling1Desc,
                       MaxPooling2Desc, MaxPoolingDesc)
 
@@ -25,12 +27,14 @@ Description = Union[
     MaxPoolingDesc, MaxPooling1Desc, MaxPooling2Desc, AveragePoolingDesc, AveragePooling1Desc, LpPoolingDesc,
     LpPooling1Desc, RoiPoolingDesc, AdaptiveMaxPoolingDesc, AdaptiveAveragePoolingDesc, MaxPoolingGradDesc,
     AveragePoolingGradDesc, MaxUnpoolingDesc, AdaptiveMaxPoolingGradDesc, AdaptiveAveragePoolingGradDesc,
-    MaxUnpoolingGradDesc,
+    MaxUnpoolingGradDesc, FractionalMaxPoolingDesc, FractionalMaxPoolingGradDesc, LpPoolingGradDesc,
+    RoiPoolingGradDesc,
 ]
 
 __all__ = [
     "MaxPoolingDesc", "MaxPooling1Desc", "MaxPooling2Desc", "AveragePoolingDesc", "AveragePooling1Desc",
     "LpPoolingDesc", "LpPooling1Desc", "RoiPoolingDesc", "AdaptiveMaxPoolingDesc", "AdaptiveAveragePoolingDesc",
     "MaxPoolingGradDesc", "AveragePoolingGradDesc", "MaxUnpoolingDesc", "AdaptiveMaxPoolingGradDesc",
-    "AdaptiveAveragePoolingGradDesc", "MaxUnpoolingGradDesc", "Description", "described",
+    "AdaptiveAveragePoolingGradDesc", "MaxUnpoolingGradDesc", "FractionalMaxPoolingDesc",
+    "FractionalMaxPoolingGradDesc", "LpPoolingGradDesc", "RoiPoolingGradDesc", "Description", "described",
 ]

@@ -35,7 +35,7 @@ class RoiPoolingDesc(_Description):
     """DML_ROI_POOLING_OPERATOR_DESC: the max over each of ``pooled_size`` bins of each region
     of interest.
 
-    ``input`` is {N, C, H, W} (FLOAT32 or FLOAT16); ``roi`` is {1, 1, R, 5} of the input's
+    ``input`` is {N, C, H, W} (FLOAT32, FLOAT16 or BFLOAT16); ``roi`` is {1, 1, R, 5} of the input's
     type, one ``[batch, x1, y1, x2, y2]`` per ROI (x along W, y along H, inclusive corners in
     the input's coordinates divided by ``spatial_scale``); ``output`` is {R, C, pooled_h,
     pooled_w}.  ``pooled_size`` is (height, width), the order of the output's spatial sizes
@@ -50,6 +50,10 @@ class RoiPoolingDesc(_Description):
         Positive, finite and non-zero in float32.
     pooled_size : sequence of int
         Two positive sizes (height, width).
+    output_indices : TensorDesc or data type, optional, keyword-only
+        An extension (not DirectML's): UINT32 or UINT64 flat indices of each bin's maximum
+        in the input (as for MaxPooling1Desc; an empty bin gives 0); default None: not
+        computed.
 
     Raises
     ------
@@ -65,6 +69,7 @@ class RoiPoolingDesc(_Description):
     _: KW_ONLY
     spatial_scale: float
     pooled_size: tuple
+    output_indices: Optional[TensorDesc] = None
 
     kernel = "roi_pool"
 
@@ -94,13 +99,14 @@ class RoiPoolingDesc(_Description):
             spatial_scale=_spatial_scale(self.spatial_scale),
             pooled_size=pooled_size,
             output=_output_like(self.output, "output", out_sizes, input.data_type),
+            output_indices=_indices_like(self.output_indices, out_sizes),
         )
 
     def input_tensors(self) -> Roles:
         return (("input", self.input), ("roi", self.roi))
 
     def output_tensors(self) -> Roles:
-        return (("output", self.output),)
+        return (("output", self.output), ("output_indices", self.output_indices))
 
 
 class _AdaptivePooling(_Description):

@@ -1,5 +1,5 @@
 """Training-side operators: the pooling gradients, max unpooling and its gradient, and
-the gradients of adaptive pooling (poolgpu extensions)."""
+the gradients of Lp, ROI and adaptive pooling (poolgpu extensions)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
 from ._common import (Roles, _check_divisor_fields, _check_tensor, _check_type, _Description, _output_like,
                       _pooling_window, _set, _WindowedDescription)
-from .binned import AdaptiveMaxPoolingDesc
-from .pooling import MaxPooling2Desc
+from .binned import AdaptiveMaxPoolingDesc, RoiPoolingDesc
+from .pooling import LpPooling1Desc, MaxPooling2Desc
 
 __all__ = [
     "MaxPoolingGradDesc", "AveragePoolingGradDesc", "MaxUnpoolingDesc", "AdaptiveMaxPoolingGradDesc",
-    "AdaptiveAveragePoolingGradDesc", "MaxUnpoolingGradDesc",
+    "AdaptiveAveragePoolingGradDesc", "MaxUnpoolingGradDesc", "LpPoolingGradDesc", "RoiPoolingGradDesc",
 ]
 
 
@@ -92,6 +92,125 @@ class MaxPoolingGradDesc(_WindowedDescription):
 
     def input_tensors(self) -> Roles:
         return (("input", self.input), ("input_gradient", self.input_gradient))
+
+    def output_tensors(self) -> Roles:
+        return (("output_gradient", self.output_gradient),)
+
+
+@dataclass(frozen=True)
+class LpPoolingGradDesc(_WindowedDescription):
+    """The gradient of Lp pooling (a poolgpu extension; the windows of LpPooling1Desc):
+    ``output_gradient`` (dx, the forward input's sizes) gathers, for each element ``x`` of
+    a window with result ``y = (sum |x|^p)^(1/p)``, the window's ``input_gradient`` (dy)
+    times ``d y / d x = sign(x) * (|x| / y)^(p - 1)``; 0 for a window of zeros.  A gather,
+    in float32: deterministic.
+
+    Parameters
+    ----------
+    input : TensorDesc
+        The forward input x (FLOAT32, FLOAT16 or BFLOAT16).
+    input_gradient : TensorDesc
+        dy, the forward output's sizes.
+    output_gradient : TensorDesc, optional
+        dx; default None: a packed tensor of the input's sizes.
+    window_size, strides, start_padding, end_padding, dilations, p
+        The forward pass's, as for LpPooling1Desc.
+
+    Raises
+    ------
+    ValidationError
+        Naming the field (``window_size``, ``p``, ``input_gradient.sizes``, ...) that is
+        malformed, out of range or inconsistent with the others; see docs/validation.md.
+    """
+
+    input: TensorDesc
+    input_gradient: TensorDesc
+    output_gradient: Optional[TensorDesc] = None
+    _: KW_ONLY
+    window_size: tuple
+    strides: Optional[tuple] = None
+    start_padding: Optional[tuple] = None
+    end_padding: Optional[tuple] = None
+    dilations: Optional[tuple] = None
+    p: float = 2
+
+    kernel = "lp_pool_grad"
+
+    def __post_init__(self) -> None:
+        input = _check_tensor(self.input, "input")
+        forward = LpPooling1Desc(
+            input, window_size=self.window_size, strides=self.strides, start_padding=self.start_padding,
+            end_padding=self.end_padding, dilations=self.dilations, p=self.p,
+        )
+        window = forward.window
+        _set(
+            self,
+            window_size=window.window_size, strides=window.strides, dilations=window.dilations,
+            start_padding=window.start_padding, end_padding=window.end_padding, p=forward.p,
+            input_gradient=_input_gradient(self.input_gradient, forward.output.sizes, input.data_type),
+            output_gradient=_output_like(self.output_gradient, "output_gradient", input.sizes, input.data_type),
+            window=window, forward=forward,
+        )
+
+    def input_tensors(self) -> Roles:
+        return (("input", self.input), ("input_gradient", self.input_gradient))
+
+    def output_tensors(self) -> Roles:
+        return (("output_gradient", self.output_gradient),)
+
+
+@dataclass(frozen=True)
+class RoiPoolingGradDesc(_Description):
+    """The gradient of ROI pooling (a poolgpu extension; the bins of RoiPoolingDesc):
+    ``output_gradient`` (dx, the input's sizes) is zero except that each bin's
+    ``input_gradient`` (dy) is added at the bin's argmax under the forward max rule, as
+    torchvision's ``roi_pool`` backward does.  A gather (each dx element visits the ROIs in
+    order), in float32: deterministic.
+
+    Parameters
+    ----------
+    input : TensorDesc
+        The forward input x {N, C, H, W} (FLOAT32, FLOAT16 or BFLOAT16).
+    roi : TensorDesc
+        The forward pass's ROIs, {1, 1, R, 5} of the input's type.
+    input_gradient : TensorDesc
+        dy, the forward output's sizes {R, C, pooled_h, pooled_w}.
+    output_gradient : TensorDesc, optional
+        dx; default None: a packed tensor of the input's sizes.
+    spatial_scale, pooled_size
+        The forward pass's, as for RoiPoolingDesc.
+
+    Raises
+    ------
+    ValidationError
+        Naming the field that is malformed, of an unsupported type, or inconsistent with the
+        others.
+    """
+
+    input: TensorDesc
+    roi: TensorDesc
+    input_gradient: TensorDesc
+    output_gradient: Optional[TensorDesc] = None
+    _: KW_ONLY
+    spatial_scale: float
+    pooled_size: tuple
+
+    kernel = "roi_pool_grad"
+
+    def __post_init__(self) -> None:
+        input = _check_tensor(self.input, "input")
+        forward = RoiPoolingDesc(input, self.roi, output_indices=DataType.UINT32, spatial_scale=self.spatial_scale,
+                                 pooled_size=self.pooled_size)
+        _set(
+            self,
+            spatial_scale=forward.spatial_scale, pooled_size=forward.pooled_size,
+            input_gradient=_input_gradient(self.input_gradient, forward.output.sizes, input.data_type),
+            output_gradient=_output_like(self.output_gradient, "output_gradient", input.sizes, input.data_type),
+            forward=forward,
+        )
+
+    def input_tensors(self) -> Roles:
+        return (("input", self.input), ("roi", self.roi), ("input_gradient", self.input_gradient))
 
     def output_tensors(self) -> Roles:
         return (("output_gradient", self.output_gradient),)

@@ -1,7 +1,8 @@
-"""Variable-bin pooling (ROI, adaptive): a bins pass writes each output coordinate's input
-range into a bin table (wgsl/common/bin_table.wgsl), then a binned pass pools each bin.
-And the adaptive gradients: gathers over dx visiting the bins that cover each element
-(common/adaptive_range.wgsl's bins, swapped)."""
+"""Variable-bin pooling (ROI, adaptive; fractional in .fractional): a bins pass writes each
+output coordinate's input range into a bin table (wgsl/common/bin_table.wgsl), then a binned
+pass pools each bin.  And the binned gradients: gathers over dx visiting the bins that cover
+each element (adaptive: common/adaptive_range.wgsl's bins, swapped; ROI: each ROI's run of
+covering bins, common/bin_search.wgsl)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from .grids import (FLAT_GRID, IN_SIZES, OUT_SIZES, as_5d, flat_grid, flat_regri
                     tensor_stride_params)
 from .registry import register
 from .split import Accumulator, fewest_parts, gradient_merge_passes, iterations, loop_total, merge_passes, partials_desc
+from .split import search_probes
 from .window import (AVERAGE, AVERAGE_POOL, MAX, MAX_POOL, average_pool_program, max_pool_program,
                      plane_walk_fits)
 
@@ -43,10 +45,14 @@ ROI_BINS = Kernel(
     loops=lambda constants, params: {"bit": iterations(2, 32),
                                      "k": iterations(1, 5) + iterations(1, 4) + 4 * 2 * _WIDE + 10 * _WIDE},
 )
-def _longest_bins(roi: bool, params: dict) -> tuple:
-    """The most taps of a bin along D, H and W: ROI bins are clamped to the input; adaptive
-    bins [floor(o * in / out), ceil((o + 1) * in / out)) span at most ceil(in / out) + 1."""
-    if roi:
+def _longest_bins(table: dict, params: dict) -> tuple:
+    """The most taps of a bin along D, H and W, for a bin table of override constants
+    ``table``: fixed bins (BIN_D, BIN_H, BIN_W) are that long; ROI bins are clamped to the
+    input; adaptive bins [floor(o * in / out), ceil((o + 1) * in / out)) span at most
+    ceil(in / out) + 1."""
+    if table.get("BIN_W"):
+        return tuple(table[f"BIN_{a}"] for a in "DHW")
+    if table.get("ROI", False):
         return 1, params["in_h"], params["in_w"]
     return tuple(-(-params[f"in_{a}"] // params[f"out_{a}"]) + (params[f"in_{a}"] % params[f"out_{a}"] != 0)
                  for a in "dhw")
@@ -55,7 +61,7 @@ def _longest_bins(roi: bool, params: dict) -> tuple:
 def bins_loops(constants: dict, params: dict) -> dict:
     """window_walk_bins.wgsl's loops over one bin (of its part)."""
     d, h, w = (-(-size // constants.get(f"PARTS_{axis}", 1))
-               for size, axis in zip(_longest_bins(constants.get("ROI", False), params), "DHW"))
+               for size, axis in zip(_longest_bins(constants, params), "DHW"))
     return {"d": iterations(1, d), "h": iterations(d, h), "w": iterations(d * h, w)}
 
 
@@ -77,17 +83,21 @@ BINS_AVERAGE = _bins_kernel(AVERAGE)
 MERGES = {MAX: MAX_POOL["merge"], AVERAGE: AVERAGE_POOL["merge"]}
 
 
-def _bin_table(rows: int, out_spatial_3d: tuple) -> TensorDesc:
+def bin_table(rows: int, out_spatial_3d: tuple) -> TensorDesc:
     """The bin table: per row a source batch word and a (start, end) pair per output
     coordinate along D, H and W."""
     return TensorDesc(DataType.UINT32, (1, rows, 1 + 2 * sum(out_spatial_3d)))
 
 
-def _binned_passes(kernel: Kernel, accumulator: Accumulator, desc, roi: bool, tuning: Tuning,
-                   roles: Optional[tuple] = None) -> tuple:
+def binned_passes(kernel: Kernel, accumulator: Accumulator, desc, table: dict, tuning: Tuning,
+                  roles: Optional[tuple] = None) -> tuple:
     """(the passes pooling each output's bin of ``desc.input`` into ``roles`` (y, idx) with
-    ``kernel``, a bins walk (default roles: the description's outputs): one pass, or where bins hold more taps than
-    ``tuning.loop_budget`` allows, the split walk and its merge passes; the scratch they add)."""
+    ``kernel``, a bins walk (default roles: the description's outputs), over a bin table
+    of override constants ``table`` (common/bin_table.wgsl's ROI or PLANE_ROWS,
+    window_walk_bins.wgsl's BIN_D, BIN_H, BIN_W): one pass, or where bins hold more taps
+    than ``tuning.loop_budget`` allows, the split walk and its merge passes; the scratch they
+    add)."""
+    roi = table.get("ROI", False)
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
     out_sizes, _ = as_5d(desc.output.sizes, desc.output.strides)
     wg_x = tuning.flat_workgroup
@@ -106,11 +116,11 @@ def _binned_passes(kernel: Kernel, accumulator: Accumulator, desc, roi: bool, tu
     outputs = math.prod(out_sizes)
 
     def trips(parts: tuple) -> int:
-        return loop_total(kernel, {"ROI": roi, **{f"PARTS_{a}": p for a, p in zip("DHW", parts)}}, params)
+        return loop_total(kernel, {**table, **{f"PARTS_{a}": p for a, p in zip("DHW", parts)}}, params)
 
-    parts = fewest_parts(trips, _longest_bins(roi, params), tuning.loop_budget)
+    parts = fewest_parts(trips, _longest_bins(table, params), tuning.loop_budget)
     count = math.prod(parts)
-    constants = {"ROI": roi, "WG_X": wg_x, "PARTS": count, **{f"PARTS_{a}": p for a, p in zip("DHW", parts)}}
+    constants = {**table, "WG_X": wg_x, "PARTS": count, **{f"PARTS_{a}": p for a, p in zip("DHW", parts)}}
     regrid = partial(flat_regrid, wg_x)
     per_plane = math.prod(out_sizes[2:]) * count
     if roi:  # an ROI's input planes are data (its batch): x is read in ranges of planes
@@ -146,7 +156,7 @@ def _adaptive_bins_pass(desc, wg_x: int) -> tuple:
     }
     constants = sorted_constants({"WG_X": wg_x})
     pass_ = Pass(ADAPTIVE_BINS, ("bins",), constants, params, flat_grid(bins, wg_x))
-    return pass_, _bin_table(1, out_sizes[2:])
+    return pass_, bin_table(1, out_sizes[2:])
 
 
 # Tuning.fixed_window_min_row (8): the fixed-window kernels give each output row a workgroup
@@ -170,7 +180,7 @@ def _fixed_window_for_bins(desc, tuning: Tuning):
 
 def _binned_program(kernel: Kernel, accumulator: Accumulator, desc, tuning: Tuning) -> Program:
     bins_pass, table = _adaptive_bins_pass(desc, tuning.flat_workgroup)
-    passes, scratch = _binned_passes(kernel, accumulator, desc, False, tuning)
+    passes, scratch = binned_passes(kernel, accumulator, desc, {}, tuning)
     return Program((bins_pass,) + passes, scratch=(("bins", table),) + scratch)
 
 
@@ -193,8 +203,8 @@ def _adaptive_average_pool_program(desc, tuning: Tuning) -> Program:
     return _binned_program(BINS_AVERAGE, AVERAGE, desc, tuning)
 
 
-@register("roi_pool")
-def _roi_pool_program(desc, tuning: Tuning) -> Program:
+def _roi_bins_pass(desc, wg_x: int) -> tuple:
+    """(the pass writing ROI pooling's bin table, one row per ROI, the table)."""
     rois = desc.roi.sizes[2]
     pooled_h, pooled_w = desc.pooled_size
     entries = 1 + pooled_h + pooled_w  # per ROI: the batch with the unit D pair, then H and W bins
@@ -205,21 +215,25 @@ def _roi_pool_program(desc, tuning: Tuning) -> Program:
         "scale_bits": struct.unpack("<I", struct.pack("<f", desc.spatial_scale))[0],
         "total": rois * entries,
     }
-    wg_x = tuning.flat_workgroup
     constants = sorted_constants({"WG_X": wg_x})
     bins_pass = Pass(ROI_BINS, ("roi", "bins"), constants, params, flat_grid(rois * entries, wg_x))
-    table = _bin_table(rois, (1, pooled_h, pooled_w))
-    passes, scratch = _binned_passes(BINS_MAX, MAX, desc, True, tuning)
+    return bins_pass, bin_table(rois, (1, pooled_h, pooled_w))
+
+
+@register("roi_pool")
+def _roi_pool_program(desc, tuning: Tuning) -> Program:
+    bins_pass, table = _roi_bins_pass(desc, tuning.flat_workgroup)
+    passes, scratch = binned_passes(BINS_MAX, MAX, desc, {"ROI": True}, tuning)
     return Program((bins_pass,) + passes, scratch=(("bins", table),) + scratch)
 
 
-# The adaptive pooling gradients: straightforward gathers (each dx element visits the bins
+# The binned pooling gradients: straightforward gathers (each dx element visits the bins
 # covering it, in a fixed order: deterministic, no float atomics), one invocation per dx
-# element, numbered flat (common/adaptive_gather.wgsl).
-_ADAPTIVE_GATHER_LIBRARY = ("wide_int.wgsl", "adaptive_range.wgsl", "taps.wgsl", "adaptive_gather.wgsl",
-                            "flat_index.wgsl")
-_ADAPTIVE_GATHER_PARAMS = FLAT_GRID + ("channels",) + IN_SIZES + OUT_SIZES  # in_*: dx's, out_*: dy's
-_PART = Slot("part", True, snippet="words_write.wgsl")  # a split gather's partial sums
+# element, numbered flat (common/bins_gather.wgsl, common/gather_parts.wgsl).
+GATHER_LIBRARY = ("taps.wgsl", "gather_parts.wgsl", "bins_gather.wgsl", "flat_index.wgsl")
+_ADAPTIVE_GATHER_LIBRARY = ("wide_int.wgsl", "adaptive_range.wgsl", "adaptive_covering.wgsl") + GATHER_LIBRARY
+GATHER_PARAMS = FLAT_GRID + ("channels",) + IN_SIZES + OUT_SIZES  # in_*: dx's, out_*: dy's
+PART = Slot("part", True, snippet="words_write.wgsl")  # a split gather's partial sums
 
 
 def _wide(params: dict, axis: str) -> bool:
@@ -234,7 +248,12 @@ def _covering(constants: dict, params: dict) -> tuple:
     adaptive bins with in and out swapped (common/adaptive_range.wgsl)."""
     swapped = {f"in_{a}": params[f"out_{a}"] for a in "dhw"} | {f"out_{a}": params[f"in_{a}"] for a in "dhw"}
     return tuple(-(-size // constants.get(f"PARTS_{axis}", 1))
-                 for size, axis in zip(_longest_bins(False, swapped), "DHW"))
+                 for size, axis in zip(_longest_bins({}, swapped), "DHW"))
+
+
+def covering_loops(d: int, h: int, w: int) -> dict:
+    """The binned gathers' loops over the bins covering a dx element: at most d x h x w."""
+    return {"od": iterations(1, d), "oh": iterations(d, h), "ow": iterations(d * h, w)}
 
 
 def adaptive_gather_loops(counts_bins: bool, constants: dict, params: dict) -> dict:
@@ -249,24 +268,24 @@ def adaptive_gather_loops(counts_bins: bool, constants: dict, params: dict) -> d
         runs = {"d": d, "h": d * h, "w": d * h * w}
         bit += sum(iterations(2 * runs[a], 32) for a in "dhw" if wide[a])
     # (wide_int.wgsl's Wide helpers, "k", go unused)
-    return {"od": iterations(1, d), "oh": iterations(d, h), "ow": iterations(d * h, w), "bit": bit, "k": 0}
+    return dict(covering_loops(d, h, w), bit=bit, k=0)
 
 
 ADAPTIVE_MAX_POOL_GRAD = Kernel(
-    "adaptive_max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True), _PART), value_slot="dy",
-    library=_ADAPTIVE_GATHER_LIBRARY, params=_ADAPTIVE_GATHER_PARAMS + stride_fields("dy", "arg", "dx"),
+    "adaptive_max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True), PART), value_slot="dy",
+    library=_ADAPTIVE_GATHER_LIBRARY, params=GATHER_PARAMS + stride_fields("dy", "arg", "dx"),
     loops=partial(adaptive_gather_loops, False),
 )
 ADAPTIVE_AVERAGE_POOL_GRAD = Kernel(
-    "adaptive_average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True), _PART), value_slot="dy",
+    "adaptive_average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True), PART), value_slot="dy",
     library=_ADAPTIVE_GATHER_LIBRARY + ("as_written.wgsl",),
-    params=_ADAPTIVE_GATHER_PARAMS + stride_fields("dy", "dx") + ("opaque_zero",),
+    params=GATHER_PARAMS + stride_fields("dy", "dx") + ("opaque_zero",),
     loops=partial(adaptive_gather_loops, True),
 )
 
 
-def _adaptive_gather_pass(kernel: Kernel, desc, tensors: dict, described: dict, wg_x: int,
-                          parts: tuple = (1, 1, 1)) -> Pass:
+def _gather_pass(kernel: Kernel, desc, tensors: dict, described: dict, wg_x: int, constants: dict,
+                 parts: tuple = (1, 1, 1)) -> Pass:
     """One invocation per element of ``desc.output_gradient`` (dx), or with ``parts`` (along
     D, H, W) per part of the bins covering it, in chunks of its (n, c) planes.  ``tensors``
     maps slot names to roles, ``described`` roles to TensorDescs."""
@@ -280,29 +299,41 @@ def _adaptive_gather_pass(kernel: Kernel, desc, tensors: dict, described: dict, 
         "out_d": out_sizes[2], "out_h": out_sizes[3], "out_w": out_sizes[4],
     }
     for slot, role in tensors.items():
-        if slot != "part":  # (partial sums: numbered flat, no strides)
+        if slot not in ("part", "bins"):  # (partial sums and tables: numbered flat, no strides)
             params.update(tensor_stride_params(slot, described[role]))
-    constants = {"WG_X": wg_x, "PARTS": count, **{f"PARTS_{axis}": p for axis, p in zip("DHW", parts)}}
-    split = Split(math.prod(in_sizes[2:]) * count, partial(flat_regrid, wg_x))
+    constants = {**constants, "WG_X": wg_x, "PARTS": count, **{f"PARTS_{axis}": p for axis, p in zip("DHW", parts)}}
+    split = Split(math.prod(in_sizes[2:]) * count, partial(flat_regrid, wg_x), whole=("bins",))
     return Pass(kernel, tuple(tensors.get(slot.name) for slot in kernel.slots), sorted_constants(constants), params,
                 flat_grid(total, wg_x), split)
 
 
-def _adaptive_gather_passes(kernel: Kernel, desc, tensors: dict, described: dict, tuning: Tuning) -> tuple:
-    """(the passes of an adaptive gather, the scratch they add): one, or where more bins cover
-    a dx element than ``tuning.loop_budget`` allows, the split gather and its merges."""
-    whole = _adaptive_gather_pass(kernel, desc, tensors, described, tuning.flat_workgroup)
+def gather_passes(kernel: Kernel, desc, tensors: dict, described: dict, tuning: Tuning, constants: dict = {},
+                  counts: Optional[tuple] = None) -> tuple:
+    """(the passes of a binned gather, the scratch they add): one, or where more bins cover a
+    dx element than ``tuning.loop_budget`` allows, the split gather and its merges.
+    ``counts``: the most bins covering an element along D, H, W (default: adaptive
+    bins')."""
+    whole = _gather_pass(kernel, desc, tensors, described, tuning.flat_workgroup, constants)
 
     def trips(parts: tuple) -> int:
-        return loop_total(kernel, {f"PARTS_{axis}": p for axis, p in zip("DHW", parts)}, whole.params)
+        return loop_total(kernel, {**constants, **{f"PARTS_{axis}": p for axis, p in zip("DHW", parts)}},
+                          whole.params)
 
-    parts = fewest_parts(trips, _covering({}, whole.params), tuning.loop_budget)
+    parts = fewest_parts(trips, counts or _covering({}, whole.params), tuning.loop_budget)
     if math.prod(parts) == 1:
         return (whole,), ()
-    split = _adaptive_gather_pass(kernel, desc, dict(tensors, part="dx_part"), described, tuning.flat_workgroup, parts)
+    split = _gather_pass(kernel, desc, dict(tensors, part="dx_part"), described, tuning.flat_workgroup, constants,
+                         parts)
     merges, scratch = gradient_merge_passes(desc.output_gradient, math.prod(parts), tuning.lines_workgroup,
                                             tuning.loop_budget)
     return (split,) + merges, scratch
+
+
+def argmax_passes(forward, table: dict, tuning: Tuning) -> tuple:
+    """(the binned walk writing only ``forward``'s argmax (UINT32 indices) into scratch
+    "argmax", the scratch)."""
+    argmax, split_scratch = binned_passes(BINS_MAX, MAX, forward, table, tuning, roles=(None, "argmax"))
+    return argmax, (("argmax", forward.output_indices),) + split_scratch
 
 
 @register("adaptive_max_pool_grad")
@@ -311,19 +342,74 @@ def _adaptive_max_pool_grad_program(desc, tuning: Tuning) -> Program:
     writing only indices), then the gather adding each bin's dy at its argmax."""
     forward, wg_x = desc.forward, tuning.flat_workgroup
     bins_pass, table = _adaptive_bins_pass(forward, wg_x)
-    argmax, split_scratch = _binned_passes(BINS_MAX, MAX, forward, False, tuning, roles=(None, "argmax"))
+    argmax, argmax_scratch = argmax_passes(forward, {}, tuning)
     described = {"input_gradient": desc.input_gradient, "argmax": forward.output_indices,
                  "output_gradient": desc.output_gradient}
-    gather, gather_scratch = _adaptive_gather_passes(
+    gather, gather_scratch = gather_passes(
         ADAPTIVE_MAX_POOL_GRAD, desc, {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}, described,
         tuning)
-    return Program((bins_pass,) + argmax + gather,
-                   scratch=(("bins", table), ("argmax", forward.output_indices)) + split_scratch + gather_scratch)
+    return Program((bins_pass,) + argmax + gather, scratch=(("bins", table),) + argmax_scratch + gather_scratch)
 
 
 @register("adaptive_average_pool_grad")
 def _adaptive_average_pool_grad_program(desc, tuning: Tuning) -> Program:
     described = {"input_gradient": desc.input_gradient, "output_gradient": desc.output_gradient}
-    passes, scratch = _adaptive_gather_passes(ADAPTIVE_AVERAGE_POOL_GRAD, desc,
-                                              {"dy": "input_gradient", "dx": "output_gradient"}, described, tuning)
+    passes, scratch = gather_passes(ADAPTIVE_AVERAGE_POOL_GRAD, desc, {"dy": "input_gradient", "dx": "output_gradient"},
+                                    described, tuning)
     return Program(passes, scratch=scratch)
+
+
+def roi_gather_loops(constants: dict, params: dict) -> dict:
+    """roi_pool_grad.wgsl's loops: the ROIs of its part, in each four searches (the runs of H
+    and W bins covering the element) and at most every bin."""
+    rois = -(-params["rois"] // constants.get("PARTS", 1))
+    pooled_h, pooled_w = params["pooled_h"], params["pooled_w"]
+    probes = search_probes(2 * rois, pooled_h) + search_probes(2 * rois, pooled_w)
+    return {"r": iterations(1, rois), "probe": probes, "oh": iterations(rois, pooled_h),
+            "ow": iterations(rois * pooled_h, pooled_w)}
+
+
+ROI_POOL_GRAD = Kernel(
+    "roi_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("bins", False), Slot("dx", True), PART),
+    value_slot="dy", library=("taps.wgsl", "gather_parts.wgsl", "bin_search.wgsl", "flat_index.wgsl"),
+    params=FLAT_GRID + ("channels", "in_h", "in_w", "rois", "pooled_h", "pooled_w")
+    + stride_fields("dy", "arg", "dx", axes="nchw"),
+    loops=roi_gather_loops,
+)
+
+
+def _roi_gather_pass(desc, wg_x: int, parts: int = 1) -> Pass:
+    """One invocation per dx element, or with ``parts`` per part of the ROIs, in chunks of
+    dx's planes (dy and the argmax, read at the ROIs' planes, are bound whole)."""
+    dx = desc.output_gradient
+    n, c, in_h, in_w = dx.sizes
+    pooled_h, pooled_w = desc.pooled_size
+    total = dx.element_count * parts
+    params = {"total": total, "origin": 0, "channels": c, "in_h": in_h, "in_w": in_w, "rois": desc.roi.sizes[2],
+              "pooled_h": pooled_h, "pooled_w": pooled_w}
+    for slot, tensor in (("dy", desc.input_gradient), ("arg", desc.forward.output_indices), ("dx", dx)):
+        params.update({f"{slot}_{axis}": stride for axis, stride in zip("nchw", tensor.strides)})
+    constants = sorted_constants({"WG_X": wg_x, "PARTS": parts})
+    split = Split(in_h * in_w * parts, partial(flat_regrid, wg_x), whole=("bins", "input_gradient", "argmax"))
+    roles = ("input_gradient", "argmax", "bins", "output_gradient", "dx_part" if parts > 1 else None)
+    return Pass(ROI_POOL_GRAD, roles, constants, params, flat_grid(total, wg_x), split)
+
+
+@register("roi_pool_grad")
+def _roi_pool_grad_program(desc, tuning: Tuning) -> Program:
+    """ROI pooling's argmax of every bin into scratch (the forward binned pass, writing only
+    indices), then the gather adding each bin's dy at its argmax, split over runs of ROIs
+    where there are more than one invocation may visit."""
+    forward, wg_x = desc.forward, tuning.flat_workgroup
+    bins_pass, table = _roi_bins_pass(forward, wg_x)
+    argmax, argmax_scratch = argmax_passes(forward, {"ROI": True}, tuning)
+    scratch = (("bins", table),) + argmax_scratch
+    whole = _roi_gather_pass(desc, wg_x)
+    parts = fewest_parts(lambda p: loop_total(ROI_POOL_GRAD, dict(whole.constants, PARTS=p[0]), whole.params),
+                         (desc.roi.sizes[2],), tuning.loop_budget)[0]
+    if parts == 1:
+        return Program((bins_pass,) + argmax + (whole,), scratch=scratch)
+    merges, merge_scratch = gradient_merge_passes(desc.output_gradient, parts, tuning.lines_workgroup,
+                                                  tuning.loop_budget)
+    return Program((bins_pass,) + argmax + (_roi_gather_pass(desc, wg_x, parts),) + merges,
+                   scratch=scratch + merge_scratch)

@@ -17,8 +17,8 @@ from .grids import (GRID_LIBRARY, IN_SIZES, LINES_GRID, OUT_SIZES, ROW_GRID, as_
                     stride_fields, strides_5d, tensor_stride_params, window_constants)
 from .registry import register
 from .split import GRADIENT_MERGE, fewest_parts, gradient_merge_passes, iterations, loop_total  # noqa: F401
-from .window import (CHUNKED_WALKS, MAX, MAX_POOL, average_divisor_constants, pair_aligned, reads_pairs, walk_for,
-                     window_walk_passes)
+from .window import (CHUNKED_WALKS, LP, LP_POOL, MAX, MAX_POOL, average_divisor_constants, lp_constants,
+                     pair_aligned, reads_pairs, walk_for, window_walk_passes)
 
 def _landing(constants: dict, params: dict, axis: str) -> int:
     """The most taps of a window dimension that one dx element's tap loop visits (of a split
@@ -100,6 +100,13 @@ AVERAGE_POOL_GRAD, AVERAGE_POOL_GRAD_CHANNELS = _block_gather_kernels(
     "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)),
     ("average_divisor.wgsl", "as_written.wgsl", "windows_first.wgsl"),
     BLOCK_PARAMS + stride_fields("dy", "dx") + ("opaque_zero",), argmax=False)
+LP_POOL_GRAD = Kernel(
+    "lp_pool_grad.wgsl", (Slot("x", False), Slot("y", False), Slot("dy", False), Slot("dx", True),
+                          Slot("part", True, snippet="words_write.wgsl")), "dy",
+    library=("window_constants.wgsl", "lp_power.wgsl", "divide.wgsl", "taps.wgsl", "windows_covering.wgsl",
+             "row_grid.wgsl", "gather_lanes1.wgsl"),
+    params=BLOCK_PARAMS + stride_fields("x", "y", "dy", "dx"), loops=block_gather_loops,
+)
 _DISJOINT_LIBRARY = ("window_constants.wgsl", "divide.wgsl", "taps.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl",
                      "row_grid.wgsl", "disjoint_gradient.wgsl")
 DISJOINT_PARAMS = BLOCK_PARAMS + stride_fields("x", "dy", "dx")
@@ -465,3 +472,26 @@ def _average_pool_grad_program(desc, tuning: Tuning) -> Program:
                                              channels_per_lane=4),))
         return replace(four, aligned=("input_gradient", "output_gradient"), fallback=general)
     return general
+
+
+@register("lp_pool_grad")
+def _lp_pool_grad_program(desc, tuning: Tuning) -> Program:
+    """Pass 1: the forward Lp pooling (on the walk of walk_for) into scratch "lp_output";
+    pass 2: the gather adding each window's dy times its d y / d x (lp_pool_grad.wgsl)."""
+    desc = _lone_windows_disjoint(desc)
+    forward = desc.forward
+    walk = walk_for(forward, tuning)
+
+    def program(walk: str) -> Program:
+        passes, walk_scratch = window_walk_passes(LP_POOL, LP, forward, ("input", "lp_output", None), tuning, walk,
+                                                  **lp_constants(forward))
+        scratch = (("lp_output", forward.output),) + walk_scratch
+        tensors = {"x": "input", "y": "lp_output", "dy": "input_gradient", "dx": "output_gradient"}
+        gathers, gather_scratch = _block_gather_passes(LP_POOL_GRAD, desc, tuning, tensors,
+                                                       {**_tap_steps(desc.window), "P": desc.p}, dict(scratch))
+        return Program(passes + gathers, scratch=scratch + gather_scratch)
+
+    if walk not in CHUNKED_WALKS:
+        return program(walk)
+    pairs = walk in ("rows", "rows_tail") and reads_pairs(forward)
+    return replace(program(walk), aligned=("input",), fallback=program("general"), aligned_elements=8 if pairs else 4)

@@ -48,6 +48,12 @@ def iterations(runs: int, length: int) -> int:
     return runs * (length + 1)
 
 
+def search_probes(searches: int, count: int) -> int:
+    """What ``searches`` binary searches of ``count`` bins cost (common/bin_search.wgsl's
+    first_above: at most bit_length(count) probes, and the test that ends it)."""
+    return iterations(searches, count.bit_length())
+
+
 def fewest_parts(trips: Callable[[tuple], int], counts: tuple, budget: int) -> tuple:
     """Parts per dimension (outer first) for a walk whose loops run ``trips(parts)``
     iterations: none where the whole walk fits ``budget``, else the outer dimensions cut

@@ -136,7 +136,7 @@ def _pooling_kernels(accumulator: Accumulator) -> dict:
 COMPENSATED_SUM = ("compensated_sum.wgsl", "as_written.wgsl")  # the library and what it needs
 MAX = Accumulator("max_pool.wgsl", ("max_accumulator.wgsl",), "max_partials.wgsl", 4)
 AVERAGE = Accumulator("avg_pool.wgsl", COMPENSATED_SUM, "sum_partials.wgsl", 3)
-LP = Accumulator("lp_pool.wgsl", COMPENSATED_SUM, "lp_partials.wgsl", 3)
+LP = Accumulator("lp_pool.wgsl", COMPENSATED_SUM + ("lp_power.wgsl",), "lp_partials.wgsl", 3)
 MAX_POOL = _pooling_kernels(MAX)
 AVERAGE_POOL = _pooling_kernels(AVERAGE)
 LP_POOL = _pooling_kernels(LP)
@@ -407,9 +407,13 @@ LP_PLAIN_SUM_TAPS = 9  # lp_pool.wgsl: windows up to this many taps sum without 
 LP_UNSCALED_FLOAT16_MAX_P = 4  # lp_pool.wgsl: float16 |x|^p stays in f32's normal range
 
 
-@register("lp_pool")
-def _lp_pool_program(desc, tuning: Tuning) -> Program:
+def lp_constants(desc) -> dict:
+    """lp_pool.wgsl's override constants for ``desc`` (an Lp pooling description)."""
     compensated = math.prod(desc.window.window_size) > LP_PLAIN_SUM_TAPS
     scaled = not (desc.input.data_type == DataType.FLOAT16 and desc.p <= LP_UNSCALED_FLOAT16_MAX_P)
-    return _window_walk_program(LP_POOL, LP, desc, ("input", "output", None), tuning, P=desc.p,
-                                COMPENSATED=compensated, SCALED=scaled)
+    return {"P": desc.p, "COMPENSATED": compensated, "SCALED": scaled}
+
+
+@register("lp_pool")
+def _lp_pool_program(desc, tuning: Tuning) -> Program:
+    return _window_walk_program(LP_POOL, LP, desc, ("input", "output", None), tuning, **lp_constants(desc))

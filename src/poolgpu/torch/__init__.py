@@ -7,13 +7,13 @@ import: ``F.max_pool2d(x, 3, 2, 1)`` becomes ``pgt.max_pool2d(x, 3, 2, 1)``.
 - What comes in goes out: a ``torch.Tensor`` gives ``torch.Tensor``s of its dtype (one on
   another torch device, e.g. CUDA, is read through the CPU and its results are put back on
   that device), a NumPy array NumPy arrays, a ``pg.Tensor`` ``pg.Tensor``s.
-- Types: float32 and float16; the max family and unpooling also int8, uint8, int16, int32
-  and int64.  Others are a ValidationError saying what to convert to.
+- Types: float32, float16 and bfloat16; the max family and unpooling also int8, uint8,
+  int16, int32 and int64.  Others are a ValidationError saying what to convert to.
 - Indices are int64 positions within each (n, c) plane, as PyTorch's.  poolgpu's kernels
   index the whole tensor; the conversion is done on the host (one pass over the indices).
 - Autograd: where the input requires grad, the max, average, adaptive and unpooling
-  functions are differentiable through poolgpu's deterministic gradient kernels; the
-  backward of ``lp_pool*`` and ``roi_pool`` raises.
+  functions are differentiable through poolgpu's deterministic gradient kernels, Lp, ROI
+  and fractional pooling included.
 - PyTorch's graph tools: each function is a custom operator, ``torch.ops.poolgpu.<name>``
   (``max_pool2d_with_indices`` and ``adaptive_max_pool2d_with_indices`` where indices are
   returned), with a fake implementation and its autograd formula, so that
@@ -30,6 +30,7 @@ import: ``F.max_pool2d(x, 3, 2, 1)`` becomes ``pgt.max_pool2d(x, 3, 2, 1)``.
 This is the one poolgpu package that imports torch; ``import poolgpu`` does not.
 """
 
+from .fractional import fractional_max_pool2d, fractional_max_pool3d
 from .adaptive import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, adaptive_max_pool1d,
                        adaptive_max_pool2d, adaptive_max_pool3d)
 from .pooling import (avg_pool1d, avg_pool2d, avg_pool3d, lp_pool1d, lp_pool2d, lp_pool3d, max_pool1d, max_pool2d,
@@ -43,5 +44,6 @@ __all__ = [
     "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
     "lp_pool1d", "lp_pool2d", "lp_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
-    "max_unpool1d", "max_unpool2d", "max_unpool3d", "roi_pool", "convert",
+    "max_unpool1d", "max_unpool2d", "max_unpool3d", "roi_pool", "fractional_max_pool2d", "fractional_max_pool3d",
+    "convert",
 ]

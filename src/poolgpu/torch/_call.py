@@ -13,6 +13,7 @@ import torch
 
 from ..arguments import array, shown
 from ..device import Device, default_device
+from ..dtypes import DataType
 from ..errors import ValidationError
 from ..tensor import Tensor
 from ..tensor_desc import MAX_ELEMENTS, TensorDesc
@@ -25,8 +26,42 @@ Output = Union[torch.Tensor, np.ndarray, Tensor]
 Result = Union[Output, Tuple[Output, Output]]
 Size = Union[int, Sequence[int]]
 
-FLOATS = ("float32", "float16")
+FLOATS = ("float32", "float16", "bfloat16")
 MAX_TYPES = FLOATS + ("int8", "uint8", "int16", "int32", "int64")
+#: bfloat16 values on the host, inside poolgpu.torch: their bits as uint16 (NumPy has no
+#: bfloat16 of its own, and ml_dtypes' is optional).  No other uint16 array occurs here.
+BFLOAT16_BITS = np.dtype(np.uint16)
+
+
+def host_values(t: Tensor) -> np.ndarray:
+    """A pg.Tensor's values; BFLOAT16 as BFLOAT16_BITS."""
+    if t.data_type != DataType.BFLOAT16:
+        return t.numpy()
+    d = t.desc
+    return t.device.wrap(t.buffer, TensorDesc(DataType.UINT16, d.sizes, d.strides, d.total_size_in_bytes),
+                         t.offset).numpy()
+
+
+def as_float(values: np.ndarray) -> np.ndarray:
+    """Host values (BFLOAT16_BITS too) as float64."""
+    if values.dtype == BFLOAT16_BITS:
+        return (values.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return values.astype(np.float64)
+
+
+def of_type(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Float values rounded to ``dtype`` (to nearest, ties to even; BFLOAT16_BITS: to
+    bfloat16, NaN as the canonical quiet NaN)."""
+    if dtype != BFLOAT16_BITS:
+        return values.astype(dtype)
+    bits = values.astype(np.float32).view(np.uint32)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where((bits & 0x7FFFFFFF) > 0x7F800000, np.uint16(0x7FC0), rounded)
+
+
+def negated(values: np.ndarray) -> np.ndarray:
+    """-values, exactly (BFLOAT16_BITS: the sign bit flipped)."""
+    return values ^ np.uint16(0x8000) if values.dtype == BFLOAT16_BITS else np.negative(values)
 
 
 def checked_device(device: Any, function: str) -> Optional[Device]:
@@ -89,7 +124,7 @@ class Call:
         self.kind, self.source = kind, input
         self.unbatched = len(shape) == dims + 1
         self.sizes = (1,) + shape if self.unbatched else shape
-        self.dtype = np.dtype(name)
+        self.dtype = BFLOAT16_BITS if name == "bfloat16" else np.dtype(name)
         self._device = input.device if device is None and kind == "tensor" else checked_device(device, function)
         self._x = None
 
@@ -128,13 +163,16 @@ class Call:
         return self.host_of(self.source)
 
     def host_of(self, value) -> np.ndarray:
-        """Another array of the call (an incoming gradient, indices) batched as the input."""
+        """Another array of the call (an incoming gradient, indices) batched as the input;
+        bfloat16 as BFLOAT16_BITS."""
         if isinstance(value, torch.Tensor):
-            array = value.detach().cpu().numpy()
+            value = value.detach().cpu()
+            bfloat16 = value.dtype == torch.bfloat16
+            array = value.view(torch.int16).numpy().view(BFLOAT16_BITS) if bfloat16 else value.numpy()
         elif isinstance(value, Tensor):
-            array = value.numpy()
+            array = host_values(value)
         else:
-            array = value
+            array = value.view(BFLOAT16_BITS) if value.dtype.name == "bfloat16" else value
         return array[None] if self.unbatched else array
 
     def tensor(self) -> Tensor:
@@ -144,34 +182,44 @@ class Call:
             if self.kind == "tensor" and source.device is self.device:
                 self._x = _leading_one(source) if self.unbatched else source
             else:
-                self._x = self.device.upload(self.host())
+                self._x = self.upload_host(self.host())
         return self._x
 
     def upload(self, value) -> Tensor:
         """Another tensor of the call (an incoming gradient, indices), batched as the input, on
         ``device``."""
-        return self.device.upload(self.host_of(value))
+        return self.upload_host(self.host_of(value))
+
+    def upload_host(self, array: np.ndarray) -> Tensor:
+        """A host array (BFLOAT16_BITS: a BFLOAT16 tensor) on ``device``."""
+        t = self.device.upload(array)
+        if array.dtype != BFLOAT16_BITS:
+            return t
+        return self.device.wrap(t.buffer, TensorDesc(DataType.BFLOAT16, t.sizes, t.desc.strides,
+                                                     t.desc.total_size_in_bytes), t.offset)
 
     def give(self, value):
         """A batched result (a poolgpu Tensor, or a NumPy array made on the host) in the
         input's kind, without the batch dimension for an unbatched input; a torch result on
         the input's torch device, in its memory format."""
         if self.kind == "tensor":
-            tensor = value if isinstance(value, Tensor) else self.device.upload(value)
+            tensor = value if isinstance(value, Tensor) else self.upload_host(value)
             return _drop_leading(tensor) if self.unbatched else tensor
-        array = value.numpy() if isinstance(value, Tensor) else value
+        array = host_values(value) if isinstance(value, Tensor) else value
         if self.unbatched:
             array = array[0]
+        bfloat16 = array.dtype == BFLOAT16_BITS
         if self.kind == "numpy":
-            return array
-        return torch.from_numpy(array).to(self.source.device).contiguous(memory_format=memory_format(self.source))
+            return array.view(self.source.dtype) if bfloat16 else array   # (ml_dtypes.bfloat16 in, out)
+        result = torch.from_numpy(array.view(np.int16)).view(torch.bfloat16) if bfloat16 else torch.from_numpy(array)
+        return result.to(self.source.device).contiguous(memory_format=memory_format(self.source))
 
     def empty(self, sizes: tuple, dtype: np.dtype) -> torch.Tensor:
         """A torch result's shape, type, device and memory format, without its values (what a
         fake implementation returns)."""
         shape = sizes[1:] if self.unbatched else sizes
-        return torch.empty(shape, dtype=getattr(torch, np.dtype(dtype).name), device=self.source.device,
-                           memory_format=memory_format(self.source))
+        torch_dtype = torch.bfloat16 if dtype == BFLOAT16_BITS else getattr(torch, np.dtype(dtype).name)
+        return torch.empty(shape, dtype=torch_dtype, device=self.source.device, memory_format=memory_format(self.source))
 
 
 class Plan(NamedTuple):
@@ -198,23 +246,6 @@ class Plan(NamedTuple):
 def gradient_plan(plan: Plan, compute: Callable[[], tuple]) -> Plan:
     """The plan of a call's input gradient: of the input's shape and type, ``compute()``."""
     return Plan(plan.call, ((plan.call.sizes, plan.call.dtype),), compute)
-
-
-def no_gradient(module: str) -> Callable[..., Plan]:
-    """The gradient plan of a function poolgpu does not differentiate: it raises, naming the
-    function of ``module`` (e.g. ``"torchvision.ops"``) that does."""
-
-    def gradient(function, grad_output, input, *arguments, device):
-        roi = function == "roi_pool"
-        call = Call(input, function, 2 if roi else int(function[-2]), FLOATS, device, ranks=(4,) if roi else None)
-
-        def compute():
-            raise RuntimeError(f"poolgpu.torch.{function} has no backward; use {module}.{function}'s, or call it on "
-                               f"a tensor that does not require grad (e.g. input.detach())")
-
-        return Plan(call, ((call.sizes, call.dtype),), compute)
-
-    return gradient
 
 
 def _leading_one(t: Tensor) -> Tensor:

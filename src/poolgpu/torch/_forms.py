@@ -38,15 +38,17 @@ def fields(dims: int) -> dict:
                 device=DEVICE, returns=RETURNS, raises=RAISES)
 
 
-def function_forms(family: str, make: Callable[[int], Callable], doc: str, module: str, **each: tuple) -> tuple:
-    """``family`` 1d, 2d, 3d: ``make(dims)`` defines the function, ``doc`` its docstring
-    (``{name}``, the :func:`fields`, and ``each``'s words: one per form)."""
+def function_forms(family: str, make: Callable[[int], Callable], doc: str, module: str, dims: tuple = (1, 2, 3),
+                   **each: tuple) -> tuple:
+    """``family`` 1d, 2d, 3d (the forms of ``dims``): ``make(d)`` defines the function,
+    ``doc`` its docstring (``{name}``, the :func:`fields`, and ``each``'s words: one per
+    form)."""
     forms = []
-    for dims in (1, 2, 3):
-        function = make(dims)
-        function.__name__ = function.__qualname__ = f"{family}{dims}d"
+    for position, d in enumerate(dims):
+        function = make(d)
+        function.__name__ = function.__qualname__ = f"{family}{d}d"
         function.__module__ = module
-        words = {key: values[dims - 1] for key, values in each.items()}
-        function.__doc__ = doc.format(name=function.__name__, **fields(dims), **words)
+        words = {key: values[position] for key, values in each.items()}
+        function.__doc__ = doc.format(name=function.__name__, **fields(d), **words)
         forms.append(function)
     return tuple(forms)

@@ -153,18 +153,18 @@ def _no_double_backward(ctx, *grads):
 
 
 def define_family(family: str, parameters: str, plan: Callable[..., Plan], gradient: Callable[..., Plan],
-                  with_indices: bool = False, one_form: bool = False) -> None:
+                  with_indices: bool = False, one_form: bool = False, dims: tuple = (1, 2, 3)) -> None:
     """Register a family's operators (see the module's docstring).
 
     ``parameters``: the schema's arguments, ``device_key`` last; ``plan(function,
     *arguments, device=)`` checks a call and plans its results (``return_indices=`` too
     where ``with_indices``); ``gradient(function, grad_output, *arguments, device=)`` plans
     the input's gradient.  ``one_form``: one operator named ``family`` (``roi_pool``), not
-    the 1d, 2d and 3d forms."""
+    the forms of ``dims`` spatial dimensions (1d, 2d and 3d)."""
     if one_form:
         forms, function = [family], (lambda arguments: family)
     else:
-        forms, function = [f"{family}{d}d" for d in (1, 2, 3)], (lambda arguments: f"{family}{_dims(arguments)}d")
+        forms, function = [f"{family}{d}d" for d in dims], (lambda arguments: f"{family}{_dims(arguments)}d")
     _define(f"{family}_backward", function, f"(Tensor grad_output, {parameters}) -> Tensor", gradient,
             _nothing_saved, _no_double_backward)
     formula = _formula(f"{family}_backward")
@@ -191,20 +191,27 @@ def _dims(arguments: tuple) -> int:
 def _fold(overload) -> Callable:
     """A vmap rule: the vmapped dimension becomes (part of) the batch dimension N; tensors
     not vmapped are repeated.  ``roi_pool``'s boxes name their image: their batch index
-    moves with it."""
+    moves with it.  Fractional pooling's samples (N, C, dims), one per plane, fold with the
+    batch (an unbatched input's single N included)."""
 
     def rule(info, in_dims, *args):
         size = info.batch_size
         first = next(i for i, a in enumerate(args) if isinstance(a, torch.Tensor))
         roi = overload.name() == "poolgpu::roi_pool"
+        samples = next((i for i in reversed(range(len(args))) if isinstance(args[i], torch.Tensor)), None) \
+            if "fractional_max_pool" in overload.name() else None
         batched = args[first].dim() - (in_dims[first] is not None) == _dims(args) + 2
+        element = [n for axis, n in enumerate(args[first].shape) if axis != in_dims[first]]
+        planes_n = element[0] if batched else 1   # the samples of each vmapped call that its planes take
         images = None
 
-        def fold(a, d):
+        def fold(a, d, position):
             nonlocal images
             if not isinstance(a, torch.Tensor):
                 return a
             a = a.movedim(d, 0) if d is not None else a.expand(size, *a.shape)
+            if position == samples:
+                return a[:, :planes_n].flatten(0, 1)
             if roi and a.dim() == 3:  # boxes (size, K, 5): image b's batch index n becomes b * N + n
                 offsets = torch.arange(size, device=a.device, dtype=a.dtype)[:, None] * images
                 a = torch.cat([a[..., :1] + offsets[..., None], a[..., 1:]], dim=-1)
@@ -212,7 +219,7 @@ def _fold(overload) -> Callable:
                 images = a.shape[1] if batched else 1
             return a.flatten(0, 1) if batched else a
 
-        out = overload(*(fold(a, d) for a, d in zip(args, in_dims)))
+        out = overload(*(fold(a, d, i) for i, (a, d) in enumerate(zip(args, in_dims))))
 
         def unfold(t):
             return t.unflatten(0, (size, -1)) if batched else t

@@ -117,7 +117,7 @@ adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d = function_forms(
 Parameters
 ----------
 input : torch.Tensor, numpy.ndarray or pg.Tensor
-    {shape}; float32, float16, int8, uint8, int16, int32 or int64.
+    {shape}; float32, float16, bfloat16, int8, uint8, int16, int32 or int64.
 output_size : int or tuple of (int or None)
     The output's spatial size: {output_size}; 0 gives an empty output.
 return_indices : bool, default False
@@ -139,7 +139,7 @@ adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d = function_forms(
 Parameters
 ----------
 input : torch.Tensor, numpy.ndarray or pg.Tensor
-    {shape}; float32 or float16.
+    {shape}; float32, float16 or bfloat16.
 output_size : int or tuple of (int or None)
     The output's spatial size: {output_size}; 0 gives an empty output.
 {device}

@@ -5,8 +5,8 @@ Each module is a subclass of torch's (``isinstance(m, torch.nn.MaxPool2d)`` hold
 constructor arguments, defaults, attributes and ``repr``, and a keyword-only ``device=`` (a
 pg.Device; also an attribute, settable); its ``forward`` calls the poolgpu.torch function.
 
-``FractionalMaxPool2d`` and ``FractionalMaxPool3d`` are not here: poolgpu has no fractional
-pooling kernel yet, and :func:`convert` leaves torch's in place.
+``FractionalMaxPool2d`` and ``FractionalMaxPool3d`` draw their samples as torch's do (or
+take the ``_random_samples`` buffer), so that a seeded model gives torch's results.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from typing import Any, Dict, Optional, Sequence
 import torch
 
 from ..device import Device
-from . import adaptive, pooling, unpool
+from . import adaptive, fractional, pooling, unpool
 from ._call import Input, Output, Result, checked_device
 from ._forms import DEVICE, fields
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
            "LPPool1d", "LPPool2d", "LPPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
-           "convert"]
+           "FractionalMaxPool2d", "FractionalMaxPool3d", "convert"]
 
 
 class _Pooling:
@@ -106,20 +106,23 @@ _MODULES: Dict[type, type] = {}  # torch's class -> poolgpu's
 
 
 def _forms(name: str, base: type, function: str, arguments: Sequence[tuple], doc: str, module,
-           **each: tuple) -> tuple:
-    """``name`` 1d, 2d and 3d: subclasses of ``base`` and of torch's classes, calling
-    ``module.<function>{d}d`` with ``arguments[d - 1]``; ``doc`` their docstring, with
-    ``each``'s words (one per form)."""
+           dims_of: tuple = (1, 2, 3), **each: tuple) -> tuple:
+    """``name`` 1d, 2d and 3d (the forms of ``dims_of``): subclasses of ``base`` and of torch's
+    classes, calling ``module.<function>{d}d`` with ``arguments[d - 1]``; ``doc`` their
+    docstring, with ``each``'s words (one per form)."""
     classes = []
-    for dims in (1, 2, 3):
+    for dims in dims_of:
         torch_class = getattr(torch.nn, f"{name}{dims}d")
         signature = inspect.signature(torch_class)
         device = inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY, default=None,
                                    annotation=Optional[Device])
+        # (torch leaves FractionalMaxPool's _random_samples unannotated: a tensor or None)
+        parameters = [p.replace(annotation=Optional[Input]) if p.annotation is inspect.Parameter.empty else p
+                      for p in signature.parameters.values()]
         cls = type(f"{name}{dims}d", (base, torch_class), {
             "__doc__": doc.format(name=f"{name}{dims}d", **fields(dims), **{k: v[dims - 1] for k, v in each.items()}),
             "__module__": __name__,
-            "__signature__": signature.replace(parameters=[*signature.parameters.values(), device]),
+            "__signature__": signature.replace(parameters=[*parameters, device]),
             "_function": staticmethod(getattr(module, f"{function}{dims}d")),
             "_arguments": arguments[dims - 1],
         })
@@ -201,8 +204,19 @@ padding : int or tuple of int, default 0
     The pooling's padding.
 """ + _REST, unpool)
 
-# torch.nn.FractionalMaxPool2d and 3d: no poolgpu form yet (poolgpu has no fractional
-# pooling kernel); convert() leaves them as they are.
+FractionalMaxPool2d, FractionalMaxPool3d = _forms("FractionalMaxPool", _Pool, "fractional_max_pool", [
+    ("kernel_size", "output_size", "output_ratio", "return_indices", "_random_samples")] * 3,
+    _SEE + _INPUT.replace("{function}", "fractional_max_pool{d}d") + """kernel_size : int or tuple of int
+    The window: {sizes}.
+output_size : int or tuple of int, optional
+    The output's spatial size.
+output_ratio : float or tuple of float, optional
+    Instead of ``output_size``: the output's size as a ratio of the input's, in (0, 1).
+return_indices : bool, default False
+    Also return the maxima's int64 positions.
+_random_samples : tensor, optional
+    The samples (a buffer); None: drawn in every call as torch's module draws them.
+""" + _REST, fractional, dims_of=(2, 3))
 
 
 def convert(model: torch.nn.Module, device: Optional[Device] = None) -> torch.nn.Module:
@@ -211,7 +225,7 @@ def convert(model: torch.nn.Module, device: Optional[Device] = None) -> torch.nn
     Every module of exactly one of torch's pooling classes (``torch.nn.MaxPool2d``, ...; not a
     subclass of one, whose ``forward`` may differ) becomes poolgpu's, with the same
     attributes (and hooks); a poolgpu pooling module already there gets ``device`` where one
-    is given.  ``FractionalMaxPool2d/3d`` stay torch's.
+    is given.
 
     Parameters
     ----------

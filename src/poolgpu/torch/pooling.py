@@ -8,16 +8,16 @@ from typing import Optional
 import numpy as np
 
 from ..arguments import number
-from ..descs import (AveragePooling1Desc, AveragePoolingGradDesc, LpPooling1Desc, MaxPooling2Desc,
-                     MaxPoolingGradDesc)
+from ..descs import (AveragePooling1Desc, AveragePoolingGradDesc, LpPooling1Desc, LpPoolingGradDesc,
+                     MaxPooling2Desc, MaxPoolingGradDesc)
 from ..descs.pooling import LP_MAX_P
 from ..device import Device
 from ..dtypes import DataType
 from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
 from ._arguments import boolean, checked, integer_arg, return_flag, sizes_arg, window_args
-from ._call import (FLOATS, MAX_TYPES, Call, Input, Output, Plan, Result, Size, gradient_plan, no_gradient,
-                    plane_indices)
+from ._call import (FLOATS, MAX_TYPES, Call, Input, Output, Plan, Result, Size, as_float, gradient_plan, negated,
+                    of_type, plane_indices)
 from ._forms import function_forms
 from ._ops import define_family, dispatch
 
@@ -85,7 +85,7 @@ its first NaN (PyTorch's CPU: its last).
 Parameters
 ----------
 input : torch.Tensor, numpy.ndarray or pg.Tensor
-    {shape}; float32, float16, int8, uint8, int16, int32 or int64.
+    {shape}; float32, float16, bfloat16, int8, uint8, int16, int32 or int64.
 kernel_size : int or tuple of int
     The window: {sizes}.
 stride : int or tuple of int, optional
@@ -127,7 +127,7 @@ def _avg_pool_plan(function, input, kernel, stride, padding, ceil_mode, count_in
     def forward():
         x = call.tensor()
         y = call.device.compile(AveragePooling1Desc(x.desc, **divisor, **fields))(x)
-        return (np.negative(y.numpy()) if negate else y,)
+        return (negated(y.numpy()) if negate else y,)
 
     plan = Plan(call, ((call.sizes[:2] + out, call.dtype),), forward)
     return plan, fields, divisor, negate
@@ -138,7 +138,7 @@ def _avg_pool_gradient(function, grad_output, input, *arguments, device):
     call = plan.call
 
     def compute():
-        dy = call.upload(np.negative(call.host_of(grad_output)) if negate else grad_output)
+        dy = call.upload_host(negated(call.host_of(grad_output))) if negate else call.upload(grad_output)
         dx = TensorDesc(dy.data_type, call.sizes)
         return (call.device.compile(AveragePoolingGradDesc(dy.desc, dx, **divisor, **fields))(dy),)
 
@@ -189,7 +189,7 @@ avg_pool1d, avg_pool2d, avg_pool3d = function_forms("avg_pool", _avg_pool_form, 
 Parameters
 ----------
 input : torch.Tensor, numpy.ndarray or pg.Tensor
-    {shape}; float32 or float16{at_least}.
+    {shape}; float32, float16 or bfloat16{at_least}.
 kernel_size : int or tuple of int
     The window: {sizes}.
 stride : int or tuple of int, optional
@@ -213,34 +213,67 @@ count_include_pad : bool, default True
 
 
 def _lp_pool_plan(function, input, p, kernel, stride, ceil_mode, *, device):
+    return _lp_pool_parts(function, input, p, kernel, stride, ceil_mode, device=device)[0]
+
+
+def _lp_pool_parts(function, input, p, kernel, stride, ceil_mode, *, device):
+    """(the plan, the window fields, each output's scale: PyTorch computes
+    ``(avg_pool(x ** p) * prod(kernel)) ** (1 / p)``, so a window that ``ceil_mode`` clips is
+    scaled by ``(prod(kernel) / covered) ** (1 / p)``, None where no window is clipped)."""
     dims = len(kernel)
     call = Call(input, function, dims, FLOATS, device)
     call.require_nonzero()
     fields, out = call.geometry(kernel, stride, (0,) * dims, (1,) * dims, ceil_mode, check_input_size=dims == 3)
-
-    def forward():
-        if math.isinf(p):  # PyTorch: max_pool of |x|
-            x = call.device.upload(np.abs(call.host()))
-            return (call.device.compile(MaxPooling2Desc(x.desc, **fields))(x),)
-        x = call.tensor()
-        y = call.device.compile(LpPooling1Desc(x.desc, p=p, **fields))(x)
-        if fields["end_padding"] == fields["start_padding"]:  # no window clipped by ceil_mode
-            return (y,)
-        # PyTorch scales (sum |x|^p / covered * prod(kernel)) ** (1/p): a clipped window by
-        # (prod(kernel) / covered) ** (1/p).
+    scale = None
+    if fields["end_padding"] != fields["start_padding"] and not math.isinf(p):
         covered = np.ones((1,) * len(out), np.float64)
         for axis, (n, k, s, o) in enumerate(zip(call.sizes[2:], fields["window_size"], fields["strides"], out)):
             starts = np.arange(o) * s
             counts = np.minimum(starts + k, n) - starts
             covered = covered * counts.reshape((-1,) + (1,) * (len(out) - 1 - axis))
         scale = (math.prod(fields["window_size"]) / covered) ** (1 / p)
-        return ((y.numpy().astype(np.float64) * scale).astype(call.dtype),)
 
-    return Plan(call, ((call.sizes[:2] + out, call.dtype),), forward)
+    def forward():
+        if math.isinf(p):  # PyTorch: max_pool of |x|
+            x = call.upload_host(_magnitudes(call.host()))
+            return (call.device.compile(MaxPooling2Desc(x.desc, **fields))(x),)
+        x = call.tensor()
+        y = call.device.compile(LpPooling1Desc(x.desc, p=p, **fields))(x)
+        return (y,) if scale is None else (of_type(as_float(y.numpy()) * scale, call.dtype),)
+
+    return Plan(call, ((call.sizes[:2] + out, call.dtype),), forward), fields, scale
+
+
+def _magnitudes(values: np.ndarray) -> np.ndarray:
+    """|values|, exactly (bfloat16's bits: the sign bit cleared)."""
+    return values & np.uint16(0x7FFF) if values.dtype == np.uint16 else np.abs(values)
+
+
+def _lp_pool_gradient(function, grad_output, input, p, kernel, stride, ceil_mode, *, device):
+    """PyTorch's gradient where its forward agrees: ``d y / d x = sign(x) * (|x| / y) ** (p - 1)``
+    of each window (poolgpu's Lp pooling gradient), times a clipped window's scale; for
+    ``p = inf``, max pooling's gradient of ``|x|`` times ``sign(x)``."""
+    plan, fields, scale = _lp_pool_parts(function, input, p, kernel, stride, ceil_mode, device=device)
+    call = plan.call
+
+    def compute():
+        if math.isinf(p):
+            host = call.host()
+            x, dy = call.upload_host(_magnitudes(host)), call.upload(grad_output)
+            dx = call.device.compile(MaxPoolingGradDesc(x.desc, dy.desc, **fields))(x, dy)
+            return (of_type(as_float(dx.numpy()) * np.sign(as_float(host)), call.dtype),)
+        x = call.tensor()
+        if scale is None:
+            dy = call.upload(grad_output)
+        else:
+            dy = call.upload_host(of_type(as_float(call.host_of(grad_output)) * scale, call.dtype))
+        return (call.device.compile(LpPoolingGradDesc(x.desc, dy.desc, p=p, **fields))(x, dy),)
+
+    return gradient_plan(plan, compute)
 
 
 define_family("lp_pool", "Tensor input, float norm_type, int[] kernel_size, int[] stride, bool ceil_mode, "
-                         "int? device_key", _lp_pool_plan, no_gradient("torch.nn.functional"))
+                         "int? device_key", _lp_pool_plan, _lp_pool_gradient)
 
 
 def _lp_pool_form(dims: int):
@@ -265,12 +298,13 @@ lp_pool1d, lp_pool2d, lp_pool3d = function_forms("lp_pool", _lp_pool_form, """\
 PyTorch's result for non-negative inputs and even integer ``norm_type`` (poolgpu sums
 ``|x| ** p``).  PyTorch computes ``(avg_pool(x ** p) * prod(kernel_size)) ** (1 / p)``, so a
 window ``ceil_mode`` clips is scaled by ``(prod(kernel_size) / covered) ** (1 / p)``; so is
-poolgpu's.  Not differentiable: ``backward`` raises.
+poolgpu's.  Differentiable: PyTorch's gradient where the results agree, 0 for a window of
+zeros (PyTorch's: NaN), through poolgpu's deterministic gather.
 
 Parameters
 ----------
 input : torch.Tensor, numpy.ndarray or pg.Tensor
-    {shape}; float32 or float16{at_least}.
+    {shape}; float32, float16 or bfloat16{at_least}.
 norm_type : float
     ``p``, from 1 to 64, or ``math.inf`` (the maximum of ``|x|``).
 kernel_size : int or tuple of int

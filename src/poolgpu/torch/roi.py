@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from typing import NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 import torch
 
 from ..arguments import array, number
-from ..descs import RoiPoolingDesc
+from ..descs import RoiPoolingDesc, RoiPoolingGradDesc
 from ..device import Device
 from ..tensor import Tensor
 from ..dtypes import DataType
 from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
 from ._arguments import checked, sizes_arg
-from ._call import FLOATS, Call, Input, Output, Plan, Size, no_gradient
+from ._call import BFLOAT16_BITS, FLOATS, Call, Input, Output, Plan, Size, as_float, gradient_plan, host_values, of_type
 from ._ops import define_family, dispatch
 
 __all__ = ["roi_pool"]
@@ -25,7 +25,7 @@ def _host(b) -> np.ndarray:
     if isinstance(b, torch.Tensor):
         b = b.detach().cpu()
         return (b.float() if b.dtype == torch.bfloat16 else b).numpy()
-    return b.numpy() if isinstance(b, Tensor) else array(b, "boxes", ranks=None, typed=False, empty=True)
+    return as_float(host_values(b)) if isinstance(b, Tensor) else array(b, "boxes", ranks=None, typed=False, empty=True)
 
 
 def _boxes_arg(boxes, input):
@@ -78,13 +78,13 @@ def roi_pool(input: Input, boxes: Union[Input, Sequence[Input]], output_size: Si
     The bins are torchvision's, in float32: corners ``round(c * spatial_scale)`` (halves
     away from zero), region ``max(end - start + 1, 1)``, bin size ``region / output_size``,
     bin ``[floor(i * bin) + start, ceil((i + 1) * bin) + start)`` clamped to the input; an
-    empty bin gives 0.  A bin holding NaN gives NaN.  Not differentiable: ``backward``
-    raises.
+    empty bin gives 0.  A bin holding NaN gives NaN.  Differentiable: the backward adds
+    each bin's gradient at its argmax, as torchvision's, in a deterministic gather.
 
     Parameters
     ----------
     input : torch.Tensor, numpy.ndarray or pg.Tensor
-        (N, C, H, W); float32 or float16.
+        (N, C, H, W); float32, float16 or bfloat16.
     boxes : tensor, or list of tensors
         A (K, 5) tensor of ``[batch, x1, y1, x2, y2]``, or a list of (L, 4) tensors
         ``[x1, y1, x2, y2]``, one per image; in input coordinates (before ``spatial_scale``).
@@ -113,53 +113,122 @@ def roi_pool(input: Input, boxes: Union[Input, Sequence[Input]], output_size: Si
                     float(checked(f, number, spatial_scale, "spatial_scale")), device=device)
 
 
+#: The largest integer each type holds exactly, and all below it: ROI corners of the input's
+#: type must be exact.
+_EXACT_INTEGERS = {np.dtype(np.float32): 2**24, np.dtype(np.float16): 2048, BFLOAT16_BITS: 256}
+
+
+class _Rois(NamedTuple):
+    """How a call's boxes run as DirectML ROI pooling: ``rois`` (R, 5) whose DirectML bins are
+    torchvision's, of ``pooled`` bins each: the boxes themselves where their bins agree (and
+    their corners are exact in the input's type), else one ROI per bin (pooled (1, 1),
+    bins outer, channels inner: ``per_bin``); ``float32``: pool a float32 copy of the input
+    (the per-bin corners would not be exact in its type; the maxima are its values, so
+    converting back is exact)."""
+
+    rois: np.ndarray
+    pooled: tuple
+    per_bin: bool
+    float32: bool
+
+
+def _directml_bins(start: np.ndarray, end: np.ndarray, pooled: int, size: int) -> tuple:
+    """DirectML's bins along one dimension, (K, pooled), exactly in integers."""
+    region = np.maximum(end - start + 1, 1)[:, None]
+    i = np.arange(pooled)[None, :]
+    lo = i * region // pooled + start[:, None]
+    hi = -(-(i + 1) * region // pooled) + start[:, None]
+    return np.clip(lo, 0, size), np.clip(hi, 0, size)
+
+
+def _rois(call: Call, boxes, output_size, spatial_scale) -> _Rois:
+    pooled_h, pooled_w = output_size
+    n, _, height, width = call.sizes
+    rois = _host(boxes).astype(np.float32)
+    count = len(rois)
+    with np.errstate(all="ignore"):
+        batch = np.trunc(rois[:, 0].astype(np.float64))
+        scaled = rois[:, 1:] * np.float32(spatial_scale)  # float32 products, as torchvision's
+        finite = np.isfinite(scaled).all(axis=1) & np.isfinite(batch)
+    if not ((batch >= 0) & (batch < n) | ~np.isfinite(batch)).all():
+        raise ValidationError("boxes", f"roi_pool: a box's batch index is outside the input's {n} images")
+    corners = np.clip(np.nan_to_num(_round_half_away(scaled)), -2**40, 2**40).astype(np.int64)
+    h_lo, h_hi = _bins(corners[:, 1], corners[:, 3], pooled_h, height)
+    w_lo, w_hi = _bins(corners[:, 0], corners[:, 2], pooled_w, width)
+    exact = _EXACT_INTEGERS[call.dtype]
+    if finite.all() and (np.abs(corners) < exact).all() and \
+            all(np.array_equal(a, b) for a, b in zip((h_lo, h_hi, w_lo, w_hi),
+                                                      _directml_bins(corners[:, 1], corners[:, 3], pooled_h, height)
+                                                      + _directml_bins(corners[:, 0], corners[:, 2], pooled_w, width))):
+        return _Rois(np.concatenate([batch[:, None], corners], axis=1).astype(np.float32), (pooled_h, pooled_w),
+                     False, False)
+    # One ROI per bin, its corners the bin's inclusive ends at scale 1, so DirectML's
+    # arithmetic gives torchvision's bins exactly; an empty bin (or a box with a
+    # non-finite value) gets an invalid batch, which pools nothing and gives 0.
+    shape = (count, pooled_h, pooled_w)
+    per_bin = np.empty(shape + (5,), np.float32)
+    empty = (h_hi <= h_lo)[:, :, None] | (w_hi <= w_lo)[:, None, :] | ~finite[:, None, None]
+    per_bin[..., 0] = np.where(empty, -1, np.broadcast_to(np.nan_to_num(batch)[:, None, None], shape))
+    per_bin[..., 1] = np.broadcast_to(w_lo[:, None, :], shape)
+    per_bin[..., 2] = np.broadcast_to(h_lo[:, :, None], shape)
+    per_bin[..., 3] = np.broadcast_to(w_hi[:, None, :] - 1, shape)
+    per_bin[..., 4] = np.broadcast_to(h_hi[:, :, None] - 1, shape)
+    return _Rois(per_bin.reshape(-1, 5), (1, 1), True, max(height, width) >= exact)
+
+
+def _input_and_rois(call: Call, layout: _Rois) -> tuple:
+    """The input (or its float32 copy) and the ROIs, as RoiPoolingDesc takes them."""
+    x = call.upload_host(as_float(call.host()).astype(np.float32)) if layout.float32 else call.tensor()
+    rois = layout.rois.reshape(1, 1, -1, 5)
+    return x, call.upload_host(of_type(rois, BFLOAT16_BITS) if x.data_type == DataType.BFLOAT16
+                               else rois.astype(x.data_type.numpy))
+
+
+def _result(call: Call, y: Tensor) -> tuple:
+    """A result of the pooled (float32 copy's) type in the input's."""
+    if y.data_type == DataType.FLOAT32 and call.dtype != np.float32:
+        return (of_type(y.numpy(), call.dtype),)
+    return (y,)
+
+
 def _plan(function, input, boxes, output_size, spatial_scale, *, device):
     call = Call(input, function, 2, FLOATS, device, ranks=(4,))
     call.require_nonzero()
     pooled_h, pooled_w = output_size
-    n, c, height, width = call.sizes
-    count = boxes.shape[0]
-    out_sizes = (count, c, pooled_h, pooled_w)
+    c = call.sizes[1]
+    out_sizes = (boxes.shape[0], c, pooled_h, pooled_w)
 
     def forward():
-        rois = _host(boxes).astype(np.float32)
-        with np.errstate(all="ignore"):
-            batch = np.trunc(rois[:, 0].astype(np.float64))
-            scaled = rois[:, 1:] * np.float32(spatial_scale)  # float32 products, as torchvision's
-            finite = np.isfinite(scaled).all(axis=1) & np.isfinite(batch)
-        if not ((batch >= 0) & (batch < n) | ~np.isfinite(batch)).all():
-            raise ValidationError("boxes", f"roi_pool: a box's batch index is outside the input's {n} images")
-        corners = np.clip(np.nan_to_num(_round_half_away(scaled)), -2**40, 2**40).astype(np.int64)
-        h_lo, h_hi = _bins(corners[:, 1], corners[:, 3], pooled_h, height)
-        w_lo, w_hi = _bins(corners[:, 0], corners[:, 2], pooled_w, width)
-        # One ROI per bin, its corners the bin's inclusive ends at scale 1, so DirectML's
-        # arithmetic gives torchvision's bins exactly; an empty bin (or a box with a
-        # non-finite value) gets an invalid batch, which pools nothing and gives 0.
-        shape = (count, pooled_h, pooled_w)
-        per_bin = np.empty(shape + (5,), np.float32)
-        empty = (h_hi <= h_lo)[:, :, None] | (w_hi <= w_lo)[:, None, :] | ~finite[:, None, None]
-        per_bin[..., 0] = np.where(empty, -1, np.broadcast_to(np.nan_to_num(batch)[:, None, None], shape))
-        per_bin[..., 1] = np.broadcast_to(w_lo[:, None, :], shape)
-        per_bin[..., 2] = np.broadcast_to(h_lo[:, :, None], shape)
-        per_bin[..., 3] = np.broadcast_to(w_hi[:, None, :] - 1, shape)
-        per_bin[..., 4] = np.broadcast_to(h_hi[:, :, None] - 1, shape)
-        x = call.tensor()
-        if x.data_type == DataType.FLOAT16 and max(height, width) > 2048:
-            # float16 holds integer corners exactly only up to 2048: pool a float32 copy
-            # (the maxima are float16 values, so converting back is exact)
-            x = call.device.upload(call.host().astype(np.float32))
-        rois_tensor = call.device.upload(per_bin.reshape(1, 1, -1, 5).astype(x.data_type.numpy))
-        desc = RoiPoolingDesc(x.desc, rois_tensor.desc, spatial_scale=1.0, pooled_size=(1, 1))
-        y = call.device.compile(desc)(x, rois_tensor)  # (K * bins, C, 1, 1): bins outer, channels inner
-        view = TensorDesc(y.data_type, out_sizes, (pooled_h * pooled_w * c, 1, pooled_w * c, c),
-                          y.desc.total_size_in_bytes)
-        y = call.device.wrap(y.buffer, view, y.offset)
-        if y.data_type != DataType.of(call.dtype):
-            return (y.numpy().astype(call.dtype),)
-        return (y,)
+        layout = _rois(call, boxes, output_size, spatial_scale)
+        x, rois = _input_and_rois(call, layout)
+        y = call.device.compile(RoiPoolingDesc(x.desc, rois.desc, spatial_scale=1.0, pooled_size=layout.pooled))(x, rois)
+        if layout.per_bin:  # (K * bins, C, 1, 1): bins outer, channels inner
+            view = TensorDesc(y.data_type, out_sizes, (pooled_h * pooled_w * c, 1, pooled_w * c, c),
+                              y.desc.total_size_in_bytes)
+            y = call.device.wrap(y.buffer, view, y.offset)
+        return _result(call, y)
 
     return Plan(call, ((out_sizes, call.dtype),), forward)
 
 
+def _gradient(function, grad_output, input, boxes, output_size, spatial_scale, *, device):
+    plan = _plan(function, input, boxes, output_size, spatial_scale, device=device)
+    call = plan.call
+
+    def compute():
+        layout = _rois(call, boxes, output_size, spatial_scale)
+        x, rois = _input_and_rois(call, layout)
+        dy = call.host_of(grad_output)   # (K, C, h, w)
+        if layout.per_bin:  # as the per-bin ROIs: (K * bins, C, 1, 1)
+            dy = dy.reshape(dy.shape[:2] + (-1,)).transpose(0, 2, 1).reshape(-1, dy.shape[1], 1, 1)
+        if x.data_type == DataType.FLOAT32 and call.dtype != np.float32:
+            dy = as_float(dy).astype(np.float32)
+        dy = call.upload_host(np.ascontiguousarray(dy))
+        desc = RoiPoolingGradDesc(x.desc, rois.desc, dy.desc, spatial_scale=1.0, pooled_size=layout.pooled)
+        return _result(call, call.device.compile(desc)(x, rois, dy))
+
+    return gradient_plan(plan, compute)
+
+
 define_family("roi_pool", "Tensor input, Tensor boxes, int[] output_size, float spatial_scale, int? device_key", _plan,
-              no_gradient("torchvision.ops"), one_form=True)
+              _gradient, one_form=True)

@@ -119,7 +119,7 @@ Where indices repeat, the last value wins (as on PyTorch's CPU).
 Parameters
 ----------
 input : torch.Tensor, numpy.ndarray or pg.Tensor
-    {shape}; float32, float16, int8, uint8, int16, int32 or int64.
+    {shape}; float32, float16, bfloat16, int8, uint8, int16, int32 or int64.
 indices : torch.Tensor, numpy.ndarray or pg.Tensor
     int64 positions within each (n, c) output plane, of the input's shape.
 kernel_size : int or tuple of int

@@ -7,8 +7,8 @@
 //
 // Every tensor is seen as 5-D {N, C, D, H, W}.
 // Prepended by poolgpu.kernels: the value type (to_f32, from_f32) and the tensors dy (dy_load)
-// and dx (dx_store); library: wide_int.wgsl, adaptive_range.wgsl, adaptive_gather.wgsl,
-// flat_index.wgsl, as_written.wgsl.
+// and dx (dx_store); library: wide_int.wgsl, adaptive_range.wgsl, adaptive_covering.wgsl,
+// taps.wgsl, gather_parts.wgsl, bins_gather.wgsl, flat_index.wgsl, as_written.wgsl.
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 

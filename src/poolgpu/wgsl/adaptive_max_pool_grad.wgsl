@@ -1,13 +1,16 @@
-// Adaptive max pooling gradient: a gather, after the bins walk (common/window_walk_bins.wgsl)
-// has written each bin's argmax (max pooling's rule: NaN above everything, ties to the lowest flat index) into
-// the scratch `arg`.  Each dx element sums, in increasing (od, oh, ow) order, the dy of the
-// bins covering it whose argmax it is: no atomics and a fixed order, so the same inputs give
-// bit-identical dx, run after run.  The sum is f32 (FLOAT16 rounded once at the end).
+// Adaptive and fractional max pooling gradients: a gather, after the bins walk
+// (common/window_walk_bins.wgsl) has written each bin's argmax (max pooling's rule: NaN above
+// everything, ties to the lowest flat index) into the scratch `arg`.  Each dx element sums, in
+// increasing (od, oh, ow) order, the dy of the bins covering it whose argmax it is: no atomics
+// and a fixed order, so the same inputs give bit-identical dx, run after run.  The sum is f32
+// (FLOAT16 and BFLOAT16 rounded once at the end).
 //
 // Every tensor is seen as 5-D {N, C, D, H, W}.
 // Prepended by poolgpu.kernels: the value type (to_f32, from_f32) and the tensors dy (dy_load),
-// arg (arg_load, u32 flat indices) and dx (dx_store); library: wide_int.wgsl,
-// adaptive_range.wgsl, adaptive_gather.wgsl, flat_index.wgsl.
+// arg (arg_load, u32 flat indices) and dx (dx_store); library: covering() (adaptive: wide_int.wgsl,
+// adaptive_range.wgsl, adaptive_covering.wgsl; fractional: the bins tensor, bin_table.wgsl,
+// bin_search.wgsl, fractional_covering.wgsl), taps.wgsl, gather_parts.wgsl, bins_gather.wgsl,
+// flat_index.wgsl.
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 

@@ -42,13 +42,6 @@ fn acc_new() -> Acc {
     return Acc(CompensatedSum(0.0, 0.0), MIN_EXPONENT, power_of_two(-MIN_EXPONENT));
 }
 
-// WGSL leaves pow(0, y) and pow(NaN, y) to the implementation (Mesa 22's gives 0 for NaN):
-// both are decided here, on the bits.
-fn general_power(v: f32, exponent: f32) -> f32 {
-    let bits = bitcast<u32>(v);
-    return select(select(pow(v, exponent), 0.0, bits == 0u), v, bits > 0x7f800000u);
-}
-
 fn power_p(v: f32) -> f32 {   // v >= 0 or NaN
     if (P == 1.0) { return v; }
     if (P == 2.0) { return v * v; }

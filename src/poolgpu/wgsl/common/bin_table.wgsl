@@ -4,15 +4,21 @@
 // Row layout, in u32 words:
 //     [source batch, out_d (start, end) pairs along D, out_h pairs along H, out_w pairs along W]
 // Each pair is a half-open range of input coordinates, already clamped to the input; an empty
-// range makes the bin empty.  ROI pooling has one row per ROI (the output's batch index);
-// adaptive pooling one row for all, whose source batch word is unused (output n reads input n).
+// range makes the bin empty.  Along a row, starts and ends never decrease.  ROI pooling has
+// one row per ROI (the output's batch index); fractional pooling one per (n, c) plane
+// (PLANE_ROWS); adaptive pooling one row for all.  Outside ROI pooling the source batch word
+// is unused (output n reads input n).
 override ROI: bool = false;
+override PLANE_ROWS: bool = false;
 
 struct Bin { batch: u32, start: vec3<u32>, end: vec3<u32> }   // ranges along (D, H, W)
 
-// The bin of output (n, o.x, o.y, o.z) of an output with spatial sizes `sizes`.
-fn bin_of(table_base: u32, n: u32, o: vec3<u32>, sizes: vec3<u32>) -> Bin {
-    let row = table_base + select(0u, n, ROI) * (1u + 2u * (sizes.x + sizes.y + sizes.z));
+// The words of a table row, for outputs of spatial sizes `sizes`.
+fn bin_row_words(sizes: vec3<u32>) -> u32 { return 1u + 2u * (sizes.x + sizes.y + sizes.z); }
+
+// The bin of output (n, c, o.x, o.y, o.z) of an output with spatial sizes `sizes`.
+fn bin_of(table_base: u32, n: u32, c: u32, o: vec3<u32>, sizes: vec3<u32>) -> Bin {
+    let row = table_base + select(select(0u, n, ROI), n * params.channels + c, PLANE_ROWS) * bin_row_words(sizes);
     let d = row + 1u + 2u * o.x;
     let h = row + 1u + 2u * (sizes.x + o.y);
     let w = row + 1u + 2u * (sizes.x + sizes.y + o.z);
@@ -31,5 +37,6 @@ fn binned_output(i: u32) -> BinnedOutput {
     let o = vec3<u32>((i / (sizes.z * sizes.y)) % sizes.x, (i / sizes.z) % sizes.y, i % sizes.z);
     let nc = i / (sizes.z * sizes.y * sizes.x);
     let n = nc / params.channels;
-    return BinnedOutput(n, nc % params.channels, o, bin_of(params.bins_base, n, o, sizes));
+    let c = nc % params.channels;
+    return BinnedOutput(n, c, o, bin_of(params.bins_base, n, c, o, sizes));
 }

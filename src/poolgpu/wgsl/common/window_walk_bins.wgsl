@@ -1,5 +1,5 @@
-// The bins walk (see window_geometry.wgsl): pooling over variable bins, ROI pooling and
-// adaptive pooling.  Each output's bin comes from the bin table a bins pass wrote
+// The bins walk (see window_geometry.wgsl): pooling over variable bins, ROI pooling,
+// adaptive pooling and fractional pooling.  Each output's bin comes from the bin table a bins pass wrote
 // (common/bin_table.wgsl); bins are clamped to the input, so every tap is input data and
 // nothing outside it is read.  One invocation per output, numbered flat over
 // {N, C, out_d, out_h, out_w} (common/flat_index.wgsl, from params.origin: a chunk's
@@ -13,6 +13,12 @@
 // ROI pooling reads the input planes (batch * C + c) its ROIs name: for inputs larger than a
 // binding (chunked) a dispatch walks only outputs reading planes in
 // [source_first, source_first + source_count).
+
+// Bins of a fixed size (fractional pooling): BIN_D x BIN_H x BIN_W taps from each bin's
+// start (0: to the table's end).
+override BIN_D: u32 = 0u;
+override BIN_H: u32 = 0u;
+override BIN_W: u32 = 0u;
 
 override PARTS_D: u32 = 1u;
 override PARTS_H: u32 = 1u;
@@ -37,9 +43,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
 
     let x_plane = params.x_base + bin.batch * params.x_n + out.c * params.x_c;
     let logical_plane = (bin.batch * params.channels + out.c) * params.in_d * params.in_h * params.in_w;
-    let ws = taps_part(Taps(bin.start.z, bin.end.z), part % PARTS_W, PARTS_W);
-    let hs = taps_part(Taps(bin.start.y, bin.end.y), (part / PARTS_W) % PARTS_H, PARTS_H);
-    let ds = taps_part(Taps(bin.start.x, bin.end.x), part / (PARTS_W * PARTS_H), PARTS_D);
+    let sizes = vec3<u32>(BIN_D, BIN_H, BIN_W);
+    let end = select(bin.end, bin.start + sizes, sizes > vec3<u32>(0u));
+    let ws = taps_part(Taps(bin.start.z, end.z), part % PARTS_W, PARTS_W);
+    let hs = taps_part(Taps(bin.start.y, end.y), (part / PARTS_W) % PARTS_H, PARTS_H);
+    let ds = taps_part(Taps(bin.start.x, end.x), part / (PARTS_W * PARTS_H), PARTS_D);
     var acc = acc_new();
     for (var d = ds.first; d < ds.end; d++) {
         for (var h = hs.first; h < hs.end; h++) {

@@ -1,55 +1,26 @@
-"""The functional API: NumPy arrays in, NumPy arrays out; Tensors in, Tensors out.
-
-Anything else NumPy reads without going through Python objects (``__array__`` or
-``__dlpack__``: a CPU ``torch.Tensor``, a JAX array) is read as a NumPy array.  A type
-DirectML lacks (float64, bfloat16, bool, complex, object) is refused with a
-ValidationError that says what to convert to: poolgpu never narrows a type silently.
-"""
+"""The forward pooling functions of the functional API (and max unpooling)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from .arguments import array, flag, integers, is_integer
-from .descs import (AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, AveragePooling1Desc, LpPooling1Desc,
-                    MaxPooling2Desc, RoiPoolingDesc)
-from .descs import AveragePoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingDesc
-from .descs import AdaptiveAveragePoolingGradDesc, AdaptiveMaxPoolingGradDesc, MaxUnpoolingGradDesc, described
-from .device import Device
-from .dtypes import FLOAT_TYPES, DataType
-from .errors import ValidationError
-from .interop import answer, on_device, unsigned_indices
-from .tensor import Tensor
+from ..arguments import array, flag, integers, is_integer
+from ..descs import (AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, AveragePooling1Desc,
+                     FractionalMaxPoolingDesc, LpPooling1Desc, MaxPooling2Desc, MaxUnpoolingDesc, RoiPoolingDesc,
+                     described)
+from ..device import Device
+from ..dtypes import DataType
+from ..errors import ValidationError
+from ..interop import unsigned_indices
+from ..tensor import Tensor
+from ._common import ArrayLike, Result, Window, _run, _window
 
 __all__ = [
-    "max_pool", "average_pool", "lp_pool", "roi_pool", "adaptive_max_pool", "adaptive_average_pool",
-    "max_pool_grad", "average_pool_grad", "max_unpool", "adaptive_max_pool_grad", "adaptive_average_pool_grad",
-    "max_unpool_grad", "ArrayLike", "Result", "Window",
+    "max_pool", "average_pool", "lp_pool", "roi_pool", "adaptive_max_pool", "adaptive_average_pool", "max_unpool",
+    "fractional_max_pool",
 ]
-
-# An ndarray, a Tensor, or anything NumPy reads through __array__ or __dlpack__.
-ArrayLike = Any
-Result = Union[np.ndarray, Tensor]
-
-
-def _run(desc_factory, inputs, device, names=("x",)):
-    """Build the description from the inputs' TensorDescs, run it, and answer in kind."""
-    tensors, device, as_numpy = on_device(inputs, device, names)
-    desc = desc_factory(*(t.desc for t in tensors))
-    return answer(device.compile(desc)(*tensors), as_numpy)
-
-
-# A window argument: one int for every spatial dimension, or one int per dimension.
-Window = Union[int, Sequence[int]]
-
-
-def _window(input, **fields) -> dict:
-    """The window fields for a description of ``input``: one int (as PyTorch's and the
-    adaptive functions' sizes) means that value in every spatial dimension."""
-    dims = len(input.sizes) - 2
-    return {name: (value,) * dims if is_integer(value) else value for name, value in fields.items()}
 
 
 def max_pool(x: ArrayLike, window_size: Window, strides: Optional[Window] = None,
@@ -189,7 +160,7 @@ def lp_pool(x: ArrayLike, window_size: Window, strides: Optional[Window] = None,
     return _run(describe, (x,), device)
 
 
-def _roi_array(rois, x) -> np.ndarray:
+def roi_array(rois, x) -> np.ndarray:
     """A NumPy ``rois`` ((R, 5) or {1, 1, R, 5}) as the {1, 1, R, 5} array of the input's
     float type that RoiPoolingDesc takes."""
     rois = array(rois, "rois", ranks=None, typed=False)
@@ -199,12 +170,12 @@ def _roi_array(rois, x) -> np.ndarray:
         rois = rois.reshape((1, 1) + rois.shape)
     if rois.ndim != 4 or rois.shape[:2] != (1, 1) or rois.shape[3] != 5:
         raise ValidationError("rois", f"expected an (R, 5) array of [batch, x1, y1, x2, y2], got shape {rois.shape}")
-    x_dtype = x.data_type.numpy if isinstance(x, Tensor) else x.dtype
-    if any(x_dtype == t.numpy for t in FLOAT_TYPES):
+    data_type = x.data_type if isinstance(x, Tensor) else DataType.of(x.dtype, "x")
+    if data_type.is_float:
         # The ROI tensor has the input's type (DirectML's rule).  A corner beyond its range
         # becomes infinite (or NaN stays NaN): such a ROI pools nothing and gives zeros.
         with np.errstate(over="ignore", invalid="ignore"):
-            rois = rois.astype(x_dtype)
+            rois = rois.astype(data_type.numpy)
     return rois
 
 
@@ -242,7 +213,7 @@ def roi_pool(x: ArrayLike, rois: ArrayLike, pooled_size: Sequence[int], spatial_
     if not isinstance(x, Tensor):
         x = array(x, "x")
     if not isinstance(rois, Tensor):
-        rois = _roi_array(rois, x)
+        rois = roi_array(rois, x)
 
     def describe(input, roi):
         return RoiPoolingDesc(input, roi, spatial_scale=spatial_scale, pooled_size=pooled_size)
@@ -309,88 +280,8 @@ def adaptive_average_pool(x: ArrayLike, output_size: Union[int, Sequence[Optiona
     return _run(lambda input: AdaptiveAveragePoolingDesc(input, output_size=output_size), (x,), device)
 
 
-def max_pool_grad(x: ArrayLike, dy: ArrayLike, window_size: Window, strides: Optional[Window] = None,
-                  start_padding: Optional[Window] = None, end_padding: Optional[Window] = None,
-                  dilations: Optional[Window] = None, device: Optional[Device] = None) -> Result:
-    """Max pooling gradient (DirectML's MAX_POOLING_GRAD): ``dx`` of ``x``'s sizes, zero
-    except each window's ``dy`` added at the window's argmax (the forward rule).
-    Deterministic: bit-identical run after run.
-
-    Parameters
-    ----------
-    x : ndarray, Tensor or array-like
-        The forward input (FLOAT32 or FLOAT16).
-    dy : ndarray, Tensor or array-like
-        The gradient of the forward output, of its sizes and ``x``'s type.
-    window_size, strides, start_padding, end_padding, dilations
-        The forward pass's window (see :func:`max_pool`).
-    device : Device, optional
-        Where to run (see :func:`max_pool`).
-
-    Returns
-    -------
-    ndarray or Tensor
-        ``dx``.
-
-    Raises
-    ------
-    ValidationError
-        For mismatched sizes or types, or an invalid window.
-    """
-
-    def describe(input, input_gradient):
-        return MaxPoolingGradDesc(input, input_gradient, **_window(
-            input, window_size=window_size, strides=strides, start_padding=start_padding, end_padding=end_padding,
-            dilations=dilations))
-
-    return _run(describe, (x, dy), device, names=("x", "dy"))
 
 
-def average_pool_grad(dy: ArrayLike, input_sizes: Sequence[int], window_size: Window,
-                      strides: Optional[Window] = None, start_padding: Optional[Window] = None,
-                      end_padding: Optional[Window] = None, dilations: Optional[Window] = None,
-                      include_padding: bool = False, device: Optional[Device] = None, *,
-                      counted_end_padding: Optional[Sequence[int]] = None,
-                      divisor_override: Optional[int] = None) -> Result:
-    """Average pooling gradient (DirectML's AVERAGE_POOLING_GRAD): ``dx`` of the forward
-    input's ``input_sizes``, each window's ``dy / divisor`` added to every input element it
-    covers.  Deterministic.
-
-    Parameters
-    ----------
-    dy : ndarray, Tensor or array-like
-        The gradient of the forward output (FLOAT32 or FLOAT16).
-    input_sizes : sequence of int
-        The forward input's full sizes {N, C, spatial...}.
-    window_size, strides, start_padding, end_padding, dilations, include_padding
-        The forward pass's window and divisor rule (see :func:`average_pool`).
-    device : Device, optional
-        Where to run (see :func:`max_pool`).
-    counted_end_padding, divisor_override : optional
-        The forward pass's divisor extensions (see :func:`average_pool`).
-
-    Returns
-    -------
-    ndarray or Tensor
-        ``dx``.
-
-    Raises
-    ------
-    ValidationError
-        For sizes that do not match the forward pass, or an invalid window.
-    """
-    input_sizes = integers(input_sizes, "input_sizes", minimum=1, maximum=None)
-
-    def describe(input_gradient):
-        output_gradient = described(input_gradient.data_type, input_sizes, "input_sizes")
-        return AveragePoolingGradDesc(
-            input_gradient, output_gradient, include_padding=include_padding,
-            counted_end_padding=counted_end_padding, divisor_override=divisor_override, **_window(
-                output_gradient, window_size=window_size, strides=strides, start_padding=start_padding,
-                end_padding=end_padding, dilations=dilations),
-        )
-
-    return _run(describe, (dy,), device, names=("dy",))
 
 
 def max_unpool(x: ArrayLike, indices: ArrayLike, output_sizes: Sequence[int],
@@ -439,75 +330,60 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, output_sizes: Sequence[int],
     return _run(describe, (x, unsigned_indices(indices)), device, names=("x", "indices"))
 
 
-def adaptive_max_pool_grad(x: ArrayLike, dy: ArrayLike, device: Optional[Device] = None) -> Result:
-    """Gradient of adaptive max pooling (PyTorch's bins; deterministic).
+def fractional_max_pool(x: ArrayLike, window_size: Window, output_sizes: Union[int, Sequence[int]],
+                        samples: ArrayLike, return_indices: bool = False,
+                        indices_type: Union[str, DataType, np.dtype] = "uint32",
+                        device: Optional[Device] = None) -> Union[Result, tuple]:
+    """PyTorch's fractional max pooling (Graham, 2014), in 2D and 3D: the maximum over
+    windows of ``window_size`` whose starts each (n, c) plane draws from its ``samples``.
+
+    Along each spatial dimension, with ``u`` the plane's sample for it, ``alpha = (in -
+    window) / (out - 1)`` (in float32) and window ``i < out - 1`` starts at ``int((i + u) *
+    alpha) - int(u * alpha)``, the last at ``in - window``: PyTorch's formula, computed as its
+    CPU kernel computes it (float16 and bfloat16 samples round every step to their type).
+    Max pooling's rules: the first maximum's index, NaN above every number, bits copied.
 
     Parameters
     ----------
-    x : array or Tensor
-        The forward input ``{N, C, spatial...}`` (float32 or float16).
-    dy : array or Tensor
-        The gradient of the forward output: x's type, N and C; its spatial sizes are the
-        forward ``output_size``.
+    x : ndarray, Tensor or array-like
+        The input {N, C, H, W} or {N, C, D, H, W}, any data type.
+    window_size : int or sequence of int
+        The windows' size per spatial dimension (one int: every dimension).
+    output_sizes : int or sequence of int
+        The output's spatial sizes (or its full sizes, N and C then ``x``'s); ``output +
+        window - 1`` may not pass the input's size.
+    samples : ndarray, Tensor or array-like
+        (N, C, dims) of float32, float16 or bfloat16, in ``[0, 1)`` (a value outside counts
+        as the nearest inside), in PyTorch's order: in 2D ``samples[..., 0]`` is W's and
+        ``[..., 1]`` H's; in 3D ``[..., 0]`` D's, ``[..., 1]`` H's, ``[..., 2]`` W's.
+    return_indices : bool, default False
+        Also return the flat logical index of each maximum (as :func:`max_pool`).
+    indices_type : str, DataType or dtype, default "uint32"
+        UINT32 or UINT64.
     device : Device, optional
-        Where to run (default: the inputs' device, or the default device).
+        Where to run (see :func:`max_pool`).
 
     Returns
     -------
-    dx : array or Tensor
-        x's sizes: zero except that each bin's ``dy`` is added at the bin's argmax (ties to
-        the lowest flat index, NaN larger than every number).
+    ndarray or Tensor, or a tuple (values, indices)
+        Of the input's kind and type.
+
+    Raises
+    ------
+    ValidationError
+        For samples of the wrong shape or type, windows too large for the output sizes, or
+        an unsupported type.
     """
-    return _run(lambda input, input_gradient: AdaptiveMaxPoolingGradDesc(input, input_gradient), (x, dy), device,
-                names=("x", "dy"))
+    indices = DataType.of(indices_type, "indices_type") if flag(return_indices, "return_indices") else None
 
+    def describe(input, sample_values):
+        sizes = (output_sizes,) * (input.rank - 2) if is_integer(output_sizes) else \
+            integers(output_sizes, "output_sizes", minimum=1, maximum=None)
+        if len(sizes) == input.rank:
+            if sizes[:2] != input.sizes[:2]:
+                raise ValidationError("output_sizes", f"expected N, C = {input.sizes[:2]} (x's), got {sizes}")
+            sizes = sizes[2:]
+        return FractionalMaxPoolingDesc(input, sample_values, output_indices=indices, output_size=sizes,
+                                        **_window(input, window_size=window_size))
 
-def adaptive_average_pool_grad(dy: ArrayLike, input_sizes: Sequence[int], device: Optional[Device] = None) -> Result:
-    """Gradient of adaptive average pooling (PyTorch's bins; deterministic).
-
-    Parameters
-    ----------
-    dy : array or Tensor
-        The gradient of the forward output (float32 or float16).
-    input_sizes : sequence of int
-        The forward input's sizes ``{N, C, spatial...}``.
-    device : Device, optional
-        Where to run (default: the inputs' device, or the default device).
-
-    Returns
-    -------
-    dx : array or Tensor
-        Of ``input_sizes``: each bin's ``dy / (its element count)`` added to every element
-        the bin covers, summed in float32.
-    """
-    input_sizes = integers(input_sizes, "input_sizes", minimum=1, maximum=None)
-
-    def describe(input_gradient):
-        return AdaptiveAveragePoolingGradDesc(input_gradient, described(input_gradient.data_type, input_sizes, "input_sizes"))
-
-    return _run(describe, (dy,), device, names=("dy",))
-
-
-def max_unpool_grad(dy: ArrayLike, indices: ArrayLike, device: Optional[Device] = None) -> Result:
-    """Gradient of max unpooling (deterministic).
-
-    Parameters
-    ----------
-    dy : array or Tensor
-        The gradient of the unpooled output (any of the ten types).
-    indices : array or Tensor
-        The unpooling's indices, flat positions over the whole unpooled output (N and C
-        included), as :func:`max_unpool` takes them: uint32 or uint64, or int32/int64 read
-        as their unsigned bits (a negative index lies outside).
-    device : Device, optional
-        Where to run (default: the inputs' device, or the default device).
-
-    Returns
-    -------
-    dx : array or Tensor
-        The indices' sizes, dy's type: ``dx[j] = dy.flat[indices.flat[j]]``, or 0 where the
-        index lies outside dy or a larger ``j`` has the same index (it did not reach the
-        output).
-    """
-    return _run(lambda input_gradient, idx: MaxUnpoolingGradDesc(input_gradient, idx), (dy, unsigned_indices(indices)),
-                device, names=("dy", "indices"))
+    return _run(describe, (x, samples), device, names=("x", "samples"))
