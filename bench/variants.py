@@ -47,7 +47,8 @@ VARIANTS = {
 }
 # The values the sweep (bench/sweep.py) tries for each variant taking a number; a variant
 # without values here is left out of it (say which).
-SWEEP = {"outN": (1, 2), "wgN": (64, 128, 256), "rowsN": (4,), "planeN": (64, 128, 256), "partN": (4096, 65536)}
+SWEEP = {"outN": (1, 2), "wgN": (64, 128, 256), "rowsN": (4,), "planeN": (64, 128, 256), "partN": (4096, 65536),
+         "planechunksN": (2, 4)}
 
 
 def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
