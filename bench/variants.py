@@ -43,7 +43,6 @@ VARIANTS = {
     "planechunksN": "the plane walk's lanes load N chunks per step, written out (Tuning.plane_chunks)",
     "channelsout": "the channels walk's rows and columns written out (Tuning.channels_written_out)",
     "wholewg": "the (column, line, plane) grids numbered flat: every lane busy (Tuning.whole_workgroups)",
-    "interior": "the general walk's windows inside the input walked without clamps (Tuning.interior_path)",
 }
 # The values the sweep (bench/sweep.py) tries for each variant taking a number; a variant
 # without values here is left out of it (say which).
@@ -76,8 +75,6 @@ def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
         return replace(tuning, channels_written_out=True)
     if part == "wholewg":
         return replace(tuning, whole_workgroups=True)
-    if part == "interior":
-        return replace(tuning, interior_path=True)
     if part == "blockgather":
         return replace(tuning, row_gathers=False)
     if part == "tapsfirst":

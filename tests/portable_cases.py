@@ -207,13 +207,11 @@ PINNED = (
     Case("lp_grad", pg.DataType.FLOAT32, "overlap", 2, "packed", "gaps", "packed", None, "cpu", 8),
     Case("roi_grad", pg.DataType.FLOAT32, "odd", 2, "packed", "packed", "packed", None, "cpu", 9),
     # the GPU kernel variants: the plane walk in steps of chunks, the channels walk written out,
-    # grids numbered flat (whole workgroups), the general walk's interior path (2 outputs, 1)
+    # grids numbered flat (whole workgroups)
     Case("max", pg.DataType.FLOAT32, "global", 3, "packed", "packed", "packed", "uint32", "cpu-variants", 10),
     Case("average", pg.DataType.FLOAT16, "overlap", 2, "channels_last", "channels_last", "packed", None, "gpu-variants",
          11),
     Case("unpool", pg.DataType.FLOAT16, "odd", 2, "packed", "wide", "packed", "uint64", "gpu-variants", 12),
-    Case("lp", pg.DataType.FLOAT32, "odd", 2, "gaps", "packed", "packed", None, "gpu-variants", 13),
-    Case("max", pg.DataType.FLOAT16, "overlap", 3, "gaps", "packed", "packed", "uint32", "cpu-variants", 14),
 )
 
 

@@ -12,8 +12,6 @@ from hypothesis import strategies as st
 
 import poolgpu as pg
 import reference
-import test_average_lp
-import test_max_pool
 import test_scale
 from helpers import VARIANT_FIELDS, forward_walk, layout_strides, random_values, same_bits, tuned_for, with_variants
 
@@ -133,28 +131,3 @@ def test_whole_workgroups_numbered_past_65535(device, preset):
     y_ref, i_ref = reference.max_pool(x, (1, 3), strides=(1, 1), start_padding=(0, 1), end_padding=(0, 1))
     assert same_bits(y, y_ref)
     np.testing.assert_array_equal(idx, i_ref)
-
-
-# The general walk's interior path: windows inside the input walked without clamps, those at
-# its borders (padding, a ragged last window, one or two outputs per invocation) clamped.
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(case=st.one_of(test_max_pool.pooling_cases(), test_average_lp.cases()), preset=st.sampled_from(PRESETS))
-def test_the_interior_path_matches_the_reference(device, case, preset):
-    tuning = dataclasses.replace(pg.Tuning.preset(preset), interior_path=True, walk="general")
-    with tuned_for(device, tuning):
-        (test_average_lp if "operator" in case else test_max_pool).run_case(device, case)
-
-
-@pytest.mark.parametrize("preset", PRESETS)
-def test_the_interior_path_gives_the_clamped_walks_bits(device, preset):
-    base = dataclasses.replace(pg.Tuning.preset(preset), walk="general")
-    tuning = dataclasses.replace(base, interior_path=True)
-    x = random_values(pg.DataType.FLOAT32, (2, 3, 11, 12), np.random.default_rng(11))
-    x_desc = pg.TensorDesc("float32", x.shape)
-    geometry = dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1))
-    for desc in (pg.MaxPooling2Desc(x_desc, output_indices="uint32", **geometry),
-                 pg.AveragePooling1Desc(x_desc, include_padding=False, **geometry),
-                 pg.LpPooling1Desc(x_desc, p=2, **geometry)):
-        assert dict(pg.kernels.program_for(desc, tuning).passes[0].constants)["INTERIOR"]
-        for got, expected in zip(outputs(device, desc, (x,), tuning), outputs(device, desc, (x,), base)):
-            assert same_bits(got, expected)

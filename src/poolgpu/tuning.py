@@ -65,10 +65,6 @@ class Tuning:
     outputs_per_invocation : {1, 2}
         Neighbouring outputs along W per invocation of the general walk (it is also the
         first pass of the max pooling gradient).
-    interior_path : bool
-        The general walk's invocations whose windows lie wholly inside the input walk them
-        without clamping or testing their taps' coordinates (the same taps in the same
-        order).
     rows_per_invocation : int
         Output rows per invocation of the rows walks, 1 to 4 (fewer where the output has).
     lines_workgroup : int
@@ -119,7 +115,6 @@ class Tuning:
     plane_chunks: int = 1
     channels_written_out: bool = False
     outputs_per_invocation: int = 1
-    interior_path: bool = False
     rows_per_invocation: int = 4
     lines_workgroup: int = 64
     whole_workgroups: bool = False

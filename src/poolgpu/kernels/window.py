@@ -285,8 +285,6 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
         constants["OUTPUTS"] = outputs
         if count > 1:
             constants.update(PARTS=count, **{f"PARTS_{axis}": p for axis, p in zip("DHW", parts)})
-        elif tuning.interior_path:
-            constants["INTERIOR"] = True
     # chunks (see chunked) are runs of planes: (n, c, od), or (n, od, oh) for channels
     per_plane = grid_params["planes"] // (n if walk == "channels" else n * c)
     regrid = _plane_regrid if walk == "plane" else \

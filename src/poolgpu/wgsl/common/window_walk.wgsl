@@ -6,12 +6,6 @@
 
 override OUTPUTS: u32 = 1u;
 
-// The interior path (Tuning.interior_path): an invocation whose windows lie wholly inside
-// the input walks them without clamping its taps' coordinates or testing them against the
-// input's bounds (3-5 operations of a tap's 15-18); invocations at its borders take the
-// clamped walk.  The same taps in the same order: the same bits.
-override INTERIOR: bool = false;
-
 // Windows are walked with their taps written out, up to UNROLLED taps along each dimension
 // (guarded by the window's override constants, which fold away); longer ones loop.  naga
 // bounds every WGSL loop with an iteration counter, so that it provably ends, and that
@@ -44,18 +38,6 @@ fn inside_at(start: i32, k: u32, dilation: u32) -> Coord {
     return Coord(u32(start + i32(k * dilation)), true);
 }
 
-// The coordinate of written-out tap k: clamped and tested, or known inside (`interior`, a
-// constant argument: each call's branch folds away).
-fn tap_coord(start: i32, k: u32, dilation: u32, size: u32, interior: bool) -> Coord {
-    if (interior) { return inside_at(start, k, dilation); }
-    return coord(start, k, dilation, size);
-}
-
-// Whether taps [start, start + (taps - 1) * dilation] lie inside [0, size).
-fn span_inside(start: i32, taps: u32, dilation: u32, size: u32) -> bool {
-    return start >= 0 && start + i32((taps - 1u) * dilation) < i32(size);
-}
-
 // The tap at (d, h, w) of a window.
 fn tap_at(acc: Acc, x_plane: u32, logical_plane: u32, d: Coord, h: Coord, w: Coord) -> Acc {
     let raw = x_load(x_plane + d.at * params.x_d + h.at * params.x_h + w.at * params.x_w);
@@ -64,39 +46,38 @@ fn tap_at(acc: Acc, x_plane: u32, logical_plane: u32, d: Coord, h: Coord, w: Coo
 }
 
 // A window row's taps in increasing kw (ws: the looping taps, where KW > UNROLLED).
-fn row_at(acc: Acc, x_plane: u32, logical_plane: u32, d: Coord, h: Coord, w0: i32, ws: Taps, interior: bool) -> Acc {
+fn row_at(acc: Acc, x_plane: u32, logical_plane: u32, d: Coord, h: Coord, w0: i32, ws: Taps) -> Acc {
     var a = acc;
     if (KW > UNROLLED) {
         for (var kw = ws.first; kw < ws.end; kw++) { a = tap_at(a, x_plane, logical_plane, d, h, inside_at(w0, kw, LW)); }
         return a;
     }
-    a = tap_at(a, x_plane, logical_plane, d, h, tap_coord(w0, 0u, LW, params.in_w, interior));
-    if (KW > 1u) { a = tap_at(a, x_plane, logical_plane, d, h, tap_coord(w0, 1u, LW, params.in_w, interior)); }
-    if (KW > 2u) { a = tap_at(a, x_plane, logical_plane, d, h, tap_coord(w0, 2u, LW, params.in_w, interior)); }
-    if (KW > 3u) { a = tap_at(a, x_plane, logical_plane, d, h, tap_coord(w0, 3u, LW, params.in_w, interior)); }
+    a = tap_at(a, x_plane, logical_plane, d, h, coord(w0, 0u, LW, params.in_w));
+    if (KW > 1u) { a = tap_at(a, x_plane, logical_plane, d, h, coord(w0, 1u, LW, params.in_w)); }
+    if (KW > 2u) { a = tap_at(a, x_plane, logical_plane, d, h, coord(w0, 2u, LW, params.in_w)); }
+    if (KW > 3u) { a = tap_at(a, x_plane, logical_plane, d, h, coord(w0, 3u, LW, params.in_w)); }
     return a;
 }
 
 // A window plane's rows in increasing kh.
-fn plane_at(acc: Acc, x_plane: u32, logical_plane: u32, d: Coord, h0: i32, hs: Taps, w0: i32, ws: Taps,
-            interior: bool) -> Acc {
+fn plane_at(acc: Acc, x_plane: u32, logical_plane: u32, d: Coord, h0: i32, hs: Taps, w0: i32, ws: Taps) -> Acc {
     var a = acc;
     if (KH > UNROLLED) {
         for (var kh = hs.first; kh < hs.end; kh++) {
-            a = row_at(a, x_plane, logical_plane, d, inside_at(h0, kh, LH), w0, ws, interior);
+            a = row_at(a, x_plane, logical_plane, d, inside_at(h0, kh, LH), w0, ws);
         }
         return a;
     }
-    a = row_at(a, x_plane, logical_plane, d, tap_coord(h0, 0u, LH, params.in_h, interior), w0, ws, interior);
-    if (KH > 1u) { a = row_at(a, x_plane, logical_plane, d, tap_coord(h0, 1u, LH, params.in_h, interior), w0, ws, interior); }
-    if (KH > 2u) { a = row_at(a, x_plane, logical_plane, d, tap_coord(h0, 2u, LH, params.in_h, interior), w0, ws, interior); }
-    if (KH > 3u) { a = row_at(a, x_plane, logical_plane, d, tap_coord(h0, 3u, LH, params.in_h, interior), w0, ws, interior); }
+    a = row_at(a, x_plane, logical_plane, d, coord(h0, 0u, LH, params.in_h), w0, ws);
+    if (KH > 1u) { a = row_at(a, x_plane, logical_plane, d, coord(h0, 1u, LH, params.in_h), w0, ws); }
+    if (KH > 2u) { a = row_at(a, x_plane, logical_plane, d, coord(h0, 2u, LH, params.in_h), w0, ws); }
+    if (KH > 3u) { a = row_at(a, x_plane, logical_plane, d, coord(h0, 3u, LH, params.in_h), w0, ws); }
     return a;
 }
 
 // The accumulator of part `part` of output `at`'s window (x_plane: its input plane's first
-// element), its taps in increasing flat index (`interior`: the window lies inside the input).
-fn window_of(at: Out, part: u32, x_plane: u32, logical_plane: u32, interior: bool) -> Acc {
+// element), its taps in increasing flat index.
+fn window_of(at: Out, part: u32, x_plane: u32, logical_plane: u32) -> Acc {
     let d0 = i32(at.d * SD) - i32(PD);
     let h0 = i32(at.h * SH) - i32(PH);
     let w0 = i32(at.w * SW) - i32(PW);
@@ -106,34 +87,15 @@ fn window_of(at: Out, part: u32, x_plane: u32, logical_plane: u32, interior: boo
     if (KD > UNROLLED) {
         let ds = taps_part(taps_inside(d0, KD, LD, params.in_d), part / (PARTS_W * PARTS_H), PARTS_D);
         for (var kd = ds.first; kd < ds.end; kd++) {
-            a = plane_at(a, x_plane, logical_plane, inside_at(d0, kd, LD), h0, hs, w0, ws, interior);
+            a = plane_at(a, x_plane, logical_plane, inside_at(d0, kd, LD), h0, hs, w0, ws);
         }
         return a;
     }
-    let d = params.in_d;
-    a = plane_at(a, x_plane, logical_plane, tap_coord(d0, 0u, LD, d, interior), h0, hs, w0, ws, interior);
-    if (KD > 1u) { a = plane_at(a, x_plane, logical_plane, tap_coord(d0, 1u, LD, d, interior), h0, hs, w0, ws, interior); }
-    if (KD > 2u) { a = plane_at(a, x_plane, logical_plane, tap_coord(d0, 2u, LD, d, interior), h0, hs, w0, ws, interior); }
-    if (KD > 3u) { a = plane_at(a, x_plane, logical_plane, tap_coord(d0, 3u, LD, d, interior), h0, hs, w0, ws, interior); }
+    a = plane_at(a, x_plane, logical_plane, coord(d0, 0u, LD, params.in_d), h0, hs, w0, ws);
+    if (KD > 1u) { a = plane_at(a, x_plane, logical_plane, coord(d0, 1u, LD, params.in_d), h0, hs, w0, ws); }
+    if (KD > 2u) { a = plane_at(a, x_plane, logical_plane, coord(d0, 2u, LD, params.in_d), h0, hs, w0, ws); }
+    if (KD > 3u) { a = plane_at(a, x_plane, logical_plane, coord(d0, 3u, LD, params.in_d), h0, hs, w0, ws); }
     return a;
-}
-
-// Whether the windows of outputs `at` to (at.d, at.h, last_w) lie wholly inside the input.
-fn windows_inside(at: Out, last_w: u32) -> bool {
-    return span_inside(i32(at.d * SD) - i32(PD), KD, LD, params.in_d)
-        && span_inside(i32(at.h * SH) - i32(PH), KH, LH, params.in_h)
-        && i32(at.w * SW) - i32(PW) >= 0 && span_inside(i32(last_w * SW) - i32(PW), KW, LW, params.in_w);
-}
-
-// The outputs of an unsplit invocation: `at`, and with OUTPUTS 2 the next along W (if the
-// row has it); `interior` a constant argument (see INTERIOR).
-fn outputs_of(at: Out, next: Out, x_plane: u32, logical_plane: u32, interior: bool) {
-    if (OUTPUTS == 1u || next.w >= params.out_w) {   // (a row's last output)
-        store_one(at, window_of(at, 0u, x_plane, logical_plane, interior));
-        return;
-    }
-    store_two(at, window_of(at, 0u, x_plane, logical_plane, interior), next,
-              window_of(next, 0u, x_plane, logical_plane, interior));
 }
 
 // Outputs `at` and the next along W.
@@ -163,15 +125,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let logical_plane = nc * params.in_d * params.in_h * params.in_w;
     if (PARTS > 1u) {
         let output = (plane * params.out_h + at.h) * params.out_w + at.w;
-        acc_save(params.part_base + (output * PARTS + part) * ACC_WORDS,
-                 window_of(at, part, x_plane, logical_plane, false));
+        acc_save(params.part_base + (output * PARTS + part) * ACC_WORDS, window_of(at, part, x_plane, logical_plane));
         return;
     }
     let next = Out(at.n, at.c, od, at.h, at.w + 1u);
-    let last_w = select(at.w, next.w, OUTPUTS == 2u && next.w < params.out_w);
-    if (INTERIOR && windows_inside(at, last_w)) {
-        outputs_of(at, next, x_plane, logical_plane, true);
+    if (OUTPUTS == 1u || next.w >= params.out_w) {   // (a row's last output)
+        store_one(at, window_of(at, 0u, x_plane, logical_plane));
         return;
     }
-    outputs_of(at, next, x_plane, logical_plane, false);
+    store_two(at, window_of(at, 0u, x_plane, logical_plane), next, window_of(next, 0u, x_plane, logical_plane));
 }
