@@ -292,6 +292,8 @@ def test_kernel_variants_are_checked_then_timed_and_leave_the_tuning_as_it_was(d
 
 
 def test_scale_runs_the_gpu_cases_repeated_along_n_first_and_measures_the_ceiling(device, tmp_path):
+    if device.backend != "vulkan":  # (the plumbing is the adapter's no more than the other rows')
+        pytest.skip("--scale is for GPUs, reached through Vulkan: its plumbing is tested on the Vulkan adapter")
     code, results = _bench(device, tmp_path, "--scale", "--cases", "A,C,3D", "--ops", "max,max_fwd_bwd", "--no-ratios")
     assert code == 0 and results["settings"]["scale"]
     rows = results["rows"]
