@@ -91,3 +91,15 @@ def test_every_pass_gives_every_declared_field_a_value(tuning, limit):
                 seen.add(p.kernel)
             program = program.fallback
     assert len(seen) >= 15
+
+
+def test_every_shader_sizes_its_workgroups_by_the_overrides_bundles_read():
+    # bundles state the workgroup limits a host needs from the dispatches' WG_X, WG_Y, WG_Z
+    from poolgpu.bundle import WORKGROUP_OVERRIDES
+    sizes = set()
+    for path in kernels.core.WGSL_DIR.rglob("*.wgsl"):
+        sizes.update(re.findall(r"@workgroup_size\(([^)]*)\)", path.read_text()))
+    assert sizes == {"WG_X", "WG_X, WG_Y, WG_Z"}
+    declared = "".join((kernels.core.WGSL_DIR / "common" / name).read_text() for name in ("header.wgsl", "grid.wgsl"))
+    for name, default in WORKGROUP_OVERRIDES:
+        assert re.search(rf"override {name}: u32 = {default}u;", declared), name

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
 from .dispatches import Planner
-from .kernels.core import _without_comments
 from .dtypes import DataType
 from .errors import ValidationError
 from .tensor_desc import TensorDesc
@@ -36,6 +35,8 @@ FORMAT = "poolgpu-bundle/1"
 #: which every WebGPU device has: what ``pg.export`` plans for.
 WEBGPU_MAX_BINDING = 128 * 2**20
 WEBGPU_ALIGNMENT = 256
+# the workgroup-size overrides and their defaults (common/header.wgsl, common/grid.wgsl)
+WORKGROUP_OVERRIDES = (("WG_X", 64), ("WG_Y", 1), ("WG_Z", 1))
 
 
 def export(desc: "Description", directory: Union[str, os.PathLike], tuning: Optional[Tuning] = None) -> Path:
@@ -139,26 +140,13 @@ def write_bundle(plan: Planner, desc: "Description", tuning: Tuning, directory: 
 
 
 def _workgroup_limits(dispatches) -> dict:
-    """The largest workgroup sizes the shaders declare (``@workgroup_size``: numbers, and
-    overrides set by the dispatch's constants or left at their defaults, or constants),
-    as WebGPU's limits name them."""
+    """The largest workgroup sizes the dispatches take, as WebGPU's limits name them: every
+    shader's ``@workgroup_size`` is the overrides WG_X (and WG_Y, WG_Z), set by the dispatch's
+    constants or left at their defaults (tests/test_kernel_declarations.py checks both)."""
     most = [1, 1, 1, 1]  # x, y, z, invocations
     for dispatch in dispatches:
-        source = _without_comments(dispatch.source)
         constants = dict(dispatch.constants)
-        terms = re.search(r"@workgroup_size\(([^)]*)\)", source).group(1).split(",")
-        size = []
-        for term in (t.strip() for t in terms if t.strip()):
-            if term.rstrip("u").isdigit():
-                size.append(int(term.rstrip("u")))
-            elif term in constants:
-                size.append(int(constants[term]))
-            else:
-                declared = re.search(rf"(?:override|const)\s+{term}\s*(?::\s*\w+)?\s*=\s*(\d+)u?\b", source)
-                if declared is None:  # (an expression: teach this function to read it)
-                    raise ValueError(f"{dispatch.kernel.file}: cannot read the @workgroup_size term {term!r}")
-                size.append(int(declared.group(1)))
-        size += [1] * (3 - len(size))
+        size = [int(constants.get(name, default)) for name, default in WORKGROUP_OVERRIDES]
         most = [max(m, s) for m, s in zip(most, size + [size[0] * size[1] * size[2]])]
     names = ("maxComputeWorkgroupSizeX", "maxComputeWorkgroupSizeY", "maxComputeWorkgroupSizeZ",
              "maxComputeInvocationsPerWorkgroup")
