@@ -12,7 +12,7 @@ over ``ROTATE`` copies of the inputs (so they are not left in L2), per call.  Th
 operator (spec ``{"op": "clone", "bytes": n}``) is PyTorch's ``clone()`` of an n-byte tensor:
 one of the bench's ceilings (bench/ceiling.py).
 
-For dry runs of the GPU session without a GPU (tests/test_gpu_session.py),
+For dry runs of the GPU run without a GPU (tests/test_gpu_run.py),
 ``POOLGPU_BENCH_TORCH_DEVICE=cpu`` runs the same code on the CPU and
 ``POOLGPU_BENCH_TORCH_COMPILE_BACKEND=eager`` compiles with dynamo alone (no inductor);
 both are named in the peer's version."""

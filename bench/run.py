@@ -74,7 +74,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "and the bandwidth ceiling three ways at about 1 GB (the copy kernel, copy_buffer_to_buffer, "
                         "PyTorch's clone() on CUDA)")
     p.add_argument("--deadline-s", type=float,
-                   help="rows not started within this many seconds are reported as not run (a GPU lent for minutes)")
+                   help="rows not started within this many seconds are reported as not run (a GPU machine held for minutes)")
     p.add_argument("--peers", dest="peers", action="store_true", default=True, help="measure the peers (default)")
     p.add_argument("--no-peers", dest="peers", action="store_false", help="poolgpu and its roofline only")
     p.add_argument("--peer", default=",".join(PEER_NAMES), help="which peers (default: %(default)s)")

@@ -3,7 +3,7 @@
 # reach a package index; see docs/performance-method.md ("On a GPU").
 #   bash scripts/gpu_bench.sh prepare        # here: wheels (poolgpu, wgpu and what it needs)
 #                                            # and the Vulkan loader into bench/results/carry
-#   bash scripts/gpu_bench.sh session        # there, in one go (6 minutes): install what was
+#   bash scripts/gpu_bench.sh all            # there, in one go (6 minutes): install what was
 #                                            # carried, the bench at GPU scale with the PyTorch CUDA
 #                                            # peers, the Tuning sweep, the suite on the Vulkan adapter
 #   bash scripts/gpu_bench.sh tests [ARGS]   # there: the suite alone (ARGS: pytest's)
@@ -14,21 +14,21 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CARRY="${POOLGPU_GPU_CARRY:-$ROOT/bench/results/carry}"  # (bench/results/ is not committed)
 DOWNLOADS="$ROOT/.cache/gpu-carry"  # what prepare downloaded, kept for the next time (.cache is not committed)
-CARRY_LIMIT=$((60 << 20))  # what travels with a lent machine's command: 64 MiB, the repository included
+CARRY_LIMIT=$((60 << 20))  # what travels with a GPU machine's command: 64 MiB, the repository included
 PY_THERE="${POOLGPU_GPU_PYTHON_VERSION:-3.12}"
 OUT="${OUT:-$ROOT/bench/results/gpu}"
 PYTHON="${POOLGPU_GPU_PYTHON:-python3}"  # the machine's Python (there: the one with PyTorch for CUDA)
-DRY_RUN="${POOLGPU_GPU_DRY_RUN:-}"  # 1: a rehearsal on a CPU adapter (tests/test_gpu_session.py)
+DRY_RUN="${POOLGPU_GPU_DRY_RUN:-}"  # 1: a rehearsal on a CPU adapter (tests/test_gpu_run.py)
 WORK="${POOLGPU_GPU_WORK:-/tmp/poolgpu-gpu}"  # scratch there: the installed wheels, the bench's extra outputs
 mode="${1:-}"
 shift || true
 if [ -n "$DRY_RUN" ]; then
   # The same steps on tiny sizes, a few cases, and PyTorch's CPU build in place of CUDA
   # (torch.compile by dynamo alone: inductor's C++ would take minutes here).
-  : "${POOLGPU_GPU_SESSION_BENCH_ARGS=--tiny --cases A --ops max_bwd --reps 2 --budget 0}"
-  : "${POOLGPU_GPU_SESSION_SWEEP_ARGS=--tiny --cases G --ops max --rounds 2}"
-  : "${POOLGPU_GPU_SESSION_TESTS=tests/test_bench.py -q -p no:cacheprovider -k expected_words}"
-  : "${POOLGPU_GPU_SESSION_S:=150}" "${POOLGPU_GPU_BENCH_S:=90}" "${POOLGPU_GPU_SWEEP_S:=40}"
+  : "${POOLGPU_GPU_RUN_BENCH_ARGS=--tiny --cases A --ops max_bwd --reps 2 --budget 0}"
+  : "${POOLGPU_GPU_RUN_SWEEP_ARGS=--tiny --cases G --ops max --rounds 2}"
+  : "${POOLGPU_GPU_RUN_TESTS=tests/test_bench.py -q -p no:cacheprovider -k expected_words}"
+  : "${POOLGPU_GPU_RUN_S:=150}" "${POOLGPU_GPU_BENCH_S:=90}" "${POOLGPU_GPU_SWEEP_S:=40}"
   export POOLGPU_BENCH_TORCH_DEVICE=cpu POOLGPU_BENCH_TORCH_COMPILE_BACKEND=eager
 fi
 
@@ -67,7 +67,7 @@ prepare() {
   (cd "$CARRY" && find . -type f ! -name MANIFEST -printf '%s %p\n' | sort -k2 >MANIFEST)
   local size; size="$(du -sb "$CARRY" | cut -f1)"
   if [ "$size" -gt "$CARRY_LIMIT" ]; then
-    echo "gpu_bench: $CARRY holds $size bytes, more than a lent machine's command carries ($CARRY_LIMIT)" >&2
+    echo "gpu_bench: $CARRY holds $size bytes, more than a GPU machine's command carries ($CARRY_LIMIT)" >&2
     exit 1
   fi
   echo "gpu_bench: $CARRY ready ($((size >> 20)) MiB):"
@@ -114,21 +114,21 @@ setup_there() {
 [print("gpu_bench: adapter", a["backend"], a["name"], a["description"]) for a in pg.list_adapters()]'
 }
 
-# -- the steps (each mode, and `session`) -------------------------------------------------
+# -- the steps (each mode, and `all`) -------------------------------------------------
 # PyTorch CUDA eager and torch.compile on every row; the bandwidth rows (--scale) first.
 BENCH_ARGS=(--backend vulkan --scale --peer torch-cuda,torch-cuda-compile --warmup-s 0.3)
 SWEEP_ARGS=(--backend vulkan --warmup-s 0.1)
 # (the wheel-building test needs a package index; the rehearsal of this script is for machines without a GPU)
-TESTS_ARGS=(tests -q -p no:cacheprovider -m "not slow" --ignore tests/test_gpu_session.py
+TESTS_ARGS=(tests -q -p no:cacheprovider -m "not slow" --ignore tests/test_gpu_run.py
             --deselect tests/test_packaging.py::test_the_wheel_carries_every_shader)
 
 run_tests() {  # run_tests SECONDS ARGS...: the suite on the Vulkan adapter, stopped (SIGINT: it reports) at SECONDS
   local seconds="$1"; shift
   local parallel=()
   "$PYTHON" -c 'import xdist' 2>/dev/null && parallel=(-n "$(($(nproc) > 12 ? 12 : $(nproc)))")
-  # the subset named in POOLGPU_GPU_SESSION_TESTS (a dry run) in place of the whole suite
+  # the subset named in POOLGPU_GPU_RUN_TESTS (a dry run) in place of the whole suite
   local selection=("${TESTS_ARGS[@]}")
-  [ -n "${POOLGPU_GPU_SESSION_TESTS:-}" ] && read -r -a selection <<<"$POOLGPU_GPU_SESSION_TESTS"
+  [ -n "${POOLGPU_GPU_RUN_TESTS:-}" ] && read -r -a selection <<<"$POOLGPU_GPU_RUN_TESTS"
   # the Vulkan adapter alone, and required: without one every test would skip (whatever the caller required)
   (cd "$ROOT" && POOLGPU_TEST_BACKENDS=vulkan POOLGPU_REQUIRE_BACKENDS=vulkan timeout -s INT -k 15 "$seconds" \
      "$PYTHON" -m pytest "${selection[@]}" "${parallel[@]}" "$@") 2>&1 | tee "$OUT/tests.log"
@@ -136,7 +136,7 @@ run_tests() {  # run_tests SECONDS ARGS...: the suite on the Vulkan adapter, sto
 
 run_bench() {  # run_bench SECONDS ARGS...: stopped at SECONDS (its rows so far stay in its JSON)
   local seconds="$1"; shift
-  local extra=(); [ -n "${POOLGPU_GPU_SESSION_BENCH_ARGS:-}" ] && read -r -a extra <<<"$POOLGPU_GPU_SESSION_BENCH_ARGS"
+  local extra=(); [ -n "${POOLGPU_GPU_RUN_BENCH_ARGS:-}" ] && read -r -a extra <<<"$POOLGPU_GPU_RUN_BENCH_ARGS"
   local status=0
   (cd "$ROOT" && timeout -s INT -k 15 "$seconds" "$PYTHON" -m bench "${BENCH_ARGS[@]}" --out "$WORK/bench" \
      --json "$OUT/run.json" --md "$OUT/bench.md" --png "$WORK/bench/bench.png" "${extra[@]}" "$@") || status=$?
@@ -147,7 +147,7 @@ run_bench() {  # run_bench SECONDS ARGS...: stopped at SECONDS (its rows so far 
 
 run_sweep() {  # run_sweep SECONDS ARGS...
   local seconds="$1"; shift
-  local extra=(); [ -n "${POOLGPU_GPU_SESSION_SWEEP_ARGS:-}" ] && read -r -a extra <<<"$POOLGPU_GPU_SESSION_SWEEP_ARGS"
+  local extra=(); [ -n "${POOLGPU_GPU_RUN_SWEEP_ARGS:-}" ] && read -r -a extra <<<"$POOLGPU_GPU_RUN_SWEEP_ARGS"
   local status=0
   (cd "$ROOT" && timeout -s INT -k 15 "$seconds" "$PYTHON" -m bench.sweep "${SWEEP_ARGS[@]}" \
      --json "$OUT/tuning.json" "${extra[@]}" "$@") || status=$?
@@ -161,26 +161,26 @@ keep_as() {  # keep_as JSON PREFIX: renamed PREFIX<date>-<gpu>.json beside it, a
   mv "$1" "$(dirname "$1")/$2$name" && echo "gpu_bench: kept $(dirname "$1")/$2$name"
 }
 
-# `session`: everything, in one command on a freshly lent machine, within POOLGPU_GPU_SESSION_S
-# seconds (360 by default: such a machine is lent for 15 minutes in all, its start included, and
+# `all`: everything, in one command on a fresh GPU machine, within POOLGPU_GPU_RUN_S
+# seconds (360 by default: such a machine is held for 15 minutes at most, its start included, and
 # runs one command for at most 10; docs/performance-method.md), every step under its own limit so
-# that the later ones keep theirs: the bench first (the evidence the machine is lent for, 3/5 of
+# that the later ones keep theirs: the bench first (the evidence the machine is there for, 3/5 of
 # the time), then the sweep (1/5), then the suite in the time left.
-session() {
+run_all() {
   mkdir -p "$OUT" "$WORK"
-  session_steps 2>&1 | tee "$OUT/session.log"
+  all_steps 2>&1 | tee "$OUT/run.log"
   return "${PIPESTATUS[0]}"
 }
 
-session_steps() {
-  local session_s="${POOLGPU_GPU_SESSION_S:-360}"
-  local bench_s="${POOLGPU_GPU_BENCH_S:-$((session_s * 3 / 5))}" sweep_s="${POOLGPU_GPU_SWEEP_S:-$((session_s / 5))}"
+all_steps() {
+  local total_s="${POOLGPU_GPU_RUN_S:-360}"
+  local bench_s="${POOLGPU_GPU_BENCH_S:-$((total_s * 3 / 5))}" sweep_s="${POOLGPU_GPU_SWEEP_S:-$((total_s / 5))}"
   if [ "$bench_s" -le 40 ] || [ "$sweep_s" -le 25 ]; then
-    echo "gpu_bench session: ${session_s} s leaves too little to measure (bench ${bench_s} s, sweep ${sweep_s} s): give it 180 s or more" >&2
+    echo "gpu_bench all: ${total_s} s leaves too little to measure (bench ${bench_s} s, sweep ${sweep_s} s): give it 180 s or more" >&2
     return 2
   fi
   local failed=() started=$SECONDS
-  echo "gpu_bench session: $(date -Is), $(uname -n), limits: ${session_s} s in all, bench ${bench_s} s, sweep ${sweep_s} s${DRY_RUN:+ (dry run)}"
+  echo "gpu_bench all: $(date -Is), $(uname -n), limits: ${total_s} s in all, bench ${bench_s} s, sweep ${sweep_s} s${DRY_RUN:+ (dry run)}"
   step() { echo; echo "== $1 ($((SECONDS - started)) s in)"; }
   step install
   setup_there
@@ -190,7 +190,7 @@ session_steps() {
   tail -n 25 "$OUT/bench.log"
   step "Tuning sweep at GPU scale"
   run_sweep "$sweep_s" --deadline-s "$((sweep_s - 25))" || failed+=(sweep)
-  local left=$((session_s - (SECONDS - started) - 10))
+  local left=$((total_s - (SECONDS - started) - 10))
   step "the suite on the Vulkan adapter, for at most ${left} s"
   if [ "$left" -gt 20 ]; then
     run_tests "$left" >/dev/null || failed+=("tests (see tests.log)")
@@ -203,16 +203,16 @@ session_steps() {
   find "$OUT" -type f -printf '  %p %s bytes\n' | sort
   [ "$files" -le 8 ] || failed+=("$files files under \$OUT, more than the 8 that come back")
   if [ "${#failed[@]}" -gt 0 ]; then
-    echo "gpu_bench session: FAILED: ${failed[*]}"
+    echo "gpu_bench all: FAILED: ${failed[*]}"
     return 1
   fi
-  echo "gpu_bench session: copy \$OUT's <date>-<gpu>.json and tuning-<date>-<gpu>.json into bench/gpu/," \
+  echo "gpu_bench all: copy \$OUT's <date>-<gpu>.json and tuning-<date>-<gpu>.json into bench/gpu/," \
        "run python -m bench.report --publish, commit them with what it wrote"
 }
 
 case "$mode" in
   prepare) prepare ;;
-  session) session ;;
+  all) run_all ;;
   tests)
     setup_there
     run_tests 100000 "$@"
