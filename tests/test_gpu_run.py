@@ -94,7 +94,9 @@ def test_all_runs_end_to_end_and_leaves_what_comes_back(carried, tmp_path):
     # the run, named as bench/gpu/ keeps it, at GPU scale first, resuming what bench/gpu/ keeps
     assert report.is_gpu_run_name(runs[0].name, results) and "partial" not in results
     assert results["settings"]["scale"] and results["settings"]["peers"] == ["torch-cuda", "torch-cuda-compile"]
-    assert results["settings"]["resume"] == str(ROOT / "bench" / "gpu") and sum(results["resumed"].values()) > 0
+    resumed = results["resumed"]
+    assert results["settings"]["resume"] == resumed["kept_in"] == str(ROOT / "bench" / "gpu")
+    assert resumed["missing"] + resumed["changed"] + resumed["current"] > 0
     rows = [r for r in results["rows"] if r["status"] == "ok"]
     assert {(r["dtype"], r["layout"]) for r in rows} == {("float32", "nchw"), ("float16", "nchw"), ("float32", "nhwc")}
     scaled = [r for r in rows if r.get("scaled")]
