@@ -28,7 +28,7 @@ def checked(function: str, check: Callable, *args, **kwargs):
         raise exc.renamed(exc.field, f"{function}: ") from None
 
 
-def _from_tensor(value: Any) -> Any:
+def from_tensor(value: Any) -> Any:
     """An integer torch tensor as PyTorch's parser reads it: one of no dimensions as its int,
     one of one dimension as a tuple of ints; anything else unchanged."""
     if isinstance(value, torch.Tensor) and not (value.is_floating_point() or value.is_complex()) \
@@ -52,7 +52,7 @@ def return_flag(value: Any, function: str) -> bool:
 
 def integer_arg(value: Any, name: str, function: str, *, minimum: Optional[int] = None) -> int:
     """An ``int`` argument (``divisor_override``)."""
-    return checked(function, integer, _from_tensor(value), name, minimum=minimum)
+    return checked(function, integer, from_tensor(value), name, minimum=minimum)
 
 
 def sizes_arg(value: Any, dims: int, name: str, function: str, *, minimum: int = 1,
@@ -60,10 +60,10 @@ def sizes_arg(value: Any, dims: int, name: str, function: str, *, minimum: int =
     """An ``int[]`` argument: an int, or a tuple or list of 1 or ``dims`` ints (``lengths``
     where given: the lengths a sequence may have), as ``dims`` ints of at least ``minimum``
     and at most 2**31 - 1 (PyTorch's pooling reads them as 32-bit ints)."""
-    value = _from_tensor(value)
+    value = from_tensor(value)
     lengths = (1, dims) if lengths is None else lengths
     if isinstance(value, (tuple, list)) and lengths:
-        value = tuple(_from_tensor(v) for v in value)
+        value = tuple(from_tensor(v) for v in value)
         if len(value) not in lengths:
             want = " or ".join(str(n) for n in sorted(set(lengths)))
             raise ValidationError(name, f"{function}: expected an int or a tuple of {want} ints, got {shown(value)}")
