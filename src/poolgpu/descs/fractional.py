@@ -14,7 +14,8 @@ from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
 from ._common import Roles, _check_tensor, _check_type, _Description, _indices_like, _output_like, _set
 
-__all__ = ["FractionalMaxPoolingDesc", "FractionalMaxPoolingGradDesc", "SAMPLE_ORDER", "window_starts"]
+__all__ = ["FractionalMaxPoolingDesc", "FractionalMaxPoolingGradDesc", "SAMPLE_ORDER", "alpha", "rounded",
+           "window_starts"]
 
 #: Which entry of a plane's samples each spatial dimension takes, by number of spatial
 #: dimensions, in PyTorch's order (torch 2.13): 2D (W, H), 3D (D, H, W).
@@ -22,8 +23,21 @@ SAMPLE_ORDER = {2: {"h": 1, "w": 0}, 3: {"d": 0, "h": 1, "w": 2}}
 
 
 def rounded(value, data_type: DataType):
-    """``value`` (float32, a scalar or an array) rounded to ``data_type`` (to nearest, ties to
-    even) and back, as PyTorch's float16 and bfloat16 arithmetic rounds each step."""
+    """``value`` rounded to ``data_type`` (to nearest, ties to even) and back, as PyTorch's
+    float16 and bfloat16 arithmetic rounds each step.
+
+    Parameters
+    ----------
+    value : float or ndarray
+        float32 values (converted to float32 first).
+    data_type : DataType
+        FLOAT32 (unchanged), FLOAT16 or BFLOAT16.
+
+    Returns
+    -------
+    numpy.float32 or ndarray
+        Of ``value``'s shape (a scalar stays a NumPy scalar).
+    """
     value = np.asarray(value, np.float32)
     if data_type == DataType.FLOAT16:
         with np.errstate(over="ignore"):
@@ -37,7 +51,19 @@ def rounded(value, data_type: DataType):
 
 def alpha(size_in: int, window: int, out: int, data_type: DataType) -> np.float32:
     """PyTorch's ``alpha = (in - window) / (out - 1)`` in the samples' type: float32, or each
-    operand and the quotient rounded to float16 or bfloat16 (0 for a single window)."""
+    operand and the quotient rounded to float16 or bfloat16 (0 for a single window).
+
+    Parameters
+    ----------
+    size_in, window, out : int
+        The input's size, the window's and the output's, along one dimension.
+    data_type : DataType
+        The samples' type.
+
+    Returns
+    -------
+    numpy.float32
+    """
     if out == 1:
         return np.float32(0)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
@@ -58,7 +84,22 @@ def window_starts(samples, size_in: int, window: int, out: int, data_type: DataT
     int64.  Window ``i < out - 1`` starts at ``int((i + u) * alpha) - int(u * alpha)`` (C's
     int: 32 bits, wrapping, :func:`_truncated`), the last at ``in - window``, in the
     samples' type as :func:`alpha`.  Samples in [0, 1) always give starts in
-    ``[0, in - window]``; PyTorch stops with an internal assertion where others do not."""
+    ``[0, in - window]``; PyTorch stops with an internal assertion where others do not.
+
+    Parameters
+    ----------
+    samples : array-like
+        The samples of one dimension, of any shape.
+    size_in, window, out : int
+        The input's size, the window's and the output's, along that dimension.
+    data_type : DataType
+        The samples' type (FLOAT32, FLOAT16 or BFLOAT16).
+
+    Returns
+    -------
+    ndarray
+        int64 starts, ``samples``' shape + ``(out,)``.
+    """
     u = np.asarray(samples, np.float32)[..., None]
     i = np.arange(out - 1, dtype=np.float32)   # (as f32_of: to nearest, ties to even)
     a = alpha(size_in, window, out, data_type)
@@ -203,11 +244,7 @@ class FractionalMaxPoolingGradDesc(_Fractional):
     window_size : int or sequence of int
         The forward pass's.
 
-    Raises
-    ------
-    ValidationError
-        Naming the field that is malformed, of an unsupported type, or inconsistent with the
-        others.
+    $raises_plain
     """
 
     input: TensorDesc

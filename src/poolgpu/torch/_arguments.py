@@ -17,6 +17,7 @@ import torch
 
 from ..arguments import COORDINATE_MAX, flag, integer, is_integer, per_dimension, shown
 from ..errors import ValidationError
+from ..shapes import ceil_mode_extension
 
 
 def checked(function: str, check: Callable, *args, **kwargs):
@@ -92,11 +93,9 @@ def geometry(function: str, spatial: tuple, kernel: tuple, stride: tuple, paddin
     out, end = [], []
     for n, k, s, p, d in zip(spatial, kernel, stride, padding, dilation):
         extent = (k - 1) * d + 1
-        o = (n + 2 * p - extent + (s - 1 if ceil_mode else 0)) // s + 1
-        if ceil_mode and (o - 1) * s >= n + p:  # the last window would start in the end padding
-            o -= 1
+        o, extra = ceil_mode_extension(n, p, p, extent, s) if ceil_mode else ((n + 2 * p - extent) // s + 1, 0)
         out.append(o)
-        end.append(p + max(0, (o - 1) * s + extent - n - 2 * p))  # ceil_mode's extra end padding
+        end.append(p + extra)
     if any(o < 1 for o in out):
         raise ValidationError("kernel_size", f"{function}: the input's spatial sizes {spatial} are too small for "
                                              f"kernel_size {kernel} with padding {padding} and dilation {dilation} "

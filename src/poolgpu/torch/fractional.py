@@ -17,8 +17,8 @@ from ..errors import ValidationError
 from ..tensor import Tensor
 from ..tensor_desc import TensorDesc
 from ._arguments import checked, return_flag, sizes_arg
-from ._call import (FLOATS, BFLOAT16_BITS, Call, Input, Plan, Result, Size, as_float, gradient_plan, host_values, of_type,
-                    plane_indices)
+from ._call import (FLOATS, BFLOAT16_BITS, Call, Input, Plan, Result, Size, as_float, gradient_plan, host_values,
+                    of_type, plane_indices)
 from ._forms import function_forms
 from ._ops import define_family, dispatch, torch_function
 

@@ -386,7 +386,7 @@ def _functional_calls(cls: type) -> tuple:
             except (OSError, TypeError, SyntaxError):  # no source (e.g. made by exec)
                 continue
             for node in ast.walk(tree):
-                if isinstance(node, ast.Call) and _resolved(node.func, function.__globals__) in POOLINGS:
+                if isinstance(node, ast.Call) and _is_pooling(_resolved(node.func, function.__globals__)):
                     calls.append(ast.unparse(node.func))
     return tuple(calls)
 
@@ -398,5 +398,15 @@ def _resolved(expression: ast.expr, names: dict) -> Any:
         return names.get(expression.id)
     if isinstance(expression, ast.Attribute):
         owner = _resolved(expression.value, names)
-        return None if owner is None else getattr(owner, expression.attr, None)
+        try:
+            return None if owner is None else getattr(owner, expression.attr, None)
+        except Exception:  # (a property of some global that fails when read: not a pooling)
+            return None
     return None
+
+
+def _is_pooling(function: Any) -> bool:
+    try:
+        return function in POOLINGS
+    except TypeError:  # (unhashable)
+        return False

@@ -236,8 +236,8 @@ def _exported(form: str, _):
         try:
             from torchvision.ops import roi_pool as torchvision_roi_pool
         except ImportError as exc:
-            raise ValidationError("input", "roi_pool: an ONNX export records torchvision.ops.roi_pool in its place; "
-                                           f"install torchvision (it did not import: {exc})") from None
+            raise ImportError("roi_pool: torch.onnx.export records torchvision.ops.roi_pool in its place (ONNX's "
+                              f"MaxRoiPool): install torchvision (it did not import: {exc})") from exc
         return torchvision_roi_pool(input, boxes, output_size, spatial_scale)
 
     return roi_pool_of_torchvision

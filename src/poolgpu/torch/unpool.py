@@ -100,13 +100,12 @@ def _max_unpool_form(dims: int):
         strides = kernel if stride is None else sizes_arg(stride, dims, "stride", f, lengths=one_each)
         padding = sizes_arg(padding, dims, "padding", f, minimum=0, lengths=one_each)
         if output_size is not None:  # PyTorch: a sequence of dims (or dims + 2) ints
-            if isinstance(output_size, (tuple, list)):  # (traced, a tensor's sizes are 0-d tensors)
-                output_size = [from_tensor(s) for s in output_size]
-            if not isinstance(output_size, list) or len(output_size) not in (dims, dims + 2) \
-                    or not all(is_integer(s) for s in output_size):
+            # (while tracing, a tensor's sizes are 0-d tensors: read as the numbers they are)
+            sizes = [from_tensor(s) for s in output_size] if isinstance(output_size, (tuple, list)) else None
+            if sizes is None or len(sizes) not in (dims, dims + 2) or not all(is_integer(s) for s in sizes):
                 raise ValidationError("output_size", f"{f}: expected a tuple of {dims} or {dims + 2} ints "
                                                      f"(e.g. the pooled input's shape), got {shown(output_size)}")
-            output_size = [int(s) for s in output_size[-dims:]]
+            output_size = [int(s) for s in sizes[-dims:]]
         return dispatch(f, input, _indices_arg(indices, input, f), kernel, strides, padding, output_size,
                         device=device)
 
