@@ -1,0 +1,142 @@
+"""NumPy reference of ROI align (DirectML's ROI_ALIGN1 as docs/semantics.md defines it, and
+so ONNX's RoiAlign and torchvision's roi_align), written from the documented semantics only:
+it never imports poolgpu.  Float32 arithmetic, operation by operation, in the order ONNX
+Runtime's and torchvision's CPU kernels compute (each float32 operation of NumPy rounds as
+theirs)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+F = np.float32
+ONE = F(1)
+
+
+def _axis(c1, c2, scale, in_offset, out, min_region, min_s, max_s, align):
+    """(start, bin (align: the region's size), samples n) of one axis of one ROI."""
+    start = F(F(F(c1) * F(scale)) - F(in_offset))
+    end = F(F(F(c2) * F(scale)) - F(in_offset))
+    size = F(end - start)
+    if min_region is not None and size < F(min_region):
+        size = F(min_region)
+    with np.errstate(invalid="ignore", over="ignore"):
+        binned = F(size / F(out))
+        c = np.ceil(binned)
+    n = 0 if not c >= 1 else (2**32 - 1 if c >= 2**32 - 1 else int(c))
+    n = min(max(n, min_s), max_s)
+    return start, (size if align else binned), n
+
+
+def _sample(start, bin_, n, o, i, out, out_offset, align):
+    if align:
+        points = F(F(out) * F(n))
+        if points <= 1:
+            return F(start + F(bin_ * F(0.5)))
+        k = F(F(F(o) * F(n)) + F(i))
+        return F(start + F(k * F(bin_ / F(points - ONE))))
+    within = F(F(F(F(i) - F(out_offset)) * bin_) / F(n))
+    return F(F(start + F(F(o) * bin_)) + within)
+
+
+def _lerp(v, size):
+    """(low, high, frac) of a coordinate inside [-1, size]; None outside."""
+    if not (v >= -1 and v <= size):
+        return None
+    c = max(v, F(0))
+    low = int(c)
+    if low >= size - 1:
+        return size - 1, size - 1, F(0)
+    return low, low + 1, F(c - F(low))
+
+
+def _value(plane, ly, lx, nearest, weighted):
+    """(value per channel, corner) of one sample."""
+    if nearest:
+        y = ly[1] if ly[2] > 0.5 else ly[0]
+        x = lx[1] if lx[2] > 0.5 else lx[0]
+        return plane[:, y, x].astype(F), None
+    v1, v2 = plane[:, ly[0], lx[0]].astype(F), plane[:, ly[0], lx[1]].astype(F)
+    v3, v4 = plane[:, ly[1], lx[0]].astype(F), plane[:, ly[1], lx[1]].astype(F)
+    hy, hx = F(ONE - ly[2]), F(ONE - lx[2])
+    w = (F(hy * hx), F(hy * lx[2]), F(ly[2] * hx), F(ly[2] * lx[2]))
+    terms = [F(w[0]) * v1, F(w[1]) * v2, F(w[2]) * v3, F(w[3]) * v4]
+    if weighted:
+        best = terms[0]
+        for t in terms[1:]:
+            best = np.where(best < t, t, best)
+        return best, None
+    return ((terms[0] + terms[1]) + terms[2]) + terms[3], None
+
+
+def roi_align(x, rois, batch_indices, output_size, reduction="average", interpolation="linear", scale_x=1.0,
+              scale_y=1.0, input_offset=0.5, output_offset=-0.5, oob=0.0, min_samples=1, max_samples=2**32 - 1,
+              align_corners=False, min_region=None, weighted=False):
+    """ROI_ALIGN1 of ``x`` (N, C, H, W) over ``rois`` (R, 4) ``[x1, y1, x2, y2]`` of images
+    ``batch_indices`` (R,): (R, C, out_h, out_w) float32."""
+    x = np.asarray(x, np.float32)
+    rois = np.asarray(rois, np.float32).reshape(-1, 4)
+    n_images, channels, height, width = x.shape
+    out_h, out_w = output_size
+    y = np.zeros((len(rois), channels, out_h, out_w), np.float32)
+    for r, (roi, batch) in enumerate(zip(rois, np.asarray(batch_indices).reshape(-1))):
+        sy, by, ny = _axis(roi[1], roi[3], scale_y, input_offset, out_h, min_region, min_samples, max_samples,
+                           align_corners)
+        sx, bx, nx = _axis(roi[0], roi[2], scale_x, input_offset, out_w, min_region, min_samples, max_samples,
+                           align_corners)
+        count = F(F(ny) * F(nx))
+        valid = 0 <= int(batch) < n_images
+        plane = x[int(batch)] if valid else None
+        for oh in range(out_h):
+            for ow in range(out_w):
+                if count == 0:
+                    continue
+                acc, have, outside = np.zeros(channels, F), False, False
+                for iy in range(ny):
+                    ly = _lerp(_sample(sy, by, ny, oh, iy, out_h, output_offset, align_corners), height)
+                    for ix in range(nx):
+                        lx = _lerp(_sample(sx, bx, nx, ow, ix, out_w, output_offset, align_corners), width)
+                        if ly is None or lx is None or not valid:
+                            outside = True
+                            continue
+                        v, _ = _value(plane, ly, lx, interpolation == "nearest_neighbor",
+                                      weighted and reduction == "max")
+                        if reduction == "average":
+                            acc = (acc + v).astype(F)
+                        else:
+                            acc = v if not have else np.where(acc < v, v, acc)
+                        have = True
+                if not have:
+                    y[r, :, oh, ow] = oob
+                elif reduction == "max":
+                    y[r, :, oh, ow] = np.where(outside & (acc < F(oob)), F(oob), acc)
+                else:
+                    inside = sum(1 for iy in range(ny) for ix in range(nx)
+                                 if _lerp(_sample(sy, by, ny, oh, iy, out_h, output_offset, align_corners), height)
+                                 is not None and _lerp(_sample(sx, bx, nx, ow, ix, out_w, output_offset,
+                                                               align_corners), width) is not None)
+                    if outside and oob != 0:
+                        acc = (acc + F(F(count - F(inside)) * F(oob))).astype(F)
+                    y[r, :, oh, ow] = acc / count
+    return y
+
+
+def onnx_roi_align(x, rois, batch_indices, output_height=1, output_width=1, sampling_ratio=0, spatial_scale=1.0,
+                   mode="avg", coordinate_transformation_mode="half_pixel"):
+    """ONNX RoiAlign as ONNX Runtime's CPU provider computes it (max: of the weighted corners)."""
+    half = coordinate_transformation_mode == "half_pixel"
+    fixed = sampling_ratio > 0
+    return roi_align(x, rois, batch_indices, (output_height, output_width), "max" if mode == "max" else "average",
+                     scale_x=spatial_scale, scale_y=spatial_scale, input_offset=0.5 if half else 0.0,
+                     min_samples=sampling_ratio if fixed else 0, max_samples=sampling_ratio if fixed else 2**32 - 1,
+                     min_region=None if half else 1.0, weighted=True)
+
+
+def torchvision_roi_align(x, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=False):
+    """torchvision.ops.roi_align of ``boxes`` (K, 5) ``[batch, x1, y1, x2, y2]``, as its CPU
+    kernel computes it."""
+    boxes = np.asarray(boxes, np.float32)
+    fixed = sampling_ratio > 0
+    return roi_align(x, boxes[:, 1:], boxes[:, 0].astype(np.int64), output_size, scale_x=spatial_scale,
+                     scale_y=spatial_scale, input_offset=0.5 if aligned else 0.0,
+                     min_samples=sampling_ratio if fixed else 0, max_samples=sampling_ratio if fixed else 2**32 - 1,
+                     min_region=None if aligned else 1.0)
