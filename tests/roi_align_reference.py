@@ -140,3 +140,80 @@ def torchvision_roi_align(x, boxes, output_size, spatial_scale=1.0, sampling_rat
                      scale_y=spatial_scale, input_offset=0.5 if aligned else 0.0,
                      min_samples=sampling_ratio if fixed else 0, max_samples=sampling_ratio if fixed else 2**32 - 1,
                      min_region=None if aligned else 1.0)
+
+
+def roi_align_grad(x, rois, batch_indices, dy, output_size, reduction="average", interpolation="linear",
+                   scale_x=1.0, scale_y=1.0, input_offset=0.5, output_offset=-0.5, min_samples=1,
+                   max_samples=2**32 - 1, align_corners=False, min_region=None, weighted=False):
+    """dx of :func:`roi_align` (out-of-bounds value 0), in float64: each output's dy spread
+    over the elements its samples read with their weights (average: over the samples'
+    count; maximum: its first largest sample's, or the winning weighted corner)."""
+    x = np.asarray(x, np.float32)
+    rois = np.asarray(rois, np.float32).reshape(-1, 4)
+    dy = np.asarray(dy, np.float64)
+    n_images, channels, height, width = x.shape
+    out_h, out_w = output_size
+    dx = np.zeros(x.shape, np.float64)
+    nearest = interpolation == "nearest_neighbor"
+    for r, (roi, batch) in enumerate(zip(rois, np.asarray(batch_indices).reshape(-1))):
+        if not 0 <= int(batch) < n_images:
+            continue
+        sy, by, ny = _axis(roi[1], roi[3], scale_y, input_offset, out_h, min_region, min_samples, max_samples,
+                           align_corners)
+        sx, bx, nx = _axis(roi[0], roi[2], scale_x, input_offset, out_w, min_region, min_samples, max_samples,
+                           align_corners)
+        count = float(ny) * float(nx)
+        plane = x[int(batch)]
+        for oh in range(out_h):
+            for ow in range(out_w):
+                samples = []
+                for iy in range(ny):
+                    ly = _lerp(_sample(sy, by, ny, oh, iy, out_h, output_offset, align_corners), height)
+                    for ix in range(nx):
+                        lx = _lerp(_sample(sx, bx, nx, ow, ix, out_w, output_offset, align_corners), width)
+                        if ly is not None and lx is not None:
+                            samples.append((ly, lx))
+                        else:
+                            samples.append(None)
+                for ch in range(channels):
+                    g = dy[r, ch, oh, ow]
+
+                    def spread(ly, lx, scale, only=None):
+                        ys = [(ly[0], 1 - float(ly[2])), (ly[1], float(ly[2]))]
+                        xs = [(lx[0], 1 - float(lx[2])), (lx[1], float(lx[2]))]
+                        if nearest:
+                            ys = [(ly[1] if ly[2] > 0.5 else ly[0], 1.0)]
+                            xs = [(lx[1] if lx[2] > 0.5 else lx[0], 1.0)]
+                        for k, ((yy, wy), (xx, wx)) in enumerate((a, b) for a in ys for b in xs):
+                            if only is None or k == only:
+                                dx[int(batch), ch, yy, xx] += scale * wy * wx
+
+                    if reduction == "average":
+                        for s in samples:
+                            if s is not None:
+                                spread(*s, g / count)
+                        continue
+                    best, arg, corner = None, None, None
+                    for s in samples:
+                        if s is None:
+                            continue
+                        v, _ = _value(plane[ch:ch + 1], s[0], s[1], nearest, False)
+                        k = None
+                        if weighted and not nearest:
+                            ly, lx = s
+                            hy, hx = F(ONE - ly[2]), F(ONE - lx[2])
+                            w = (F(hy * hx), F(hy * lx[2]), F(ly[2] * hx), F(ly[2] * lx[2]))
+                            vals = [F(w[0]) * plane[ch, ly[0], lx[0]], F(w[1]) * plane[ch, ly[0], lx[1]],
+                                    F(w[2]) * plane[ch, ly[1], lx[0]], F(w[3]) * plane[ch, ly[1], lx[1]]]
+                            k = 0
+                            for j in range(1, 4):
+                                if vals[k] < vals[j]:
+                                    k = j
+                            v = np.array([vals[k]], F)
+                        if best is None or best < v[0]:
+                            best, arg, corner = v[0], s, k
+                    outside = any(s is None for s in samples)
+                    if arg is None or (outside and best < 0):
+                        continue
+                    spread(*arg, g, corner)
+    return dx

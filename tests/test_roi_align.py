@@ -158,3 +158,52 @@ def test_same_bits_run_after_run(device):
     first = pg.roi_align(X, ROIS, BATCH, (3, 3), device=device)
     for _ in range(3):
         assert np.array_equal(first.view(np.uint32), pg.roi_align(X, ROIS, BATCH, (3, 3), device=device).view(np.uint32))
+
+
+GRAD_CASES = [dict(), dict(reduction_function="max"), dict(reduction_function="max", weighted_corner_max=True),
+              dict(interpolation_mode="nearest_neighbor"),
+              dict(interpolation_mode="nearest_neighbor", reduction_function="max"),
+              dict(minimum_samples_per_output=2, maximum_samples_per_output=3, spatial_scale_x=0.7),
+              dict(minimum_samples_per_output=0, input_pixel_offset=0.0, minimum_region_size=1.0),
+              dict(align_regions_to_corners=True)]
+
+
+def gradient(device, x, rois, batch, dy, **fields):
+    xt, rt = device.upload(x), device.upload(rois.reshape(1, 1, -1, 4).astype(x.dtype))
+    bt, dyt = device.upload(np.asarray(batch).reshape(1, 1, -1).astype(np.uint32)), device.upload(dy)
+    desc = pg.RoiAlignGradDesc(xt.desc, dyt.desc, rt.desc, bt.desc, **fields)
+    return device.compile(desc)(xt, dyt, rt, bt).numpy()
+
+
+def reference_grad(x, rois, batch, dy, fields):
+    from roi_align_reference import roi_align_grad
+    f = dict(fields)
+    return roi_align_grad(x, rois, batch, dy, dy.shape[2:], f.get("reduction_function", "average"),
+                          f.get("interpolation_mode", "linear"), f.get("spatial_scale_x", 1.0),
+                          f.get("spatial_scale_y", 1.0), f.get("input_pixel_offset", 0.5),
+                          f.get("output_pixel_offset", -0.5), f.get("minimum_samples_per_output", 1),
+                          f.get("maximum_samples_per_output", 2**32 - 1), f.get("align_regions_to_corners", False),
+                          f.get("minimum_region_size"), f.get("weighted_corner_max", False))
+
+
+@pytest.mark.parametrize("fields", GRAD_CASES, ids=["-".join(f"{NAMES[k]}{v}" for k, v in c.items()) or "default"
+                                                    for c in GRAD_CASES])
+def test_gradient_matches_reference(device, fields):
+    dy = np.random.default_rng(5).standard_normal((len(ROIS), 3, 3, 2)).astype(np.float32)
+    got = gradient(device, X, ROIS, BATCH, dy, **fields)
+    np.testing.assert_allclose(got, reference_grad(X, ROIS, BATCH, dy, fields), rtol=1e-5, atol=1e-5)
+    assert np.array_equal(got, gradient(device, X, ROIS, BATCH, dy, **fields))   # the same bits again
+
+
+def test_gradient_of_many_rois_splits(device):
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 2, 12, 10)).astype(np.float32)
+    rois = rng.uniform(-3, 14, (90, 4)).astype(np.float32)
+    batch = rng.integers(0, 2, 90)
+    dy = rng.standard_normal((90, 2, 2, 2)).astype(np.float32)
+    whole = gradient(device, x, rois, batch, dy)
+    np.testing.assert_allclose(whole, reference_grad(x, rois, batch, dy, {}), rtol=1e-4, atol=1e-5)
+    tuning = dataclasses.replace(device.tuning, loop_budget=256)
+    with tuned_for(device, tuning):
+        split = gradient(device, x, rois, batch, dy)
+    np.testing.assert_allclose(split, whole, rtol=1e-5, atol=1e-6)

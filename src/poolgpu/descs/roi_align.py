@@ -365,8 +365,8 @@ class RoiAlignGradDesc(_Description):
         return self.input_gradient.sizes[2:]
 
     def input_tensors(self) -> Roles:
-        return (("input", self.input), ("input_gradient", self.input_gradient), ("roi", self.roi),
-                ("batch_indices", self.batch_indices))
+        given = (("input", self.input),) if self.input is not None else ()
+        return given + (("input_gradient", self.input_gradient), ("roi", self.roi), ("batch_indices", self.batch_indices))
 
     def output_tensors(self) -> Roles:
         return (("output_gradient", self.output_gradient), ("output_roi_gradient", self.output_roi_gradient))

@@ -173,3 +173,116 @@ def _roi_align_program(desc, tuning: Tuning) -> Program:
     regions = regions_pass(desc, desc.input.sizes, tuning.flat_workgroup)
     passes, scratch = walk_passes(desc, "output", None, tuning)
     return Program((regions,) + passes, scratch=(("table", region_table(desc)),) + scratch)
+
+
+# The gradients: a mask pass (which ROIs reach each tile of the input) and the gather.
+TILES = Kernel(
+    "roi_align_tiles.wgsl", (Slot("table", False, snippet="words_read.wgsl"),
+                             Slot("mask", True, snippet="words_write.wgsl")), value_slot="table",
+    library=("roi_align_table.wgsl", "flat_index.wgsl", "as_written.wgsl"),
+    params=("total", "rois", "out_h", "out_w", "out_offset", "tile", "tiles", "tiles_x", "mask_words", "opaque_zero"),
+    loops=lambda constants, params: {"k": iterations(1, 32), "oh": iterations(32, params["out_h"]),
+                                     "ow": iterations(32, params["out_w"])},
+)
+
+
+def _gather_loops(constants: dict, params: dict) -> dict:
+    """roi_align_grad.wgsl: the mask words and bits of its part's ROIs, and in each ROI its
+    part's outputs, the average's sample runs along Y (per output row) and X (per output)."""
+    rois = -(-params["rois"] // constants.get("PARTS_D", 1))
+    out_h = -(-params["out_h"] // constants.get("PARTS_H", 1))
+    out_w = -(-params["out_w"] // constants.get("PARTS_W", 1))
+    words = -(-rois // 32) + 1
+    average = not constants.get("REDUCE_MAX", False)
+    return {"word": iterations(1, words), "bit": iterations(words, 32), "oh": iterations(rois, out_h),
+            "ow": iterations(rois * out_h, out_w),
+            "i": (iterations(rois * out_h, params["visit_y"]) + iterations(rois * out_h * out_w, params["visit_x"]))
+            if average else 0}
+
+
+GATHER = Kernel(
+    "roi_align_grad.wgsl", (Slot("dy", False), Slot("arg", False, snippet="words_read.wgsl"),
+                            Slot("table", False, snippet="words_read.wgsl"),
+                            Slot("mask", False, snippet="words_read.wgsl"), Slot("dx", True),
+                            Slot("part", True, snippet="words_write.wgsl")), value_slot="dy",
+    library=("roi_align_table.wgsl", "taps.wgsl", "gather_parts.wgsl", "flat_index.wgsl", "as_written.wgsl"),
+    params=FLAT_GRID + ("rois", "channels", "in_h", "in_w", "out_h", "out_w", "out_offset", "tile", "tiles",
+                        "tiles_x", "mask_words", "opaque_zero") + stride_fields("dy", "dx", axes="nchw"),
+    loops=_gather_loops,
+)
+#: The most words of tile masks a gradient's program allocates: tiles grow until they fit.
+MASK_WORDS = 1 << 22
+
+
+def tile_layout(images: int, height: int, width: int, rois: int) -> dict:
+    """The tiles' params: the smallest side from 16 (doubling) whose masks fit MASK_WORDS."""
+    words = -(-rois // 32)
+    tile = 16
+    while True:
+        tiles_x, tiles_y = -(-width // tile), -(-height // tile)
+        if images * tiles_x * tiles_y * words <= MASK_WORDS or tile >= max(height, width):
+            return {"tile": tile, "tiles_x": tiles_x, "tiles": tiles_x * tiles_y, "mask_words": words}
+        tile *= 2
+
+
+def gradient_passes(desc, tiles: dict, tuning: Tuning) -> tuple:
+    """(the mask pass, the gather and its merges, the scratch they add) of ``desc``'s input
+    gradient (RoiAlignGradDesc), after its regions pass (and argmax walk for the maximum)."""
+    from .split import gradient_merge_passes
+    n, c, in_h, in_w = desc.input_sizes
+    rois = desc.roi.sizes[-2]
+    out_h, out_w = desc.output_size
+    wg_x = tuning.flat_workgroup
+    masks = n * tiles["tiles"] * tiles["mask_words"]
+    mask_pass = Pass(TILES, ("table", "mask"), sorted_constants({"WG_X": wg_x, "ALIGN_CORNERS":
+                                                                  desc.align_regions_to_corners}),
+                     {"total": masks, "rois": rois, "out_h": out_h, "out_w": out_w,
+                      "out_offset": f32_bits(desc.output_pixel_offset), **tiles}, flat_grid(masks, wg_x))
+    dx, dy = desc.output_gradient, desc.input_gradient
+    params = {"rois": rois, "channels": c, "in_h": in_h, "in_w": in_w, "out_h": out_h, "out_w": out_w,
+              "out_offset": f32_bits(desc.output_pixel_offset), **tiles,
+              "visit_y": visit_bound(desc, in_h), "visit_x": visit_bound(desc, in_w),
+              **{f"dy_{a}": s for a, s in zip("nchw", dy.strides)}, **{f"dx_{a}": s for a, s in zip("nchw", dx.strides)}}
+    base = {k: v for k, v in sample_constants(desc).items()}
+
+    def trips(parts: tuple) -> int:
+        return loop_total(GATHER, {**base, "PARTS_D": parts[0], "PARTS_H": parts[1], "PARTS_W": parts[2]}, params)
+
+    parts = fewest_parts(trips, (rois, out_h, out_w), tuning.loop_budget)
+    if trips(parts) > tuning.loop_budget:
+        from ..errors import ValidationError
+        raise ValidationError("maximum_samples_per_output", f"an output row of {out_w} outputs of up to "
+                              f"{params['visit_x']} samples each is more than one invocation may visit; "
+                              f"limit the samples (maximum_samples_per_output, sampling_ratio)")
+    count = math.prod(parts)
+    elements = n * c * in_h * in_w
+    constants = {**base, "WG_X": wg_x, "PARTS": count, "PARTS_D": parts[0], "PARTS_H": parts[1], "PARTS_W": parts[2]}
+    split = Split(in_h * in_w * count, partial(flat_regrid, wg_x), whole=("input_gradient", "argmax", "table", "mask"))
+    roles = ("input_gradient", "argmax" if desc.reduction_function == "max" else None, "table", "mask",
+             "output_gradient" if count == 1 else None, "dx_part" if count > 1 else None)
+    gather = Pass(GATHER, roles, sorted_constants(constants), {**params, "total": elements * count, "origin": 0},
+                  flat_grid(elements * count, wg_x), split)
+    scratch = (("mask", TensorDesc(DataType.UINT32, (1, 1, masks))),)
+    if count == 1:
+        return (mask_pass, gather), scratch
+    merges, merge_scratch = gradient_merge_passes(dx, count, tuning.lines_workgroup, tuning.loop_budget)
+    return (mask_pass, gather) + merges, scratch + merge_scratch
+
+
+@register("roi_align_grad")
+def _roi_align_grad_program(desc, tuning: Tuning) -> Program:
+    if desc.output_roi_gradient is not None:
+        from ..errors import ValidationError
+        raise ValidationError("output_roi_gradient", "the gradient of the ROI coordinates is not computed yet; "
+                                                     "leave output_roi_gradient None")
+    regions = regions_pass(desc, desc.input_sizes, tuning.flat_workgroup)
+    passes, scratch = (regions,), [("table", region_table(desc))]
+    if desc.reduction_function == "max":
+        argmax, walk_scratch = walk_passes(desc, None, "argmax", tuning)
+        rois, c = desc.roi.sizes[-2], desc.input_sizes[1]
+        passes += argmax
+        scratch += [("argmax", TensorDesc(DataType.UINT32, (rois, c, math.prod(desc.output_size) * ARG_WORDS)))]
+        scratch += list(walk_scratch)
+    n, _, in_h, in_w = desc.input_sizes
+    gather, gather_scratch = gradient_passes(desc, tile_layout(n, in_h, in_w, desc.roi.sizes[-2]), tuning)
+    return Program(passes + gather, scratch=tuple(scratch) + gather_scratch)
