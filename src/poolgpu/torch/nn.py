@@ -19,6 +19,7 @@ import torch
 
 from ..device import Device
 from . import adaptive, fractional, pooling, unpool
+from .roi_modules import MultiScaleRoIAlign, PSRoIAlign, RoIAlign, RoIPool, swapped, torchvision_swaps
 from ._call import Input, Output, Result, checked_device
 from ._forms import DEVICE, fields
 
@@ -26,6 +27,7 @@ __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "Avg
            "LPPool1d", "LPPool2d", "LPPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
            "FractionalMaxPool2d", "FractionalMaxPool3d", "convert"]
+__all__ += ["RoIAlign", "RoIPool", "PSRoIAlign", "MultiScaleRoIAlign"]
 
 
 class _Pooling:
@@ -223,8 +225,9 @@ def convert(model: torch.nn.Module, device: Optional[Device] = None) -> torch.nn
     """Put poolgpu's pooling modules in place of torch's in ``model``: porting a model in one line.
 
     Every module of exactly one of torch's pooling classes (``torch.nn.MaxPool2d``, ...; not a
-    subclass of one, whose ``forward`` may differ) becomes poolgpu's, with the same
-    attributes (and hooks); a poolgpu pooling module already there gets ``device`` where one
+    subclass of one, whose ``forward`` may differ), or of torchvision's ROI modules
+    (``RoIAlign``, ``RoIPool``, ``PSRoIAlign``, ``MultiScaleRoIAlign``, where torchvision is
+    imported), becomes poolgpu's, with the same attributes (and hooks); a poolgpu pooling module already there gets ``device`` where one
     is given.
 
     Parameters
@@ -248,10 +251,16 @@ def convert(model: torch.nn.Module, device: Optional[Device] = None) -> torch.nn
     device = checked_device(device, "convert")
     replaced: Dict[int, torch.nn.Module] = {}  # a module used twice is replaced by one
 
+    swaps = {**_MODULES, **torchvision_swaps()}
+
     def replacement(module: torch.nn.Module) -> Optional[torch.nn.Module]:
-        cls = _MODULES.get(type(module))
+        cls = swaps.get(type(module))
+        if cls is not None and cls not in _MODULES.values():   # torchvision's ROI modules
+            if id(module) not in replaced:
+                replaced[id(module)] = swapped(module, cls, device)
+            return replaced[id(module)]
         if cls is None:
-            if isinstance(module, _Pooling) and device is not None:
+            if isinstance(module, (_Pooling, RoIAlign, RoIPool, PSRoIAlign, MultiScaleRoIAlign)) and device is not None:
                 module.device = device
             return None
         if id(module) not in replaced:
