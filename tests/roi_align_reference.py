@@ -38,6 +38,33 @@ def _sample(start, bin_, n, o, i, out, out_offset, align):
     return F(F(start + F(F(o) * bin_)) + within)
 
 
+def _inside(start, bin_, n, o, out, out_offset, align, size):
+    """The samples [a, b) of output o inside [-1, size]: they move monotonically with i, so
+    they are a run (found by bisection: n may be 2^32 - 1)."""
+    def at(i):
+        return _sample(start, bin_, n, o, i, out, out_offset, align)
+
+    if n == 0 or not (np.isfinite(start) or np.isinf(start)) or np.isnan(bin_) or np.isnan(start):
+        return 0, 0
+    rising = at(n - 1) >= at(0)
+
+    def first(condition):
+        low, high = 0, n
+        while low < high:
+            middle = (low + high) // 2
+            if condition(at(middle)):
+                high = middle
+            else:
+                low = middle + 1
+        return low
+
+    if rising:
+        a, b = first(lambda v: v >= -1), first(lambda v: v > size)
+    else:
+        a, b = first(lambda v: v <= size), first(lambda v: v < -1)
+    return a, max(a, b)
+
+
 def _lerp(v, size):
     """(low, high, frac) of a coordinate inside [-1, size]; None outside."""
     if not (v >= -1 and v <= size):
@@ -87,17 +114,17 @@ def roi_align(x, rois, batch_indices, output_size, reduction="average", interpol
         valid = 0 <= int(batch) < n_images
         plane = x[int(batch)] if valid else None
         for oh in range(out_h):
+            ay, by_ = _inside(sy, by, ny, oh, out_h, output_offset, align_corners, height)
             for ow in range(out_w):
                 if count == 0:
                     continue
-                acc, have, outside = np.zeros(channels, F), False, False
-                for iy in range(ny):
+                ax, bx_ = _inside(sx, bx, nx, ow, out_w, output_offset, align_corners, width)
+                inside = (by_ - ay) * (bx_ - ax) if valid else 0
+                acc, have = np.zeros(channels, F), False
+                for iy in range(ay, by_ if valid else ay):
                     ly = _lerp(_sample(sy, by, ny, oh, iy, out_h, output_offset, align_corners), height)
-                    for ix in range(nx):
+                    for ix in range(ax, bx_):
                         lx = _lerp(_sample(sx, bx, nx, ow, ix, out_w, output_offset, align_corners), width)
-                        if ly is None or lx is None or not valid:
-                            outside = True
-                            continue
                         v, _ = _value(plane, ly, lx, interpolation == "nearest_neighbor",
                                       weighted and reduction == "max")
                         if reduction == "average":
@@ -105,15 +132,12 @@ def roi_align(x, rois, batch_indices, output_size, reduction="average", interpol
                         else:
                             acc = v if not have else np.where(acc < v, v, acc)
                         have = True
+                outside = float(count) > inside
                 if not have:
                     y[r, :, oh, ow] = oob
                 elif reduction == "max":
                     y[r, :, oh, ow] = np.where(outside & (acc < F(oob)), F(oob), acc)
                 else:
-                    inside = sum(1 for iy in range(ny) for ix in range(nx)
-                                 if _lerp(_sample(sy, by, ny, oh, iy, out_h, output_offset, align_corners), height)
-                                 is not None and _lerp(_sample(sx, bx, nx, ow, ix, out_w, output_offset,
-                                                               align_corners), width) is not None)
                     if outside and oob != 0:
                         acc = (acc + F(F(count - F(inside)) * F(oob))).astype(F)
                     y[r, :, oh, ow] = acc / count
@@ -166,15 +190,12 @@ def roi_align_grad(x, rois, batch_indices, dy, output_size, reduction="average",
         plane = x[int(batch)]
         for oh in range(out_h):
             for ow in range(out_w):
-                samples = []
-                for iy in range(ny):
-                    ly = _lerp(_sample(sy, by, ny, oh, iy, out_h, output_offset, align_corners), height)
-                    for ix in range(nx):
-                        lx = _lerp(_sample(sx, bx, nx, ow, ix, out_w, output_offset, align_corners), width)
-                        if ly is not None and lx is not None:
-                            samples.append((ly, lx))
-                        else:
-                            samples.append(None)
+                ay, by_ = _inside(sy, by, ny, oh, out_h, output_offset, align_corners, height)
+                ax, bx_ = _inside(sx, bx, nx, ow, out_w, output_offset, align_corners, width)
+                samples = [(_lerp(_sample(sy, by, ny, oh, iy, out_h, output_offset, align_corners), height),
+                            _lerp(_sample(sx, bx, nx, ow, ix, out_w, output_offset, align_corners), width))
+                           for iy in range(ay, by_) for ix in range(ax, bx_)]
+                outside_count = count - len(samples)
                 for ch in range(channels):
                     g = dy[r, ch, oh, ow]
 
@@ -212,7 +233,7 @@ def roi_align_grad(x, rois, batch_indices, dy, output_size, reduction="average",
                             v = np.array([vals[k]], F)
                         if best is None or best < v[0]:
                             best, arg, corner = v[0], s, k
-                    outside = any(s is None for s in samples)
+                    outside = outside_count > 0
                     if arg is None or (outside and best < 0):
                         continue
                     spread(*arg, g, corner)

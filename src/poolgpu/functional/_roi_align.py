@@ -160,7 +160,7 @@ def roi_align_grad(x: ArrayLike, rois: ArrayLike, batch_indices: ArrayLike, dy: 
     del fields["output_size"]
     x, rois, batch_indices = roi_align_inputs(x, rois, batch_indices)
 
-    def describe(input, roi, batch, gradient):
-        return RoiAlignGradDesc(input, gradient, roi, batch, input_sizes=input.sizes, **fields)
+    def describe(input, gradient, roi, batch):
+        return RoiAlignGradDesc(input, gradient, roi, batch, **fields)
 
-    return _run(describe, (x, rois, batch_indices, dy), device, names=("x", "rois", "batch_indices", "dy"))
+    return _run(describe, (x, dy, rois, batch_indices), device, names=("x", "dy", "rois", "batch_indices"))

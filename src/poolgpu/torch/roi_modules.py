@@ -16,7 +16,7 @@ from ._call import checked_device
 from .roi import roi_pool
 from .roi_align import ps_roi_align, roi_align
 
-__all__ = ["RoIAlign", "RoIPool", "PSRoIAlign", "MultiScaleRoIAlign", "torchvision_swaps"]
+__all__ = ["RoIAlign", "RoIPool", "PSRoIAlign", "MultiScaleRoIAlign", "torchvision_swaps", "swapped"]
 
 
 class _Roi(torch.nn.Module):
