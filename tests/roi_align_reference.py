@@ -196,6 +196,17 @@ def roi_align_grad(x, rois, batch_indices, dy, output_size, reduction="average",
                             _lerp(_sample(sx, bx, nx, ow, ix, out_w, output_offset, align_corners), width))
                            for iy in range(ay, by_) for ix in range(ax, bx_)]
                 outside_count = count - len(samples)
+                if reduction == "average":   # every channel at once
+                    for ly, lx in samples:
+                        ys = [(ly[0], 1 - float(ly[2])), (ly[1], float(ly[2]))]
+                        xs = [(lx[0], 1 - float(lx[2])), (lx[1], float(lx[2]))]
+                        if nearest:
+                            ys = [(ly[1] if ly[2] > 0.5 else ly[0], 1.0)]
+                            xs = [(lx[1] if lx[2] > 0.5 else lx[0], 1.0)]
+                        for yy, wy in ys:
+                            for xx, wx in xs:
+                                dx[int(batch), :, yy, xx] += dy[r, :, oh, ow] / count * wy * wx
+                    continue
                 for ch in range(channels):
                     g = dy[r, ch, oh, ow]
 
@@ -209,11 +220,6 @@ def roi_align_grad(x, rois, batch_indices, dy, output_size, reduction="average",
                             if only is None or k == only:
                                 dx[int(batch), ch, yy, xx] += scale * wy * wx
 
-                    if reduction == "average":
-                        for s in samples:
-                            if s is not None:
-                                spread(*s, g / count)
-                        continue
                     best, arg, corner = None, None, None
                     for s in samples:
                         if s is None:

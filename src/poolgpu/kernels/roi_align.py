@@ -215,9 +215,9 @@ MASK_WORDS = 1 << 22
 
 
 def tile_layout(images: int, height: int, width: int, rois: int) -> dict:
-    """The tiles' params: the smallest side from 16 (doubling) whose masks fit MASK_WORDS."""
+    """The tiles' params: the smallest side from 8 (doubling) whose masks fit MASK_WORDS."""
     words = -(-rois // 32)
-    tile = 16
+    tile = 8
     while True:
         tiles_x, tiles_y = -(-width // tile), -(-height // tile)
         if images * tiles_x * tiles_y * words <= MASK_WORDS or tile >= max(height, width):
