@@ -207,3 +207,26 @@ def test_gradient_of_many_rois_splits(device):
     with tuned_for(device, tuning):
         split = gradient(device, x, rois, batch, dy)
     np.testing.assert_allclose(split, whole, rtol=1e-5, atol=1e-6)
+
+
+def test_gradient_descriptions_are_checked():
+    x, dy = pg.TensorDesc("float32", (1, 2, 5, 5)), pg.TensorDesc("float32", (3, 2, 2, 2))
+    roi, batch = pg.TensorDesc("float32", (1, 1, 3, 4)), pg.TensorDesc("int64", (1, 1, 3))
+    assert pg.RoiAlignGradDesc(None, dy, roi, batch, input_sizes=(1, 2, 5, 5)).output_gradient.sizes == (1, 2, 5, 5)
+    for fields, field in ((dict(output_roi_gradient=roi), "output_roi_gradient"),
+                          (dict(reduction_function="max", input_sizes=(1, 2, 5, 5)), "input"),
+                          (dict(), "input_sizes"), (dict(input_sizes=(1, 3, 5, 5)), "input_gradient"),
+                          (dict(input_sizes=(1, 2, 5, 5), minimum_samples_per_output=3,
+                                maximum_samples_per_output=2), "minimum_samples_per_output")):
+        with pytest.raises(pg.ValidationError) as e:
+            pg.RoiAlignGradDesc(None, dy, roi, batch, **fields)
+        assert e.value.field.split(".")[0] == field
+    with pytest.raises(pg.ValidationError) as e:
+        pg.RoiAlign1Desc(x, roi, pg.TensorDesc("int16", (1, 1, 3)), output_size=2)
+    assert e.value.field == "batch_indices.data_type"
+    with pytest.raises(pg.ValidationError) as e:
+        pg.RoiAlign1Desc(x, pg.TensorDesc("float32", (1, 3, 5)), batch, output_size=2)
+    assert e.value.field == "roi.sizes"
+    with pytest.raises(pg.ValidationError) as e:
+        pg.RoiAlign1Desc(x, roi, batch)
+    assert e.value.field == "output_size"

@@ -261,24 +261,23 @@ class RoiAlignGradDesc(_Description):
     ``output_gradient`` (dx, the input's sizes) gets each output's ``input_gradient`` (dy)
     spread over the input elements its samples read, with the samples' weights: the
     average's dy / samples to every sample, the maximum's dy to its first largest sample.
-    ``output_roi_gradient`` (the roi's sizes) gets the gradient of the outputs with respect
-    to the ROI corners (the samples' positions move with them; a region enlarged to
-    ``minimum_region_size`` keeps its size).  Both are deterministic gathers (no float
-    atomics): the same bits run after run.
+    A deterministic gather (no float atomics): the same bits run after run.  The gradient
+    of the ROI coordinates (DirectML's optional ``OutputROIGradientTensor``) is not computed:
+    ``output_roi_gradient`` must be None.
 
     Parameters
     ----------
     input : TensorDesc, optional
-        The forward input {N, C, H, W}; needed for "max" and for ``output_roi_gradient``.
+        The forward input {N, C, H, W}; needed for "max".
     input_gradient : TensorDesc
         dy, {R, C, height, width}.
     roi, batch_indices : TensorDesc
         The forward pass's.
     output_gradient : TensorDesc, optional
-        dx; default None: not computed unless ``input_sizes`` is given (then a packed
-        tensor of those sizes).  At least one of the two outputs.
-    output_roi_gradient : TensorDesc, optional
-        Of the roi's sizes and type; default None: not computed.
+        dx; default None: a packed tensor of the input's sizes.
+    output_roi_gradient : None
+        DirectML's gradient of the ROI coordinates, which poolgpu does not compute: a given
+        tensor is a ValidationError.
     reduction_function, interpolation_mode, spatial_scale_x, spatial_scale_y,
     input_pixel_offset, output_pixel_offset, minimum_samples_per_output,
     maximum_samples_per_output, align_regions_to_corners
@@ -320,6 +319,9 @@ class RoiAlignGradDesc(_Description):
     out_of_bounds_input_value = 0.0
 
     def __post_init__(self) -> None:
+        if self.output_roi_gradient is not None:
+            raise ValidationError("output_roi_gradient", "poolgpu does not compute the gradient of the ROI "
+                                                         "coordinates; leave output_roi_gradient None")
         dy = _check_tensor(self.input_gradient, "input_gradient")
         _check_type(dy, "input_gradient", FLOAT_TYPES)
         if dy.rank != 4:
@@ -328,8 +330,8 @@ class RoiAlignGradDesc(_Description):
         sizes = self._input_sizes(dy)
         if self.input is not None:
             _check_type(self.input, "input", (dy.data_type,))
-        elif fields["reduction_function"] == "max" or self.output_roi_gradient is not None:
-            raise ValidationError("input", "the forward input is needed for 'max' and for output_roi_gradient")
+        elif fields["reduction_function"] == "max":
+            raise ValidationError("input", "the forward input is needed for 'max' (its argmax)")
         like = TensorDesc(dy.data_type, sizes)
         rois = _rois(self.roi, like)
         if dy.sizes[:2] != (rois, sizes[1]):
@@ -337,15 +339,10 @@ class RoiAlignGradDesc(_Description):
                                                           f"the input's channels), got {dy.sizes}")
         _check_table(rois, dy.sizes[2:])
         dx = self.output_gradient
-        if dx is not None:
-            dx = _output_like(dx, "output_gradient", sizes, dy.data_type)
-        elif self.input_sizes is not None or self.output_roi_gradient is None:
-            dx = TensorDesc(dy.data_type, sizes)
-        roi_gradient = self.output_roi_gradient
-        if roi_gradient is not None:
-            roi_gradient = _output_like(roi_gradient, "output_roi_gradient", self.roi.sizes, dy.data_type)
+        dx = TensorDesc(dy.data_type, sizes) if dx is None else _output_like(dx, "output_gradient", sizes,
+                                                                              dy.data_type)
         _set(self, **fields, **_offsets(self), batch_indices=_batch_indices(self.batch_indices, rois),
-             input_sizes=sizes, output_gradient=dx, output_roi_gradient=roi_gradient)
+             input_sizes=sizes, output_gradient=dx)
 
     def _input_sizes(self, dy: TensorDesc) -> tuple:
         known = [t.sizes for t in (self.input, self.output_gradient) if t is not None and _check_tensor(t, "input")]
@@ -369,4 +366,4 @@ class RoiAlignGradDesc(_Description):
         return given + (("input_gradient", self.input_gradient), ("roi", self.roi), ("batch_indices", self.batch_indices))
 
     def output_tensors(self) -> Roles:
-        return (("output_gradient", self.output_gradient), ("output_roi_gradient", self.output_roi_gradient))
+        return (("output_gradient", self.output_gradient),)

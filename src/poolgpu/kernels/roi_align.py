@@ -271,10 +271,6 @@ def gradient_passes(desc, tiles: dict, tuning: Tuning) -> tuple:
 
 @register("roi_align_grad")
 def _roi_align_grad_program(desc, tuning: Tuning) -> Program:
-    if desc.output_roi_gradient is not None:
-        from ..errors import ValidationError
-        raise ValidationError("output_roi_gradient", "the gradient of the ROI coordinates is not computed yet; "
-                                                     "leave output_roi_gradient None")
     regions = regions_pass(desc, desc.input_sizes, tuning.flat_workgroup)
     passes, scratch = (regions,), [("table", region_table(desc))]
     if desc.reduction_function == "max":
