@@ -374,14 +374,15 @@ TILE_PARAMS = ("tile", "tiles", "tiles_x", "mask_words")  # roi_align.tile_layou
 ROI_POOL_GRAD = Kernel(
     "roi_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("bins", False),
                            Slot("mask", False, snippet="words_read.wgsl"), Slot("dx", True), PART),
-    value_slot="dy", library=("taps.wgsl", "gather_parts.wgsl", "bin_search.wgsl", "flat_index.wgsl"),
+    value_slot="dy",
+    library=("tile_masks.wgsl", "taps.wgsl", "gather_parts.wgsl", "bin_search.wgsl", "flat_index.wgsl"),
     params=FLAT_GRID + ("channels", "in_h", "in_w", "rois", "pooled_h", "pooled_w") + TILE_PARAMS
     + stride_fields("dy", "arg", "dx", axes="nchw"),
     loops=roi_gather_loops,
 )
 ROI_POOL_TILES = Kernel(
     "roi_pool_tiles.wgsl", (Slot("bins", False), Slot("mask", True, snippet="words_write.wgsl")), value_slot="bins",
-    library=("flat_index.wgsl",), params=("total", "rois", "pooled_h", "pooled_w") + TILE_PARAMS,
+    library=("tile_masks.wgsl", "flat_index.wgsl"), params=("total", "rois", "pooled_h", "pooled_w") + TILE_PARAMS,
     loops=lambda constants, params: {"k": iterations(1, 32)},
 )
 

@@ -42,7 +42,7 @@ REGIONS = Kernel(
     "roi_align_regions.wgsl", (Slot("roi", False), Slot("batch", False, snippet="batch_words_{storage}.wgsl"),
                                Slot("table", True, snippet="words_write.wgsl")), value_slot="roi",
     library=("roi_align_table.wgsl", "flat_index.wgsl", "as_written.wgsl"),
-    params=("total", "batch_r", "roi_r", "roi_k", "in_n", "in_h", "in_w", "out_h", "out_w", "out_offset",
+    params=("total", "channels", "batch_r", "roi_r", "roi_k", "in_n", "in_h", "in_w", "out_h", "out_w", "out_offset",
             "scale_x", "scale_y", "in_offset", "min_region", "min_samples", "max_samples", "opaque_zero"),
     loops=_regions_loops,
 )
@@ -179,8 +179,8 @@ def _roi_align_program(desc, tuning: Tuning) -> Program:
 TILES = Kernel(
     "roi_align_tiles.wgsl", (Slot("table", False, snippet="words_read.wgsl"),
                              Slot("mask", True, snippet="words_write.wgsl")), value_slot="table",
-    library=("roi_align_table.wgsl", "flat_index.wgsl", "as_written.wgsl"),
-    params=("total", "rois", "out_h", "out_w", "out_offset", "tile", "tiles", "tiles_x", "mask_words", "opaque_zero"),
+    library=("roi_align_table.wgsl", "tile_masks.wgsl", "flat_index.wgsl", "as_written.wgsl"),
+    params=("total", "rois", "channels", "out_h", "out_w", "out_offset", "tile", "tiles", "tiles_x", "mask_words", "opaque_zero"),
     loops=lambda constants, params: {"k": iterations(1, 32), "oh": iterations(32, params["out_h"]),
                                      "ow": iterations(32, params["out_w"])},
 )
@@ -205,7 +205,8 @@ GATHER = Kernel(
                             Slot("table", False, snippet="words_read.wgsl"),
                             Slot("mask", False, snippet="words_read.wgsl"), Slot("dx", True),
                             Slot("part", True, snippet="words_write.wgsl")), value_slot="dy",
-    library=("roi_align_table.wgsl", "taps.wgsl", "gather_parts.wgsl", "flat_index.wgsl", "as_written.wgsl"),
+    library=("roi_align_table.wgsl", "tile_masks.wgsl", "taps.wgsl", "gather_parts.wgsl", "flat_index.wgsl",
+             "as_written.wgsl"),
     params=FLAT_GRID + ("rois", "channels", "in_h", "in_w", "out_h", "out_w", "out_offset", "tile", "tiles",
                         "tiles_x", "mask_words", "opaque_zero") + stride_fields("dy", "dx", axes="nchw"),
     loops=_gather_loops,
@@ -236,7 +237,7 @@ def gradient_passes(desc, tiles: dict, tuning: Tuning) -> tuple:
     masks = n * tiles["tiles"] * tiles["mask_words"]
     mask_pass = Pass(TILES, ("table", "mask"), sorted_constants({"WG_X": wg_x, "ALIGN_CORNERS":
                                                                   desc.align_regions_to_corners}),
-                     {"total": masks, "rois": rois, "out_h": out_h, "out_w": out_w,
+                     {"total": masks, "rois": rois, "channels": c, "out_h": out_h, "out_w": out_w,
                       "out_offset": f32_bits(desc.output_pixel_offset), **tiles}, flat_grid(masks, wg_x))
     dx, dy = desc.output_gradient, desc.input_gradient
     params = {"rois": rois, "channels": c, "in_h": in_h, "in_w": in_w, "out_h": out_h, "out_w": out_w,

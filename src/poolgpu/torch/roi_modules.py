@@ -48,14 +48,27 @@ class RoIAlign(_Roi):
     device : pg.Device, optional, keyword-only
     """
 
-    def __init__(self, output_size, spatial_scale: float, sampling_ratio: int, aligned: bool = False, *,
+    def __init__(self, output_size: Union[int, Tuple[int, int]], spatial_scale: float, sampling_ratio: int,
+                 aligned: bool = False, *,
                  device: Optional[Device] = None) -> None:
         super().__init__(device=device)
         self.output_size, self.spatial_scale = output_size, spatial_scale
         self.sampling_ratio, self.aligned = sampling_ratio, aligned
 
-    def forward(self, input: torch.Tensor, rois) -> torch.Tensor:
-        """ROI align of ``input`` over ``rois`` ((K, 5) or a list of (L, 4)), as torchvision's."""
+    def forward(self, input: torch.Tensor, rois: Union[torch.Tensor, List[torch.Tensor]]) -> torch.Tensor:
+        """ROI align of ``input`` over ``rois`` ((K, 5) or a list of (L, 4)), as torchvision's.
+
+        Parameters
+        ----------
+        input : torch.Tensor
+            (N, C, H, W).
+        rois : torch.Tensor or list of torch.Tensor
+            (K, 5) ``[batch, x1, y1, x2, y2]``, or (L, 4) boxes per image.
+
+        Returns
+        -------
+        torch.Tensor
+        """
         return roi_align(input, rois, self.output_size, self.spatial_scale, self.sampling_ratio, self.aligned,
                          device=self.device)
 
@@ -74,12 +87,25 @@ class RoIPool(_Roi):
     device : pg.Device, optional, keyword-only
     """
 
-    def __init__(self, output_size, spatial_scale: float, *, device: Optional[Device] = None) -> None:
+    def __init__(self, output_size: Union[int, Tuple[int, int]], spatial_scale: float, *,
+                 device: Optional[Device] = None) -> None:
         super().__init__(device=device)
         self.output_size, self.spatial_scale = output_size, spatial_scale
 
-    def forward(self, input: torch.Tensor, rois) -> torch.Tensor:
-        """ROI max pooling of ``input`` over ``rois``, as torchvision's."""
+    def forward(self, input: torch.Tensor, rois: Union[torch.Tensor, List[torch.Tensor]]) -> torch.Tensor:
+        """ROI max pooling of ``input`` over ``rois``, as torchvision's.
+
+        Parameters
+        ----------
+        input : torch.Tensor
+            (N, C, H, W).
+        rois : torch.Tensor or list of torch.Tensor
+            (K, 5) ``[batch, x1, y1, x2, y2]``, or (L, 4) boxes per image.
+
+        Returns
+        -------
+        torch.Tensor
+        """
         return roi_pool(input, rois, self.output_size, self.spatial_scale, device=self.device)
 
     def __repr__(self) -> str:
@@ -97,13 +123,25 @@ class PSRoIAlign(_Roi):
     device : pg.Device, optional, keyword-only
     """
 
-    def __init__(self, output_size, spatial_scale: float, sampling_ratio: int, *,
+    def __init__(self, output_size: Union[int, Tuple[int, int]], spatial_scale: float, sampling_ratio: int, *,
                  device: Optional[Device] = None) -> None:
         super().__init__(device=device)
         self.output_size, self.spatial_scale, self.sampling_ratio = output_size, spatial_scale, sampling_ratio
 
-    def forward(self, input: torch.Tensor, rois) -> torch.Tensor:
-        """Position-sensitive ROI align of ``input`` over ``rois``, as torchvision's."""
+    def forward(self, input: torch.Tensor, rois: Union[torch.Tensor, List[torch.Tensor]]) -> torch.Tensor:
+        """Position-sensitive ROI align of ``input`` over ``rois``, as torchvision's.
+
+        Parameters
+        ----------
+        input : torch.Tensor
+            (N, C, H, W).
+        rois : torch.Tensor or list of torch.Tensor
+            (K, 5) ``[batch, x1, y1, x2, y2]``, or (L, 4) boxes per image.
+
+        Returns
+        -------
+        torch.Tensor
+        """
         return ps_roi_align(input, rois, self.output_size, self.spatial_scale, self.sampling_ratio,
                             device=self.device)
 

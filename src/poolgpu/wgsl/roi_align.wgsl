@@ -38,11 +38,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
     let t = params.origin + local;
     let output = t / PARTS;
     let part = t % PARTS;
-    let ow = output % params.out_w;
-    let oh = (output / params.out_w) % params.out_h;
-    let rc = output / (params.out_w * params.out_h);
-    let c = rc % params.channels;
-    let r = rc / params.channels;
+    let o = roi_output(output);
+    let r = o.r;
+    let c = o.c;
+    let oh = o.oh;
+    let ow = o.ow;
     let row = params.table_base + r * roi_row_words();
     let batch = table_word(row);
     let valid = batch < params.in_n;

@@ -11,7 +11,7 @@
 //
 // Prepended by poolgpu.kernels: the value type (to_f32, from_f32) and the tensors dy (dy_load,
 // {R, C, out_h, out_w}), arg (arg_word), table (table_word), mask (mask_word), dx (dx_store)
-// and part (part_word_store); library: roi_align_table.wgsl, taps.wgsl, gather_parts.wgsl,
+// and part (part_word_store); library: roi_align_table.wgsl, tile_masks.wgsl, taps.wgsl, gather_parts.wgsl,
 // flat_index.wgsl, as_written.wgsl.
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
@@ -52,8 +52,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
     let nc = e / (params.in_w * params.in_h);
     let c = nc % params.channels;
     let n = nc / params.channels;
-    let tile = (y / params.tile) * params.tiles_x + x / params.tile;
-    let masks = params.mask_base + (n * params.tiles + tile) * params.mask_words;
+    let masks = tile_masks(n, y, x);
     var sum = 0.0;
     for (var word = rois.x / 32u; word * 32u < rois.y; word++) {
         var bits = mask_word(masks + word);

@@ -44,11 +44,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
         merged_save(params.merged_base + t * PART_WORDS, acc);
         return;
     }
-    let ow = output % params.out_w;
-    let oh = (output / params.out_w) % params.out_h;
-    let rc = output / (params.out_w * params.out_h);
-    let c = rc % params.channels;
-    let r = rc / params.channels;
+    let o = roi_output(output);
+    let r = o.r;
+    let c = o.c;
+    let oh = o.oh;
+    let ow = o.ow;
     let row = params.table_base + r * roi_row_words();
     let valid = table_word(row) < params.in_n;
     let ey = roi_entry(row, 0u, oh);

@@ -5,7 +5,7 @@
 // each element, only the ROIs of its tile's mask.  One invocation per (image, tile, word).
 //
 // Prepended by poolgpu.kernels: the value type (unused) and the tensors table (table_word)
-// and mask (mask_word_store); library: roi_align_table.wgsl, flat_index.wgsl, as_written.wgsl.
+// and mask (mask_word_store); library: roi_align_table.wgsl, tile_masks.wgsl, flat_index.wgsl, as_written.wgsl.
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
@@ -14,17 +14,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
         @builtin(local_invocation_index) lane: u32) {
     let index = flat_index(wg, groups, lane, WG_X, params.total);
     if (index >= params.total) { return; }
-    let word = index % params.mask_words;
-    let tile = (index / params.mask_words) % params.tiles;
-    let n = index / (params.mask_words * params.tiles);
-    let ty = (tile / params.tiles_x) * params.tile;
-    let tx = (tile % params.tiles_x) * params.tile;
+    let m = mask_word_of(index);
     var bits = 0u;
     for (var k = 0u; k < 32u; k++) {
-        let r = word * 32u + k;
+        let r = m.word * 32u + k;
         if (r >= params.rois) { break; }
         let row = params.table_base + r * roi_row_words();
-        if (table_word(row) != n) { continue; }
+        if (table_word(row) != m.n) { continue; }
         var rows = vec2<u32>(0xffffffffu, 0u);
         for (var oh = 0u; oh < params.out_h; oh++) {
             let e = roi_entry(row, 0u, oh);
@@ -35,8 +31,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
             let e = roi_entry(row, 1u, ow);
             if (e.w > e.z) { columns = vec2<u32>(min(columns.x, e.z), max(columns.y, e.w)); }
         }
-        let meets = rows.x < ty + params.tile && rows.y > ty && columns.x < tx + params.tile && columns.y > tx;
-        bits |= select(0u, 1u << k, meets);
+        bits |= select(0u, 1u << k, tile_meets(m, rows, columns));
     }
     mask_word_store(params.mask_base + index, bits);
 }

@@ -11,7 +11,7 @@
 //
 // Prepended by poolgpu.kernels: the value type (to_f32, from_f32) and the tensors dy (dy_load,
 // {R, C, pooled_h, pooled_w}), arg (arg_load, u32, dy's sizes), bins (bins_load: the ROI bin
-// table of roi_bins.wgsl, one row per ROI), mask (mask_word) and dx (dx_store); library: taps.wgsl,
+// table of roi_bins.wgsl, one row per ROI), mask (mask_word) and dx (dx_store); library: tile_masks.wgsl, taps.wgsl,
 // gather_parts.wgsl, bin_search.wgsl, flat_index.wgsl.
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
@@ -32,8 +32,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
     let c = nc - n * params.channels;
     // a row: the batch word, the unit D pair, pooled_h H pairs, pooled_w W pairs
     let row_words = 3u + 2u * (params.pooled_h + params.pooled_w);
-    let tile = (h / params.tile) * params.tiles_x + w / params.tile;
-    let masks = params.mask_base + (n * params.tiles + tile) * params.mask_words;
+    let masks = tile_masks(n, h, w);
     var sum = 0.0;
     for (var word = rois.x / 32u; word * 32u < rois.y; word++) {
         var bits = mask_word(masks + word);

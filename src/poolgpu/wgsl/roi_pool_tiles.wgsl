@@ -5,7 +5,7 @@
 // element, only the ROIs of its tile's mask.  One invocation per (image, tile, word).
 //
 // Prepended by poolgpu.kernels: the value type (unused) and the tensors bins (bins_load) and
-// mask (mask_word_store); library: flat_index.wgsl.
+// mask (mask_word_store); library: tile_masks.wgsl, flat_index.wgsl.
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
@@ -14,24 +14,19 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
         @builtin(local_invocation_index) lane: u32) {
     let index = flat_index(wg, groups, lane, WG_X, params.total);
     if (index >= params.total) { return; }
-    let word = index % params.mask_words;
-    let tile = (index / params.mask_words) % params.tiles;
-    let n = index / (params.mask_words * params.tiles);
-    let ty = (tile / params.tiles_x) * params.tile;
-    let tx = (tile % params.tiles_x) * params.tile;
+    let m = mask_word_of(index);
     let row_words = 3u + 2u * (params.pooled_h + params.pooled_w);
     var bits = 0u;
     for (var k = 0u; k < 32u; k++) {
-        let r = word * 32u + k;
+        let r = m.word * 32u + k;
         if (r >= params.rois) { break; }
         let row = params.bins_base + r * row_words;
-        if (bins_load(row) != n) { continue; }
+        if (bins_load(row) != m.n) { continue; }
         let h = row + 3u;                              // the H pairs, then the W pairs
         let w = h + 2u * params.pooled_h;
         let rows = vec2<u32>(bins_load(h), bins_load(h + 2u * params.pooled_h - 1u));
         let columns = vec2<u32>(bins_load(w), bins_load(w + 2u * params.pooled_w - 1u));
-        let meets = rows.x < ty + params.tile && rows.y > ty && columns.x < tx + params.tile && columns.y > tx;
-        bits |= select(0u, 1u << k, meets);
+        bits |= select(0u, 1u << k, tile_meets(m, rows, columns));
     }
     mask_word_store(params.mask_base + index, bits);
 }
