@@ -24,6 +24,8 @@ import torch
 
 from ..device import Device
 from . import adaptive, fractional, pooling, unpool
+from .roi_modules import MultiScaleRoIAlign, PSRoIAlign, RoIAlign, RoIPool, torchvision_swaps
+from .roi_modules import swapped as torchvision_replacement
 from ._call import Input, Output, Result, checked_device
 from ._forms import DEVICE, fields
 from ._functional_mode import POOLINGS
@@ -32,6 +34,7 @@ __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "Avg
            "LPPool1d", "LPPool2d", "LPPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
            "FractionalMaxPool2d", "FractionalMaxPool3d", "convert", "unconvert"]
+__all__ += ["RoIAlign", "RoIPool", "PSRoIAlign", "MultiScaleRoIAlign"]
 
 
 class _Pooling:
@@ -229,12 +232,14 @@ def convert(model: torch.nn.Module, device: Optional[Device] = None) -> torch.nn
     """Put poolgpu's pooling modules in place of torch's in ``model``: porting a model in one line.
 
     Every module of exactly one of torch's pooling classes (``torch.nn.MaxPool2d``, ...; not a
-    subclass of one, whose ``forward`` may differ) becomes poolgpu's, with the same
-    attributes (and hooks); a poolgpu pooling module already there gets ``device`` where one
-    is given.  What it swapped is logged (logger ``poolgpu.torch``, INFO), and what it left
-    on torch as a warning: the subclasses, and the modules whose own methods call
-    ``torch.nn.functional``'s pooling (e.g. ``F.avg_pool2d`` in ``forward``), which
-    :func:`poolgpu.torch.functional` sends to poolgpu.  :func:`unconvert` undoes it.
+    subclass of one, whose ``forward`` may differ), or of torchvision's ROI modules
+    (``RoIAlign``, ``RoIPool``, ``PSRoIAlign``, ``MultiScaleRoIAlign``, where torchvision is
+    imported), becomes poolgpu's, with the same attributes (and hooks); a poolgpu pooling
+    module already there gets ``device`` where one is given.  What it swapped is logged
+    (logger ``poolgpu.torch``, INFO), and what it left on torch as a warning: the
+    subclasses, and the modules whose own methods call ``torch.nn.functional``'s pooling
+    (e.g. ``F.avg_pool2d`` in ``forward``), which :func:`poolgpu.torch.functional` sends to
+    poolgpu.  :func:`unconvert` undoes it.
 
     Parameters
     ----------
@@ -256,10 +261,14 @@ def convert(model: torch.nn.Module, device: Optional[Device] = None) -> torch.nn
     """
     device = checked_device(device, "convert")
 
+    swaps = {**_MODULES, **torchvision_swaps()}
+
     def swap(module: torch.nn.Module) -> Optional[torch.nn.Module]:
-        cls = _MODULES.get(type(module))
+        cls = swaps.get(type(module))
+        if cls is not None and cls not in _MODULES.values():   # torchvision's ROI modules
+            return torchvision_replacement(module, cls, device)
         if cls is None:
-            if isinstance(module, _Pooling) and device is not None:
+            if isinstance(module, (_Pooling, RoIAlign, RoIPool, PSRoIAlign, MultiScaleRoIAlign)) and device is not None:
                 module.device = device
             return None
         new = cls.__new__(cls)
@@ -282,9 +291,9 @@ def unconvert(model: torch.nn.Module) -> torch.nn.Module:
     """Put torch's pooling modules back in place of poolgpu's in ``model``: :func:`convert`
     undone.
 
-    Every module of exactly one of poolgpu's pooling classes becomes torch's, with the same
-    attributes (and hooks) but ``device``; what it swapped is logged (logger
-    ``poolgpu.torch``, INFO).
+    Every module of exactly one of poolgpu's pooling classes becomes torch's (its ROI
+    modules torchvision's, where torchvision is imported), with the same attributes (and
+    hooks) but ``device``; what it swapped is logged (logger ``poolgpu.torch``, INFO).
 
     Parameters
     ----------
@@ -297,8 +306,10 @@ def unconvert(model: torch.nn.Module) -> torch.nn.Module:
         ``model``; where ``model`` itself is one of poolgpu's pooling modules, its torch
         replacement.
     """
+    back = {**_TORCH_MODULES, **{ours: theirs for theirs, ours in torchvision_swaps().items()}}
+
     def swap(module: torch.nn.Module) -> Optional[torch.nn.Module]:
-        cls = _TORCH_MODULES.get(type(module))
+        cls = back.get(type(module))
         if cls is None:
             return None
         new = cls.__new__(cls)
