@@ -1,4 +1,15 @@
-"""Adapters: what wgpu offers and which one a Device takes."""
+"""Adapters: what wgpu offers, which one a Device takes, and the wgpu devices poolgpu opens
+on them.
+
+Adapters are listed once per process and kept: on OpenGL every listing makes wgpu's one
+EGL context current and gives adapter objects with a lock of their own over it, so devices
+from two listings abort the process when used at once (gate.py).  A wgpu device poolgpu
+opened is never released: when its Device is freed it waits, idle, for the next Device on
+the same adapter (releasing one stops wgpu-py's poll thread with a 1 s timeout and then
+frees the device under a poll that may still run; on OpenGL it frees GL objects on
+whichever thread Python's collector runs).  So a process holds as many wgpu devices per
+adapter as it ever held Devices at once.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +18,16 @@ import importlib.util
 import os
 import sys
 import threading
+from collections import OrderedDict
 from typing import Optional
 
 import wgpu
 
+from . import _native
 from .errors import DeviceError, ValidationError
+from .gate import DEFAULT_TIMEOUT, Gated, for_backend
 
-__all__ = ["list_adapters"]
+__all__ = ["Lease", "end_lease", "lease", "list_adapters"]
 
 _BACKENDS = {"vulkan": "vulkan", "metal": "metal", "d3d12": "d3d12", "opengl": "opengl", "gl": "opengl"}
 # Adapter preference: real GPUs before software ones, native APIs before OpenGL.
@@ -86,12 +100,22 @@ def _load_triton_first() -> None:
             pass
 
 
-def _enumerate():
-    _load_triton_first()
-    try:
-        return list(wgpu.gpu.enumerate_adapters_sync())
-    except Exception as exc:  # no loader, no driver, broken install
-        raise DeviceError(f"could not list WebGPU adapters ({exc}). {_NO_ADAPTER_HELP}") from exc
+_adapters = None  # the process's one listing, once made
+_listing_lock = threading.Lock()
+
+
+def _enumerate() -> list:
+    global _adapters
+    if _adapters is None:
+        _load_triton_first()
+        # (under the OpenGL gate: a listing makes the EGL context current)
+        with _listing_lock, Gated(for_backend("opengl"), DEFAULT_TIMEOUT):
+            if _adapters is None:
+                try:
+                    _adapters = tuple(wgpu.gpu.enumerate_adapters_sync())
+                except Exception as exc:  # no loader, no driver, broken install: tried again next time
+                    raise DeviceError(f"could not list WebGPU adapters ({exc}). {_NO_ADAPTER_HELP}") from exc
+    return list(_adapters)
 
 
 def list_adapters() -> list:
@@ -137,3 +161,55 @@ def _pick_adapter(backend: Optional[str], adapter: Optional[str]):
         candidates,
         key=lambda a: (_TYPE_RANK.get(_describe(a)["type"], 4), _BACKEND_RANK.get(_describe(a)["backend"], 2)),
     )
+
+
+class Lease:
+    """A wgpu device poolgpu opened, lent to one Device until that Device is freed;
+    ``retired`` once it was lost or did not answer (then it is never lent again).
+    ``pipelines`` and ``pipeline_lock``: the Devices' cache of compiled pipelines, which
+    depend on the wgpu device only, so that the next Device finds them."""
+
+    __slots__ = ("adapter", "wgpu_device", "retired", "pipelines", "pipeline_lock")
+
+    def __init__(self, adapter, wgpu_device, pipelines=None) -> None:
+        self.adapter, self.wgpu_device, self.retired = adapter, wgpu_device, False
+        self.pipelines, self.pipeline_lock = pipelines or (OrderedDict(), threading.RLock())
+
+
+_idle = {}  # id(adapter) -> (wgpu device, its pipelines) opened on it that no Device holds
+_retired = []  # lost or unanswering wgpu devices: kept (never released), never lent
+
+
+def lease(adapter, timeout: float) -> Lease:
+    """An idle wgpu device of ``adapter``, or a new one (waiting at most ``timeout`` seconds
+    for the adapter's gate)."""
+    idle = _idle.get(id(adapter), [])
+    while idle:
+        try:
+            wgpu_device, pipelines = idle.pop()
+        except IndexError:  # (another thread took the last one)
+            break
+        if _native.stopped(wgpu_device):  # destroyed while idle
+            _retired.append(wgpu_device)
+            continue
+        return Lease(adapter, wgpu_device, pipelines)
+    limits = adapter.limits
+    with Gated(for_backend(_describe(adapter)["backend"]), timeout):
+        try:
+            wgpu_device = adapter.request_device_sync(
+                label="poolgpu",
+                required_features=[f for f in _OPTIONAL_FEATURES if f in adapter.features],
+                required_limits={k: limits[k] for k in _LIMITS if k in limits},
+            )
+        except Exception as exc:
+            raise DeviceError(f"could not open a device on {adapter.summary}: {exc}") from exc
+    return Lease(adapter, wgpu_device)
+
+
+def end_lease(lease: Lease) -> None:
+    """The Device holding ``lease`` was freed: its wgpu device waits for the next Device.
+    (Called by the garbage collector on any thread: it only appends to a list.)"""
+    if lease.retired:
+        _retired.append(lease.wgpu_device)
+    else:
+        _idle.setdefault(id(lease.adapter), []).append((lease.wgpu_device, (lease.pipelines, lease.pipeline_lock)))
