@@ -5,10 +5,10 @@ that an abort inside wgpu-native fails one test instead of ending the test run.
     python tests/stress_threads.py mixed <seconds> [<seed>] [--report <seconds>]
 
 ``example``: one thread keeps an OpenGL Device busy while the main thread opens twelve
-Devices on ``<backend>`` one after another (what aborted a process before poolgpu held
-OpenGL calls behind one gate and listed adapters once).
+Devices on ``<backend>`` one after another (wgpu-native alone aborts such a process:
+docs/design.md, "Threads, devices and OpenGL").
 
-``mixed``: six threads for ``<seconds>``, each drawing operators, shapes and data types at
+``mixed``: six threads for ``<seconds>``, each drawing operators, shapes and values at
 random and checking every result against tests/reference.py, on Devices shared by all
 threads (one per adapter) and on Devices of their own, made, retuned and dropped while the
 others work; a lost Device (its wgpu device destroyed) and one out of memory must raise
@@ -34,7 +34,7 @@ import reference  # noqa: E402
 import poolgpu as pg  # noqa: E402
 
 THREADS = 6
-CASES = 12
+CASES = 8
 
 
 def example(backend: str) -> None:
@@ -75,10 +75,8 @@ def example(backend: str) -> None:
 
 def random_case(rng):
     """(name, run(device) -> tuple of arrays, expected tuple, exact): an operator with a
-    fixed window geometry (so that its pipelines, slow to build on lavapipe, are built once per
-    wgpu device) over
-    random sizes and values."""
-    kind = str(rng.choice(["max", "max_int", "average", "adaptive_max", "max_grad", "unpool"]))
+    fixed window geometry over random sizes and values."""
+    kind = str(rng.choice(["max", "max_int", "average", "unpool"]))
     dims = 1 if kind == "max_int" else 2
     spatial = tuple(int(v) for v in rng.integers(4, 12, dims))
     shape = (int(rng.integers(1, 3)), int(rng.integers(1, 4))) + spatial
@@ -95,16 +93,7 @@ def random_case(rng):
     if kind == "average":
         return kind, lambda d: (pg.average_pool(x, window, strides=strides, device=d),), \
             (reference.average_pool(x, window, strides).astype(np.float32),), False
-    if kind == "adaptive_max":
-        out = (2, 3)
-        y, i = reference.adaptive_max_pool(x, out)
-        return kind, lambda d: pg.adaptive_max_pool(x, out, return_indices=True, device=d), \
-            (y, i.astype(np.uint32)), True
     y, i = reference.max_pool(x, window, strides)
-    if kind == "max_grad":
-        dy = rng.standard_normal(y.shape).astype(np.float32)
-        return kind, lambda d: (pg.max_pool_grad(x, dy, window, strides=strides, device=d),), \
-            (reference.max_pool_grad(x, dy, window, strides).astype(np.float32),), False
     # unpool: back to the input's sizes, through the forward's indices
     indices = i.astype(np.uint32)
     return kind, lambda d: (pg.max_unpool(y, indices, x.shape, device=d),), \
@@ -140,7 +129,8 @@ class Mixed:
         self.seed = seed
         self.backends = sorted({a["backend"] for a in pg.list_adapters()} & {"vulkan", "opengl"})
         self.shared = {b: pg.Device(backend=b) for b in self.backends}
-        # Most calls repeat a few cases (their ops then come from the caches), some are new.
+        # The calls draw from a few cases drawn per seed: the workgroup sizes follow the
+        # shapes, so each new shape builds pipelines, which takes seconds on lavapipe.
         rng = np.random.default_rng(seed)
         self.cases = [random_case(rng) for _ in range(CASES)]
         self.failures = []
@@ -156,8 +146,7 @@ class Mixed:
             self.failures.append(what)
 
     def check(self, device, rng, where: str) -> None:
-        case = random_case(rng) if rng.random() < 0.2 else self.cases[rng.integers(len(self.cases))]
-        name, run, expected, exact = case
+        name, run, expected, exact = self.cases[rng.integers(len(self.cases))]
         if rng.random() < 0.2:
             with device.batch():  # two calls in one submission, read back inside
                 got = tuple(np.asarray(a) for a in run(device))
@@ -222,7 +211,7 @@ class Mixed:
                     self.check(self.shared[backend], rng, f"the shared {backend} Device")
                 elif roll < 0.8:
                     if own is None or rng.random() < 0.1:  # the previous one dropped here
-                        own = pg.Device(backend=backend, tuning=rng.choice([None, pg.Tuning.for_gpu()]))
+                        own = pg.Device(backend=backend, tuning=pg.Tuning.for_gpu() if rng.random() < 0.2 else None)
                         self.count("Devices made")
                     self.check(own, rng, f"a {own.backend} Device of one thread")
                 elif roll < 0.87:

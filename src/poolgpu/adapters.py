@@ -194,7 +194,9 @@ def lease(adapter, timeout: float) -> Lease:
             continue
         return Lease(adapter, wgpu_device, pipelines)
     limits = adapter.limits
-    with Gated(for_backend(_describe(adapter)["backend"]), timeout):
+    # Under the OpenGL gate whatever the backend: opening a device makes wgpu-native poll
+    # every device of the process (wgpuInstanceProcessEvents), OpenGL ones included.
+    with Gated(for_backend("opengl"), timeout):
         try:
             wgpu_device = adapter.request_device_sync(
                 label="poolgpu",

@@ -415,14 +415,18 @@ class Device:
 
     def _pipeline(self, kernel, data_types: tuple, writable_inputs: frozenset, constants: tuple, value_type=None):
         key = (kernel, data_types, writable_inputs, constants, value_type)
-        with self._pipeline_lock:  # not the device lock: building takes long, dispatches go on
+        with self._pipeline_lock:  # not the device lock: dispatches go on
             entry = self._pipelines.get(key)
             if entry is not None:
                 self._pipelines.move_to_end(key)
                 return entry
-            with self._guard(f"building the pipeline of {kernel.file}"):
-                entry = self._build_pipeline(kernel, data_types, writable_inputs, constants, value_type)
-            self._pipelines[key] = entry
+        # Built outside the cache's lock (seconds on lavapipe): other threads' lookups go on,
+        # and two threads wanting the same new pipeline at once may both build it.
+        with self._guard(f"building the pipeline of {kernel.file}"):
+            entry = self._build_pipeline(kernel, data_types, writable_inputs, constants, value_type)
+        with self._pipeline_lock:
+            entry = self._pipelines.setdefault(key, entry)
+            self._pipelines.move_to_end(key)
             while len(self._pipelines) > _PIPELINE_CACHE_SIZE:
                 self._pipelines.popitem(last=False)
             return entry
