@@ -165,7 +165,7 @@ def _pick_adapter(backend: Optional[str], adapter: Optional[str]):
 
 class Lease:
     """A wgpu device poolgpu opened, lent to one Device until that Device is freed;
-    ``retired`` once it was lost or did not answer (then it is never lent again).
+    ``retired`` once it was lost (then it is never lent again).
     ``pipelines`` and ``pipeline_lock``: the Devices' cache of compiled pipelines, which
     depend on the wgpu device only, so that the next Device finds them."""
 
@@ -177,7 +177,7 @@ class Lease:
 
 
 _idle = {}  # id(adapter) -> (wgpu device, its pipelines) opened on it that no Device holds
-_retired = []  # lost or unanswering wgpu devices: kept (never released), never lent
+_retired = []  # lost wgpu devices: kept (never released), never lent
 
 
 def lease(adapter, timeout: float) -> Lease:

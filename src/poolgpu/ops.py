@@ -276,8 +276,8 @@ class Op:
 
 
 def _forget(cache: OrderedDict, dead: list) -> None:
-    """Drop the entries of ``cache`` (an Op's bound tensors) that a buffer of which died,
-    as ``dead`` lists them (key, weak reference); the caller holds the cache's lock."""
+    """Drop the entries of ``cache`` (an Op's bound tensors) whose buffers died, as ``dead``
+    lists them (key, weak reference to the buffer); the caller holds the cache's lock."""
     while dead:
         key, ref = dead.pop()
         entry = cache.get(key)
