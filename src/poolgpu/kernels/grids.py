@@ -11,6 +11,9 @@ from ..dtypes import DataType
 from ..tensor_desc import TensorDesc
 
 MAX_WORKGROUPS_PER_DIM = 65535
+# WebGPU's guaranteed maxComputeWorkgroupSizeZ, also NVIDIA's Vulkan limit (X and Y: 256 and
+# 1024 there, never below a Tuning's 256 invocations per workgroup)
+MAX_WORKGROUP_SIZE_Z = 64
 
 def as_5d(sizes: tuple, strides: tuple):
     """{N, C, spatial...} -> {N, C, D, H, W} by inserting unit leading spatial dimensions."""
@@ -158,7 +161,7 @@ def lines_grid(columns: int, lines: int, planes: int, workgroup: int, flat: bool
         return {"WG_X": workgroup, "WG_Y": 1, "WG_Z": 1, "FLAT": True}, dict(params, line_groups=1), fold_groups(groups)
     wg_x = min(columns, workgroup)
     wg_y = min(max(1, workgroup // wg_x), lines)
-    wg_z = min(max(1, workgroup // (wg_x * wg_y)), planes)
+    wg_z = min(max(1, workgroup // (wg_x * wg_y)), planes, MAX_WORKGROUP_SIZE_Z)
     line_groups = math.ceil(lines / wg_y)
     plane_groups = math.ceil(planes / wg_z)
     folds = math.ceil(plane_groups / MAX_WORKGROUPS_PER_DIM)
