@@ -477,11 +477,11 @@ class Device:
             if bound.raw is not None:
                 _native.submit(self.wgpu_device, bound.raw, self._lock)
                 return
-            encoder = self.wgpu_device.create_command_encoder()
-            compute_pass = encoder.begin_compute_pass()
+            encoder = self._release_under_gate(self.wgpu_device.create_command_encoder())
+            compute_pass = self._release_under_gate(encoder.begin_compute_pass())
             self._record(compute_pass, bound.dispatches)
             compute_pass.end()
-            command_buffer = encoder.finish()
+            command_buffer = self._release_under_gate(encoder.finish())
             with self._lock:
                 self.wgpu_device.queue.submit([command_buffer])
         except Exception as exc:  # (no `_guard` here: a context manager costs microseconds)
