@@ -124,16 +124,15 @@ def test_out_of_memory_is_a_device_error_and_the_device_recovers(device, monkeyp
 
 def test_loss_and_out_of_memory_while_other_threads_work(device):
     """A Device lost and one out of memory raise DeviceError while three threads keep
-    calling operators on two other Devices of the same adapter, and get right results."""
+    calling operators on another Device of the same adapter, and get right results."""
     x = np.random.default_rng(3).standard_normal((2, 3, 10, 9)).astype(np.float32)
     expected = reference.max_pool(x, (3, 2), (2, 1))[0]
-    others = [device, fresh_device(device)]
     stop, failures = threading.Event(), []
 
     def work(k):
         try:
             while not stop.is_set():
-                if not same_bits(pg.max_pool(x, (3, 2), strides=(2, 1), device=others[k % 2]), expected):
+                if not same_bits(pg.max_pool(x, (3, 2), strides=(2, 1), device=device), expected):
                     failures.append(f"thread {k}: wrong values")
         except Exception as exc:  # reported by the main thread
             failures.append(f"thread {k}: {exc!r}")
@@ -142,18 +141,17 @@ def test_loss_and_out_of_memory_while_other_threads_work(device):
     for t in threads:
         t.start()
     try:
-        for _ in range(3):
-            lost = fresh_device(device)
-            pg.max_pool(x, (2, 2), device=lost)
-            lost.wgpu_device.destroy()
-            with pytest.raises(pg.DeviceError, match="lost"):
-                pg.max_pool(x, (2, 2), device=lost)
-            full = fresh_device(device)
-            full.wgpu_device.create_buffer_with_data = out_of_memory  # (this wgpu device only)
-            with pytest.raises(pg.DeviceError, match="out of GPU memory"):
-                pg.max_pool(x, (2, 2), device=full)
-            del full.wgpu_device.create_buffer_with_data
-            assert same_bits(pg.max_pool(x, (3, 2), strides=(2, 1), device=full), expected) and not full.lost
+        lost = fresh_device(device)
+        pg.max_pool(x, (3, 2), strides=(2, 1), device=lost)
+        lost.wgpu_device.destroy()
+        with pytest.raises(pg.DeviceError, match="lost"):
+            pg.max_pool(x, (3, 2), strides=(2, 1), device=lost)
+        full = fresh_device(device)
+        full.wgpu_device.create_buffer_with_data = out_of_memory  # (this wgpu device only)
+        with pytest.raises(pg.DeviceError, match="out of GPU memory"):
+            pg.max_pool(x, (3, 2), strides=(2, 1), device=full)
+        del full.wgpu_device.create_buffer_with_data
+        assert same_bits(pg.max_pool(x, (3, 2), strides=(2, 1), device=full), expected) and not full.lost
     finally:
         stop.set()
         for t in threads:
@@ -196,7 +194,7 @@ def test_a_call_behind_another_threads_long_opengl_work_is_a_device_error_past_t
     turns: a call waiting for its turn longer than ``timeout`` raises DeviceError saying
     so, and the Device stays usable."""
     dev = pg.Device(backend="opengl")
-    x = np.random.default_rng(4).standard_normal((2, 8, 512, 512)).astype(np.float32)
+    x = np.random.default_rng(4).standard_normal((2, 8, 256, 256)).astype(np.float32)
     xt, small = dev.upload(x), dev.upload(x[:1, :1, :8, :8])
     long_op = dev.compile(pg.AveragePoolingDesc(xt.desc, window_size=(15, 15)))
     y = dev.empty(long_op.desc.output)
