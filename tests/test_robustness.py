@@ -122,6 +122,25 @@ def test_out_of_memory_is_a_device_error_and_the_device_recovers(device, monkeyp
     assert same_bits(pg.max_pool(x, (2,), strides=(2,), device=dev), reference.max_pool(x, (2,), (2,))[0])
 
 
+def test_a_freed_devices_wgpu_device_goes_to_the_next_device_unless_lost(device):
+    idle = pg.adapters._idle.setdefault(id(device.adapter), [])
+    first = fresh_device(device)
+    kept = first.wgpu_device
+    del first
+    gc.collect()
+    assert any(d is kept for d, _ in idle)
+    taken = [fresh_device(device) for _ in range(len(idle))]
+    assert any(d.wgpu_device is kept for d in taken)
+    lost = taken[0]
+    gone = lost.wgpu_device
+    gone.destroy()
+    with pytest.raises(pg.DeviceError, match="lost"):
+        lost.upload(np.zeros((1, 1, 4), np.float32))
+    del taken, lost
+    gc.collect()
+    assert not any(d is gone for d, _ in idle)
+
+
 def test_loss_and_out_of_memory_while_other_threads_work(device):
     """A Device lost and one out of memory raise DeviceError while three threads keep
     calling operators on another Device of the same adapter, and get right results."""

@@ -113,12 +113,21 @@ def release_later(obj, pending: list) -> None:
     """Make the release of ``obj``'s wgpu-native object, when Python frees ``obj`` (on
     whichever thread drops it last), append ``(release function, handle)`` to ``pending``
     instead, for the caller to call when it is safe.  Only for objects nothing maps (the
-    release skips wgpu-py's unmapping of mapped ranges)."""
+    release skips wgpu-py's unmapping of mapped ranges); a device's queue needs its own
+    call (the release skips releasing it with the device)."""
     if lib is None or not isinstance(obj, _OBJECT):
         return
     function, handle = getattr(type(obj), "_release_function", None), getattr(obj, "_internal", None)
     if function is None or handle is None:
         return
+    poller = getattr(obj, "_poller", None) if isinstance(obj, _DEVICE) else None
+    if poller is not None:  # a device: its poll thread stops first, as wgpu-py's release does
+        release_device = function
+
+        def function(handle):
+            poller.stop()
+            release_device(handle)
+
     handles = [handle]
 
     def release():  # (wgpu-py's __del__ calls self._release(); this closure holds no reference to obj)
