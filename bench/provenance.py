@@ -38,20 +38,28 @@ def _git(*args) -> str:
 
 
 def describe() -> dict:
-    """{"commit", "dirty", "shaders", "poolgpu_from"}: the commit from git where the repository
-    is there, else from the file POOLGPU_PROVENANCE names (written where it was); "shaders":
-    the hash of the shaders imported now, whichever tree they come from."""
-    found = {"commit": _git("rev-parse", "HEAD") or None, "dirty": None}
-    if found["commit"]:
-        found["dirty"] = bool(_git("status", "--porcelain", "--untracked-files=no"))
-    elif os.environ.get(PROVENANCE_ENV):
+    """{"commit", "dirty", "shaders", "poolgpu_from"}: the commit from the file
+    POOLGPU_PROVENANCE names where it is set (written by ``scripts/gpu_bench.sh prepare``
+    where the repository is: a GPU machine's copy of the tree may carry an older history),
+    else from git; "shaders": the hash of the shaders imported now, whichever tree they come
+    from ("shaders_when_carried": the carried file's, where they differ)."""
+    found = {"commit": None, "dirty": None}
+    carried_file = os.environ.get(PROVENANCE_ENV)
+    if carried_file:
         try:
-            carried = json.loads(open(os.environ[PROVENANCE_ENV]).read())
+            carried = json.loads(open(carried_file).read())
             found = {"commit": carried.get("commit"), "dirty": carried.get("dirty"),
                      "shaders_when_carried": carried.get("shaders")}
         except (OSError, ValueError):
             pass
-    return dict(found, shaders=shaders_hash(), poolgpu_from=os.path.dirname(pg.__file__))
+    if found["commit"] is None:
+        found = {"commit": _git("rev-parse", "HEAD") or None, "dirty": None}
+        if found["commit"]:
+            found["dirty"] = bool(_git("status", "--porcelain", "--untracked-files=no"))
+    shaders = shaders_hash()
+    if found.get("shaders_when_carried") == shaders:
+        del found["shaders_when_carried"]
+    return dict(found, shaders=shaders, poolgpu_from=os.path.dirname(pg.__file__))
 
 
 def kernels_hash(descriptions, tuning: pg.Tuning, limits: dict) -> str:

@@ -211,23 +211,40 @@ class Bench:
         missing = [name for name in NEEDS[problem.op] if not hasattr(pg, name)]
         if missing:
             return {"status": "not available", "reason": "poolgpu has no " + ", ".join(f"pg.{n}" for n in missing)}
+        # where a row's seconds go (a GPU machine's minutes are counted): "reference" is the
+        # NumPy reference, computed once per case, type and operator
+        phases, clock = {}, time.perf_counter()
+
+        def phase(name):
+            nonlocal clock
+            now = time.perf_counter()
+            phases[name] = round(now - clock, 3)
+            clock = now
+
+        row["phases_s"] = phases
         try:
             run = PoolgpuRun(self.device, problem, layout)
             self.timer.seconds(run.record)
         except Exception as exc:  # reported (and failing the run), never hiding the other rows
             return {"status": "error", "reason": error_reason(exc)}
+        phase("setup")
+        problem.expected  # noqa: B018 (computed here to be timed apart from the check)
+        phase("reference")
         mismatch = check(run.outputs(), problem)
+        phase("check")
         row.update(read_bytes=run.read_bytes, written_bytes=run.written_bytes,
                    tensors={name: {"sizes": t.sizes, "strides": t.desc.strides, "data_type": t.data_type.name}
                             for name, t in run.tensors.items()})
         if mismatch:
             return dict(row, status="check failed", reason=mismatch)
         copy, copy_info = self.roofline.for_bytes(run.read_bytes, run.written_bytes)
+        phase("roofline")
         if self.timer.kind == "passes":
             op_times, copy_times = self.measure_passes(problem, layout, run)
         else:
             op_times, copy_times = self.measure([lambda: self.timer.seconds(run.record),
                                                  lambda: self.timer.seconds(copy)])
+        phase("measure")
         moved = run.read_bytes + run.written_bytes
         ours, roof = stats(op_times), stats(copy_times)
         ours["gb_per_s"] = moved / (ours[SUMMARY] * 1e6)
@@ -532,7 +549,7 @@ def main(argv=None) -> int:
         print(f"bench: not kept as a full run: {cut_short} row(s) not run (--deadline-s)", file=sys.stderr)
         keep = None
     if keep is not None:
-        kept = keep / report.gpu_run_name(results) if keep.suffix != ".json" else keep
+        kept = keep / report.gpu_run_name(results, keep) if keep.suffix != ".json" else keep
         kept.parent.mkdir(parents=True, exist_ok=True)
         kept.write_text(json.dumps(dict(results, outputs=None), indent=1, default=_jsonable) + "\n")
         print(f"Kept: {kept}")

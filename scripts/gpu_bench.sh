@@ -39,8 +39,9 @@ if [ -n "$DRY_RUN" ]; then
   : "${POOLGPU_GPU_RUN_BENCH_ARGS=--tiny --cases A,C --ops max,max_bwd --reps 2 --budget 0}"
   : "${POOLGPU_GPU_RUN_SWEEP_ARGS=--tiny --cases G --ops max --rounds 2}"
   : "${POOLGPU_GPU_CHECK_CASES:=6}"
-  : "${POOLGPU_GPU_RUN_S:=200}" "${POOLGPU_GPU_BENCH_S:=90}" "${POOLGPU_GPU_SWEEP_S:=45}"
-  export POOLGPU_BENCH_TORCH_DEVICE=cpu POOLGPU_BENCH_TORCH_COMPILE_BACKEND=eager POOLGPU_GPU_FAKE_NVIDIA=1
+  : "${POOLGPU_GPU_RUN_S:=300}" "${POOLGPU_GPU_BENCH_S:=150}" "${POOLGPU_GPU_SWEEP_S:=60}"
+  : "${POOLGPU_GPU_FAKE_NVIDIA:=1}"
+  export POOLGPU_BENCH_TORCH_DEVICE=cpu POOLGPU_BENCH_TORCH_COMPILE_BACKEND=eager POOLGPU_GPU_FAKE_NVIDIA
 fi
 
 # -- prepare: here, where pip and apt-get reach their indexes ------------------------------
@@ -146,7 +147,7 @@ preflight() {  # stops the run within 30 s unless a discrete NVIDIA GPU is liste
 COMPILE_ROWS="A N=*/max/float32/nchw,A N=*/avg/float32/nchw,A N=*/max_bwd/float32/nchw,C N=*/adaptive_avg/float32/nchw"
 BENCH_ARGS=(--backend vulkan --scale --resume "$ROOT/bench/gpu" --peer torch-cuda,torch-cuda-compile
             --compile-rows "$COMPILE_ROWS" --reps 3 --warmup-s 0.1 --budget 0.2)
-SWEEP_ARGS=(--backend vulkan --warmup-s 0.05 --rounds 4)
+SWEEP_ARGS=(--backend vulkan --warmup-s 0.2 --rounds 4)  # (0.05 s left the first entries' clocks settling)
 # (the wheel-building test needs a package index; the rehearsal of this script is for machines without a GPU)
 TESTS_ARGS=(tests -q -p no:cacheprovider -m "not slow" --ignore tests/test_gpu_run.py
             --deselect tests/test_packaging.py::test_the_wheel_carries_every_shader)

@@ -172,8 +172,29 @@ def _described(case: Case):
         if op == "adaptive_max_grad":
             return pg.AdaptiveMaxPoolingGradDesc(x_desc, dy_desc, dx), {"input": values(sizes), "input_gradient": dy}
         return pg.AdaptiveAveragePoolingGradDesc(dy_desc, dx), {"input_gradient": dy}
-    # roi (2-D): batches (some outside the input) and corners anywhere near it
     h, w = sizes[2:]
+    if op in ("roi_align", "roi_align_grad"):   # (2-D) corners anywhere near the input
+        count = 1 + case.seed % 5
+
+        def corners(rng):
+            return rng.uniform(-2, max(h, w) + 2, (1, 1, count, 4)).astype(dt.numpy)
+
+        def batch(rng):
+            return rng.integers(0, sizes[0], (1, 1, count)).astype(np.uint32)
+
+        fields = dict(spatial_scale_x=0.5 + case.seed % 2 * 0.5, minimum_samples_per_output=0,
+                      reduction_function="max" if case.seed % 2 else "average")
+        roi, batch_desc = pg.TensorDesc(dt, (1, 1, count, 4)), pg.TensorDesc("uint32", (1, 1, count))
+        if op == "roi_align_grad":
+            dy = (count, sizes[1], 2, 3)
+            desc = pg.RoiAlignGradDesc(x_desc, _desc(dt, dy, case.grad_layout), roi, batch_desc,
+                                       _desc(dt, sizes, case.out_layout), **fields)
+            return desc, {"input": values(sizes), "input_gradient": values(dy, specials=False), "roi": corners,
+                          "batch_indices": batch}
+        desc = pg.RoiAlign1Desc(x_desc, roi, batch_desc, _desc(dt, (count, sizes[1], 2, 3), case.out_layout),
+                                align_regions_to_corners=case.seed % 3 == 0, **fields)
+        return desc, {"input": values(sizes), "roi": corners, "batch_indices": batch}
+    # roi (2-D): batches (some outside the input) and corners anywhere near it
     count = 1 + case.seed % 6
 
     def rois(rng):
@@ -206,6 +227,12 @@ PINNED = (
     Case("fractional_max", pg.DataType.FLOAT16, "odd", 3, "channels_last", "packed", "packed", "uint32", "cpu", 7),
     Case("lp_grad", pg.DataType.FLOAT32, "overlap", 2, "packed", "gaps", "packed", None, "cpu", 8),
     Case("roi_grad", pg.DataType.FLOAT32, "odd", 2, "packed", "packed", "packed", None, "cpu", 9),
+    # ROI align, forward and gradient, the average and the maximum, split where long
+    Case("roi_align", pg.DataType.FLOAT32, "odd", 2, "channels_last", "packed", "packed", None, "cpu", 13),
+    Case("roi_align", pg.DataType.FLOAT16, "long", 2, "packed", "gaps", "packed", None, "split", 14),
+    Case("roi_align_grad", pg.DataType.FLOAT32, "odd", 2, "packed", "packed", "gaps", None, "cpu", 15),
+    Case("roi_align_grad", pg.DataType.BFLOAT16, "overlap", 2, "packed", "channels_last", "packed", None, "split",
+         16),
     # the GPU kernel variants: the plane walk in steps of chunks, the channels walk written out,
     # grids numbered flat (whole workgroups)
     Case("max", pg.DataType.FLOAT32, "global", 3, "packed", "packed", "packed", "uint32", "cpu-variants", 10),

@@ -295,7 +295,8 @@ def check_pooling_output_sizes(kw, result):
 # descriptions, TensorDesc and Device.compile
 
 
-DESC_TENSOR_FIELDS = ("input", "output", "output_indices", "roi", "indices", "input_gradient", "output_gradient")
+DESC_TENSOR_FIELDS = ("input", "output", "output_indices", "roi", "indices", "input_gradient", "output_gradient",
+                      "batch_indices", "output_roi_gradient")
 
 
 def wrong_tensor_descs(rng):
@@ -702,6 +703,176 @@ FUNCTIONS.update(torch_entries())
 
 
 # ---------------------------------------------------------------------------------------
+# ROI align: pg.roi_align, pg.roi_align_grad, poolgpu.onnx.roi_align, its descriptions and
+# poolgpu.torch's roi_align and ps_roi_align, against tests/roi_align_reference.py.
+
+import roi_align_reference as RA  # noqa: E402
+
+
+def case_roi_align(rng, gradient=False):
+    dtype = pick(rng, FLOATS)
+    shape = (int(rng.integers(1, 3)), int(rng.integers(1, 3)), int(rng.integers(1, 7)), int(rng.integers(1, 7)))
+    count = int(rng.integers(1, 4))
+    rois = rng.uniform(-2, 8, (count, 4))
+    if rng.random() < 0.2:  # corners beyond float16's range, NaN and infinite ones
+        rois[rng.integers(count), rng.integers(4)] = pick(rng, [1e30, -1e30, np.nan, np.inf, 7e4])
+    with np.errstate(over="ignore"):
+        rois = rois.astype(pick(rng, ["float64", "float32", dtype]))
+    size = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+    kw = dict(x=values_of(rng, dtype, shape), rois=rois,
+              batch_indices=rng.integers(0, shape[0], count).astype(pick(rng, ["int64", "uint32", "int32"])),
+              output_size=pick(rng, [size, size[0]]), spatial_scale=pick(rng, [1.0, 0.5, 2, np.float32(0.25)]),
+              sampling_ratio=pick(rng, [-1, 0, 1, 2]), mode=pick(rng, ["avg", "max"]), aligned=pick(rng, [True, False]))
+    if gradient:
+        out = size if isinstance(kw["output_size"], tuple) else (size[0], size[0])
+        kw["dy"] = values_of(rng, dtype, (count, shape[1]) + out)
+    return kw
+
+
+def _some_defaults(rng, kw, defaults):
+    """``kw`` with some of its optional arguments left out (their defaults are ``defaults``)."""
+    for name in defaults:
+        if rng.random() < 0.7:
+            kw.pop(name)
+    return kw
+
+
+ROI_ALIGN_DEFAULTS = dict(spatial_scale=1.0, sampling_ratio=0, mode="avg", aligned=True)
+ONNX_ROI_ALIGN_DEFAULTS = dict(mode="avg", output_height=1, output_width=1, sampling_ratio=0, spatial_scale=1.0,
+                               coordinate_transformation_mode="half_pixel")
+
+
+def _roi_align_reference(kw, gradient=False):
+    x = host(kw["x"]).astype(np.float32)
+    with np.errstate(all="ignore"):
+        rois = host(kw["rois"]).reshape(-1, 4).astype(host(kw["x"]).dtype).astype(np.float32)
+    size = kw["output_size"]
+    size = tuple(size) if np.ndim(size) else (size, size)
+    kw = {**ROI_ALIGN_DEFAULTS, **kw}
+    ratio, aligned = int(kw["sampling_ratio"]), bool(kw["aligned"])
+    fields = dict(scale_x=float(np.float32(kw["spatial_scale"])), scale_y=float(np.float32(kw["spatial_scale"])),
+                  input_offset=0.5 if aligned else 0.0, min_samples=max(ratio, 0),
+                  max_samples=ratio if ratio > 0 else 2**32 - 1, min_region=None if aligned else 1.0)
+    batch = host(kw["batch_indices"]).reshape(-1)
+    reduction = "max" if kw["mode"] == "max" else "average"
+    if gradient:
+        return RA.roi_align_grad(x, rois, batch, host(kw["dy"]).astype(np.float32), size, reduction, **fields)
+    return RA.roi_align(x, rois, batch, size, reduction, **fields)
+
+
+def check_roi_align(kw, result, gradient=False):
+    got = to_numpy(result)
+    want = _roi_align_reference(kw, gradient)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    half = got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(got.dtype).astype(np.float64),
+                               rtol=1e-2 if half else 1e-5, atol=1e-2 if half else 1e-5, equal_nan=True)
+
+
+def case_onnx_roi_align(rng):
+    kw = case_roi_align(rng)
+    size = kw.pop("output_size")
+    size = size if isinstance(size, tuple) else (size, size)
+    ratio = kw.pop("sampling_ratio")
+    kw.update(output_height=size[0], output_width=size[1], sampling_ratio=max(ratio, 0),
+              coordinate_transformation_mode="half_pixel" if kw.pop("aligned") else "output_half_pixel")
+    return _some_defaults(rng, kw, ONNX_ROI_ALIGN_DEFAULTS)
+
+
+def check_onnx_roi_align(kw, result):
+    kw = {**ONNX_ROI_ALIGN_DEFAULTS, **kw}
+    got = to_numpy(result)
+    with np.errstate(all="ignore"):
+        rois = host(kw["rois"]).reshape(-1, 4).astype(host(kw["x"]).dtype).astype(np.float32)
+    want = RA.onnx_roi_align(host(kw["x"]).astype(np.float32), rois, host(kw["batch_indices"]).reshape(-1),
+                             int(kw["output_height"]), int(kw["output_width"]), int(kw["sampling_ratio"]),
+                             float(np.float32(kw["spatial_scale"])), kw["mode"], kw["coordinate_transformation_mode"])
+    half = got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(got.dtype).astype(np.float64),
+                               rtol=1e-2 if half else 1e-5, atol=1e-2 if half else 1e-5, equal_nan=True)
+
+
+def roi_align_desc_case(cls):
+    def case(rng):
+        kw = case_roi_align(rng, gradient=cls is pg.RoiAlignGradDesc)
+        x, rois, batch = kw["x"], kw["rois"], kw["batch_indices"]
+        fields = dict(input=pg.TensorDesc(x.dtype, x.shape), roi=pg.TensorDesc(x.dtype, (1, 1, len(rois), 4)),
+                      batch_indices=pg.TensorDesc(batch.dtype, (1, 1, len(batch))))
+        if cls is pg.RoiAlignGradDesc:
+            fields["input_gradient"] = pg.TensorDesc(x.dtype, kw["dy"].shape)
+        else:
+            fields["output_size"] = kw["output_size"]
+        optional = dict(reduction_function=pick(rng, ["average", "max"]),
+                        interpolation_mode=pick(rng, ["linear", "nearest_neighbor"]),
+                        spatial_scale_x=kw["spatial_scale"], minimum_samples_per_output=pick(rng, [0, 1, 2]),
+                        maximum_samples_per_output=pick(rng, [2, 3, 2**32 - 1]))
+        if cls is not pg.RoiAlignGradDesc:
+            optional["out_of_bounds_input_value"] = pick(rng, [0.0, -1.5])
+        if cls is not pg.RoiAlignDesc:
+            optional.update(input_pixel_offset=pick(rng, [0.5, 0.0]), align_regions_to_corners=pick(rng, [False, True]))
+        for name in rng.permutation(sorted(optional))[:2]:   # (few fields: some calls stay valid)
+            fields[name] = optional[name]
+        return fields
+    return case
+
+
+FUNCTIONS.update({
+    "roi_align": functional(pg.roi_align, lambda rng: _some_defaults(rng, case_roi_align(rng), ROI_ALIGN_DEFAULTS),
+                            check_roi_align, "x", "rois", "batch_indices",
+                            "output_size", "spatial_scale", "sampling_ratio", "mode", "aligned"),
+    "roi_align_grad": functional(pg.roi_align_grad,
+                                 lambda rng: _some_defaults(rng, case_roi_align(rng, True), ROI_ALIGN_DEFAULTS),
+                                 lambda kw, result: check_roi_align(kw, result, True), "x", "rois", "batch_indices",
+                                 "dy", "output_size", "spatial_scale", "sampling_ratio", "mode", "aligned",
+                                 "input_sizes"),
+    "onnx.roi_align": functional(pgo.roi_align, case_onnx_roi_align, check_onnx_roi_align, "X", "x", "rois",
+                                 "batch_indices", "mode", "output_height", "output_width", "sampling_ratio",
+                                 "spatial_scale", "coordinate_transformation_mode"),
+})
+for _cls in (pg.RoiAlignDesc, pg.RoiAlign1Desc, pg.RoiAlignGradDesc):
+    FUNCTIONS[_cls.__name__] = (compile_desc(_cls), roi_align_desc_case(_cls), None,
+                                set(_cls.__dataclass_fields__) - {"_"})
+
+
+def torch_roi_align_entries():
+    try:
+        import torch
+        import poolgpu.torch as pgt
+    except ImportError:
+        return {}
+
+    def case(rng, ps=False):
+        kw = case_roi_align(rng)
+        x = torch.from_numpy(kw["x"].astype(np.float32))
+        boxes = torch.from_numpy(np.concatenate([kw["batch_indices"][:, None], kw["rois"]], axis=1).astype(np.float32))
+        size = kw["output_size"]
+        if ps:
+            bins = size[0] * size[1] if isinstance(size, tuple) else size * size
+            x = torch.from_numpy(rng.standard_normal((x.shape[0], bins * int(rng.integers(1, 3))) + tuple(x.shape[2:]))
+                                 .astype(np.float32))
+            return dict(input=x, boxes=boxes, output_size=size, spatial_scale=kw["spatial_scale"],
+                        sampling_ratio=kw["sampling_ratio"])
+        return dict(input=x, boxes=boxes, output_size=size, spatial_scale=kw["spatial_scale"],
+                    sampling_ratio=kw["sampling_ratio"], aligned=kw["aligned"])
+
+    def check(kw, result):
+        boxes = np.asarray(kw["boxes"], np.float32)
+        size = kw["output_size"]
+        size = tuple(size) if np.ndim(size) else (size, size)
+        want = RA.torchvision_roi_align(np.asarray(kw["input"]), boxes, size, float(kw["spatial_scale"]),
+                                        int(kw["sampling_ratio"]), bool(kw["aligned"]))
+        np.testing.assert_allclose(np.asarray(result), want, rtol=1e-5, atol=1e-6, equal_nan=True)
+
+    names = TORCH_NAMES | DESC_NAMES | {"sampling_ratio", "aligned", "batch_indices"}
+    return {"torch.roi_align": ((lambda device, **kw: pgt.roi_align(**kw, device=device)), case, check, names),
+            "torch.ps_roi_align": ((lambda device, **kw: pgt.ps_roi_align(**kw, device=device)),
+                                   lambda rng: case(rng, True), None, names)}
+
+
+FUNCTIONS.update(torch_roi_align_entries())
+
+
+# ---------------------------------------------------------------------------------------
 # the fuzz
 
 
@@ -723,7 +894,9 @@ def mutate(rng, case, device):
             # rois go as the {1, 1, R, 5} tensor of the input's type that roi_pool takes
             if name == "rois":
                 with np.errstate(over="ignore"):
-                    value = value.reshape(1, 1, -1, 5).astype(case["x"].dtype)
+                    value = value.reshape(1, 1, -1, value.shape[-1]).astype(case["x"].dtype)
+            if name == "batch_indices":   # (ROI align's: a {1, 1, R} tensor)
+                value = value.reshape(1, 1, -1)
             kw[name] = device.upload(value)
     return kw
 

@@ -31,6 +31,7 @@ from .gate import DEFAULT_TIMEOUT, Gated, for_backend
 from .ops import Op
 from .tensor import Tensor
 from .tensor_desc import TensorDesc
+from .limits import check_tuning
 from .tuning import Tuning
 
 if TYPE_CHECKING:
@@ -143,6 +144,7 @@ class Device:
     def tuning(self, tuning: Tuning) -> None:
         if not isinstance(tuning, Tuning):
             raise ValidationError("tuning", f"expected a pg.Tuning, got {type(tuning).__name__}")
+        check_tuning(tuning, self.limits)  # workgroups this device cannot run: said now
         self._tuning = tuning
 
     @property

@@ -19,6 +19,7 @@ from .fractional import FractionalMaxPoolingDesc, FractionalMaxPoolingGradDesc
 from .gradients import (AdaptiveAveragePoolingGradDesc, AdaptiveMaxPoolingGradDesc, AveragePoolingGradDesc,
                         LpPoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingDesc, MaxUnpoolingGradDesc,
                         RoiPoolingGradDesc)
+from .roi_align import RoiAlign1Desc, RoiAlignDesc, RoiAlignGradDesc
 from .pooling import (AveragePooling1Desc, AveragePoolingDesc, LpPooling1Desc, LpPoolingDesc, MaxPooling1Desc,
                       MaxPooling2Desc, MaxPoolingDesc)
 
@@ -30,6 +31,7 @@ Description = Union[
     MaxUnpoolingGradDesc, FractionalMaxPoolingDesc, FractionalMaxPoolingGradDesc, LpPoolingGradDesc,
     RoiPoolingGradDesc,
 ]
+Description = Union[Description, RoiAlignDesc, RoiAlign1Desc, RoiAlignGradDesc]
 
 __all__ = [
     "MaxPoolingDesc", "MaxPooling1Desc", "MaxPooling2Desc", "AveragePoolingDesc", "AveragePooling1Desc",
@@ -38,3 +40,4 @@ __all__ = [
     "AdaptiveAveragePoolingGradDesc", "MaxUnpoolingGradDesc", "FractionalMaxPoolingDesc",
     "FractionalMaxPoolingGradDesc", "LpPoolingGradDesc", "RoiPoolingGradDesc", "Description", "described",
 ]
+__all__ += ["RoiAlignDesc", "RoiAlign1Desc", "RoiAlignGradDesc"]

@@ -19,3 +19,5 @@ __all__ = [
     "max_unpool_grad", "fractional_max_pool", "lp_pool_grad", "roi_pool_grad", "fractional_max_pool_grad",
     "ArrayLike", "Result", "Window",
 ]
+from ._roi_align import roi_align, roi_align_grad  # noqa: E402
+__all__ += ["roi_align", "roi_align_grad"]

@@ -11,6 +11,7 @@
 """
 
 from . import binned, fractional, gradients, unpooling, window  # noqa: F401  (they register their builders)
+from . import roi_align  # noqa: F401  (ROI align's builders)
 from .chunking import chunked, max_offset, plane_count, plane_span
 from .core import Kernel, Pass, Program, Slot, Split, View, pack_params, read_wgsl, shader_source
 from .grids import divisor_params

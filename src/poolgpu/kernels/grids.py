@@ -8,12 +8,13 @@ import math
 from typing import Mapping
 
 from ..dtypes import DataType
+from ..limits import WEBGPU
 from ..tensor_desc import TensorDesc
 
 MAX_WORKGROUPS_PER_DIM = 65535
-# WebGPU's guaranteed maxComputeWorkgroupSizeZ, also NVIDIA's Vulkan limit (X and Y: 256 and
-# 1024 there, never below a Tuning's 256 invocations per workgroup)
-MAX_WORKGROUP_SIZE_Z = 64
+# Workgroups stay within WebGPU's guaranteed sizes whatever the Tuning (NVIDIA's Vulkan
+# driver also allows only 64 along z); x and y never exceed a Tuning's 256 invocations.
+MAX_WORKGROUP_SIZE_Z = WEBGPU["max-compute-workgroup-size-z"]
 
 def as_5d(sizes: tuple, strides: tuple):
     """{N, C, spatial...} -> {N, C, D, H, W} by inserting unit leading spatial dimensions."""

@@ -42,6 +42,7 @@ from ._nodes import Ops as _Ops
 from ._nodes import run_node
 from ._operators import (average_pool, global_average_pool, global_lp_pool, global_max_pool, lp_pool, max_pool,
                          max_roi_pool, max_unpool)
+from ._roi_align import roi_align
 
 #: The onnx.reference op classes (``MaxPool``, ``AveragePool``, ... ``MaxRoiPool``) running
 #: on poolgpu, for ``onnx.reference.ReferenceEvaluator(model, new_ops=OPS)``: a sequence,
@@ -50,3 +51,4 @@ OPS = _Ops()
 
 __all__ = ["max_pool", "average_pool", "lp_pool", "global_max_pool", "global_average_pool", "global_lp_pool",
            "max_unpool", "max_roi_pool", "run_node", "OPS"]
+__all__ += ["roi_align"]

@@ -13,6 +13,7 @@ from ..errors import ValidationError
 from ..tensor import Tensor
 from ._operators import (average_pool, global_average_pool, global_lp_pool, global_max_pool, lp_pool, max_pool,
                          max_roi_pool, max_unpool)
+from ._roi_align import roi_align
 
 #: ONNX's pooling op types, in the order of the contract; each maps to its function.
 OP_TYPES = ("MaxPool", "AveragePool", "LpPool", "GlobalMaxPool", "GlobalAveragePool", "GlobalLpPool", "MaxUnpool",
@@ -20,6 +21,8 @@ OP_TYPES = ("MaxPool", "AveragePool", "LpPool", "GlobalMaxPool", "GlobalAverageP
 _FUNCTIONS = {"MaxPool": max_pool, "AveragePool": average_pool, "LpPool": lp_pool, "GlobalMaxPool": global_max_pool,
               "GlobalAveragePool": global_average_pool, "GlobalLpPool": global_lp_pool, "MaxUnpool": max_unpool,
               "MaxRoiPool": max_roi_pool}
+OP_TYPES += ("RoiAlign",)
+_FUNCTIONS["RoiAlign"] = roi_align
 _DOMAINS = ("", "ai.onnx")
 
 
@@ -78,7 +81,7 @@ def run_node(node: Any, inputs: Sequence[Any], opset: Optional[int] = None,
     ----------
     node : onnx.NodeProto
         A node of one of the op types MaxPool, AveragePool, LpPool, GlobalMaxPool,
-        GlobalAveragePool, GlobalLpPool, MaxUnpool, MaxRoiPool (domain "" or "ai.onnx").
+        GlobalAveragePool, GlobalLpPool, MaxUnpool, MaxRoiPool, RoiAlign (domain "" or "ai.onnx").
     inputs : sequence of array_like or Tensor
         One per name of ``node.input``, in order; an optional input (MaxUnpool's
         ``output_shape``) may be left out, or given as None where its name is empty.
@@ -131,6 +134,8 @@ def run_node(node: Any, inputs: Sequence[Any], opset: Optional[int] = None,
     wanted = [bool(name) for name in node.output]
     if node.op_type == "MaxPool":
         attributes["return_indices"] = len(wanted) > 1 and wanted[1]
+    if node.op_type == "RoiAlign" and schema.since_version < 16:   # RoiAlign-10: output_half_pixel only
+        attributes["coordinate_transformation_mode"] = "output_half_pixel"
     if node.op_type == "MaxUnpool":
         shape = values[2] if len(values) > 2 else None
         if shape is not None:
