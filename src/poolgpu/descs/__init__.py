@@ -21,6 +21,7 @@ from .gradients import (AdaptiveAveragePoolingGradDesc, AdaptiveMaxPoolingGradDe
                         RoiPoolingGradDesc)
 from .pooling import (AveragePooling1Desc, AveragePoolingDesc, LpPooling1Desc, LpPoolingDesc, MaxPooling1Desc,
                       MaxPooling2Desc, MaxPoolingDesc)
+from .quantized import QuantizedLinearAveragePoolingDesc
 
 #: Any operator description: what ``Device.compile`` takes (for annotations).
 Description = Union[
@@ -28,7 +29,7 @@ Description = Union[
     LpPooling1Desc, RoiPoolingDesc, AdaptiveMaxPoolingDesc, AdaptiveAveragePoolingDesc, MaxPoolingGradDesc,
     AveragePoolingGradDesc, MaxUnpoolingDesc, AdaptiveMaxPoolingGradDesc, AdaptiveAveragePoolingGradDesc,
     MaxUnpoolingGradDesc, FractionalMaxPoolingDesc, FractionalMaxPoolingGradDesc, LpPoolingGradDesc,
-    RoiPoolingGradDesc,
+    RoiPoolingGradDesc, QuantizedLinearAveragePoolingDesc,
 ]
 
 __all__ = [
@@ -37,4 +38,5 @@ __all__ = [
     "MaxPoolingGradDesc", "AveragePoolingGradDesc", "MaxUnpoolingDesc", "AdaptiveMaxPoolingGradDesc",
     "AdaptiveAveragePoolingGradDesc", "MaxUnpoolingGradDesc", "FractionalMaxPoolingDesc",
     "FractionalMaxPoolingGradDesc", "LpPoolingGradDesc", "RoiPoolingGradDesc", "Description", "described",
+    "QuantizedLinearAveragePoolingDesc",
 ]
