@@ -3,7 +3,7 @@ and zero points."""
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 import numpy as np
 
@@ -16,13 +16,19 @@ from ..interop import answer, on_device
 from ..tensor import Tensor
 from ._common import ArrayLike, Result, Window, _window
 
-__all__ = ["quantized_average_pool", "quantization_array"]
+__all__ = ["quantized_average_pool", "quantization_array", "Scale", "ZeroPoint"]
+
+#: A scale: a number, or an array or Tensor of one (per tensor) or C (per channel) numbers.
+Scale = Union[float, ArrayLike]
+#: A zero point: an int, an array or Tensor of one or C integers, or None (0).
+ZeroPoint = Optional[Union[int, ArrayLike]]
 
 # The least normal float32: GPUs may flush smaller (subnormal) numbers to zero.
 _LEAST_NORMAL = np.float32(2.0 ** -126)
 
 
-def quantization_array(value, name: str, kind: str, data_type: DataType, sizes: tuple) -> np.ndarray:
+def quantization_array(value: Union[Scale, ZeroPoint], name: str, kind: str, data_type: DataType,
+                       sizes: tuple) -> np.ndarray:
     """A scale (``kind`` "scale": float32) or zero point ("zero point": ``data_type``) for an
     input of ``sizes`` {N, C, ...}, as the array of its TensorDesc: a number or one-element
     array (per tensor: all sizes 1), C values (per channel: {1, C, 1, ...}), or an array of
@@ -64,7 +70,8 @@ def quantization_array(value, name: str, kind: str, data_type: DataType, sizes: 
     return values.astype(data_type.numpy).reshape(shape)
 
 
-def quantized_average_pool(x: ArrayLike, x_scale, x_zero_point, y_scale, y_zero_point, window_size: Window,
+def quantized_average_pool(x: ArrayLike, x_scale: Scale, x_zero_point: ZeroPoint, y_scale: Scale,
+                           y_zero_point: ZeroPoint, window_size: Window,
                            strides: Optional[Window] = None, start_padding: Optional[Window] = None,
                            end_padding: Optional[Window] = None, dilations: Optional[Window] = None,
                            include_padding: bool = False, device: Optional[Device] = None, *,

@@ -19,8 +19,7 @@ from ..arguments import flag
 from ..device import Device
 from ..dtypes import DataType
 from ..errors import ValidationError
-from ..functional import ArrayLike, Result, quantized_average_pool
-from ..interop import answer
+from ..functional import ArrayLike, Result, Scale, ZeroPoint, quantized_average_pool
 from ..tensor import Tensor
 from ..tensor_desc import TensorDesc
 from ._operators import _geometry, _input, _onnx_names, _spatial
@@ -101,7 +100,8 @@ def _pool(x, x_scale, x_zero_point, y_scale, y_zero_point, channels_last, device
     return np.ascontiguousarray(np.moveaxis(y, 1, -1))
 
 
-def qlinear_average_pool(x: ArrayLike, x_scale, x_zero_point, y_scale, y_zero_point, kernel_shape: Sequence[int],
+def qlinear_average_pool(x: ArrayLike, x_scale: Scale, x_zero_point: ZeroPoint, y_scale: Scale,
+                         y_zero_point: ZeroPoint, kernel_shape: Sequence[int],
                          auto_pad: Union[str, bytes] = "NOTSET", ceil_mode: int = 0, channels_last: int = 0,
                          count_include_pad: int = 0, pads: Optional[Sequence[int]] = None,
                          strides: Optional[Sequence[int]] = None, device: Optional[Device] = None) -> Result:
@@ -149,7 +149,8 @@ def qlinear_average_pool(x: ArrayLike, x_scale, x_zero_point, y_scale, y_zero_po
         return _pool(x, x_scale, x_zero_point, y_scale, y_zero_point, channels_last, device, window)
 
 
-def qlinear_global_average_pool(x: ArrayLike, x_scale, x_zero_point, y_scale, y_zero_point, channels_last: int = 0,
+def qlinear_global_average_pool(x: ArrayLike, x_scale: Scale, x_zero_point: ZeroPoint, y_scale: Scale,
+                                y_zero_point: ZeroPoint, channels_last: int = 0,
                                 device: Optional[Device] = None) -> Result:
     """ONNX Runtime's QLinearGlobalAveragePool (``com.microsoft``): the quantized average
     over all spatial dimensions, kept as size 1, with ONNX Runtime's results bit for bit

@@ -13,7 +13,7 @@ from ..descs import AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc
 from ..device import Device
 from ..dtypes import DataType
 from ..errors import ValidationError
-from . import quantized
+from . import _quantized as quantized
 from ._arguments import return_flag, sizes_arg
 from ._call import FLOATS, MAX_TYPES, Call, Input, Output, Plan, Result, gradient_plan, plane_indices
 from ._forms import function_forms

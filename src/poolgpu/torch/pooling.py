@@ -15,7 +15,7 @@ from ..device import Device
 from ..dtypes import DataType
 from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
-from . import quantized
+from . import _quantized as quantized
 from ._arguments import boolean, checked, integer_arg, return_flag, sizes_arg, window_args
 from ._call import (FLOATS, MAX_TYPES, Call, Input, Output, Plan, Result, Size, as_float, gradient_plan, negated,
                     of_type, plane_indices)
@@ -72,6 +72,7 @@ def _max_pool_form(dims: int):
         f = f"max_pool{dims}d"
         window = window_args(dims, f, kernel_size, stride, padding, dilation, ceil_mode)
         if dims == 2 and quantized.is_quantized(input):
+            quantized.check_two_values(f, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation)
             return quantized.max_pool2d(input, *window, return_flag(return_indices, f), device)
         suffix = "_with_indices" if return_flag(return_indices, f) else ""
         return dispatch(f + suffix, input, *window, device=device)

@@ -25,7 +25,7 @@ from ..errors import ValidationError
 from ._arguments import geometry
 from ._call import checked_device
 
-__all__ = ["is_quantized", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
+__all__ = ["is_quantized", "check_two_values", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
 
 _TYPES = {torch.quint8: np.uint8, torch.qint8: np.int8}
 _VECTOR_LANES = {"AVX2": 8, "AVX512": 16}   # quantized channels per vector of PyTorch's x86 kernels
@@ -75,6 +75,16 @@ class _Quantized:
             t = t.contiguous(memory_format=torch.channels_last)
         q = torch._make_per_tensor_quantized_tensor(t, self.input.q_scale(), self.input.q_zero_point())
         return q.to(self.input.device)
+
+
+def check_two_values(function: str, **arguments) -> None:
+    """PyTorch's quantized max_pool2d reads its kernel_size, stride, padding and dilation as an
+    int or two values: one value in a sequence it refuses, or misreads (padding ``(p,)`` as
+    ``(p, 0)``); poolgpu refuses it."""
+    for name, value in arguments.items():
+        if isinstance(value, (tuple, list)) and len(value) == 1:
+            raise ValidationError(name, f"{function} of a quantized tensor takes an int or 2 values for {name}, as "
+                                        f"PyTorch's quantized kernel does, got {value!r}")
 
 
 def max_pool2d(input: torch.Tensor, kernel, stride, padding, dilation, ceil_mode, return_indices: bool,
