@@ -133,15 +133,7 @@ def run_node(node: Any, inputs: Sequence[Any], opset: Optional[int] = None,
                                               f"{', '.join(f'{CONTRIB_DOMAIN}::{t}' for t in _CONTRIB)}")
     schema, op = _schema(onnx, node.op_type, opset)
     attributes = _attributes(onnx, node, schema, op)
-    if len(node.input) > schema.max_input:
-        raise ValidationError("node.input", f"{op} takes at most {schema.max_input} inputs, the node "
-                                            f"names {len(node.input)}")
-    values = list(sequence(inputs, "inputs", "arrays"))
-    if len(values) > len(node.input):
-        raise ValidationError("inputs", f"the node names {len(node.input)} inputs {list(node.input)}, got "
-                                        f"{len(values)} arrays")
-    values += [None] * (len(node.input) - len(values))  # optional inputs left out
-    values = [value if name else None for name, value in zip(node.input, values)]
+    values = _node_inputs(node, inputs, schema.max_input, op)
     if len(values) < schema.min_input or any(v is None for v in values[:schema.min_input]):
         raise ValidationError("inputs", f"{node.op_type} needs its first {schema.min_input} inputs, got "
                                         f"{[type(v).__name__ for v in values]} for {list(node.input)}")
@@ -163,6 +155,19 @@ def run_node(node: Any, inputs: Sequence[Any], opset: Optional[int] = None,
     return [results[i] if want and i < len(results) else None for i, want in enumerate(wanted)]
 
 
+def _node_inputs(node, inputs: Sequence[Any], most: int, op: str) -> list:
+    """The arrays of ``inputs``, one per name of ``node.input`` (of at most ``most``): those
+    left out at the end, or named ``""``, None."""
+    if len(node.input) > most:
+        raise ValidationError("node.input", f"{op} takes at most {most} inputs, the node names {len(node.input)}")
+    values = list(sequence(inputs, "inputs", "arrays"))
+    if len(values) > len(node.input):
+        raise ValidationError("inputs", f"the node names {len(node.input)} inputs {list(node.input)}, got "
+                                        f"{len(values)} arrays")
+    values += [None] * (len(node.input) - len(values))  # optional inputs left out
+    return [value if name else None for name, value in zip(node.input, values)]
+
+
 def _run_contrib(onnx, node, inputs: Sequence[Any], device: Optional[Device]) -> List[Any]:
     """run_node for ONNX Runtime's quantized pooling nodes (_CONTRIB)."""
     function, known, needed, required = _CONTRIB[node.op_type]
@@ -176,15 +181,8 @@ def _run_contrib(onnx, node, inputs: Sequence[Any], device: Optional[Device]) ->
     for name in needed:
         if name not in attributes:
             raise ValidationError(name, f"{op} needs the attribute {name!r}")
-    if len(node.input) > len(required):
-        raise ValidationError("node.input", f"{op} takes at most {len(required)} inputs, the node names "
-                                            f"{len(node.input)}")
-    values = list(sequence(inputs, "inputs", "arrays"))
-    if len(values) > len(node.input):
-        raise ValidationError("inputs", f"the node names {len(node.input)} inputs {list(node.input)}, got "
-                                        f"{len(values)} arrays")
+    values = _node_inputs(node, inputs, len(required), op)
     values += [None] * (len(required) - len(values))
-    values = [value if i < len(node.input) and node.input[i] else None for i, value in enumerate(values)]
     missing = [name for name, value, must in zip(_INPUT_NAMES, values, required) if must and value is None]
     if missing:
         raise ValidationError("inputs", f"{op} needs its inputs {', '.join(missing)}, got "
