@@ -115,10 +115,11 @@ CASES = {
              "DirectML's, ONNX Runtime's and PyTorch's arithmetic", dtypes=("uint8",)),
     )
 }
-# --scale: the cases run again at these batch sizes, a few hundred MB per input (float32), so
+# --scale: every case runs again at these batch sizes, at least 100 MB per input (float32), so
 # that a GPU's dispatch lasts long past its ramp-up and tail (bandwidth rows beside the
-# standard, latency, rows); the input is the standard one repeated along N.
-SCALE_BATCH = {"A": 64, "B": 64, "G": 64, "1D": 64, "3D": 32}
+# standard, latency, rows); the input is the standard one repeated along N (ROI's boxes and
+# fractional pooling's samples with it).
+SCALE_BATCH = {"A": 64, "B": 64, "C": 1024, "G": 64, "1DG": 16, "1D": 64, "3D": 32, "ROI": 32, "FR": 64, "BF": 64}
 DTYPES = ("float32", "float16", "bfloat16")
 LAYOUTS = ("nchw", "nhwc")  # NHWC: channels last (NWC, NDHWC), for inputs and outputs alike
 
@@ -229,9 +230,16 @@ class Data:
 
     def rois(self, count_per_image=8, scale=1 / 16):
         """Boxes ``[batch, x1, y1, x2, y2]`` in image coordinates (``spatial_scale`` maps
-        them onto the feature map), integers so that every data type holds them exactly."""
+        them onto the feature map), integers so that every data type holds them exactly;
+        repeated Data: the base's boxes again for each repetition, on its images."""
 
         def make():
+            if self.base is not None:
+                base = self.base.rois(count_per_image, scale)
+                shifted = [base.copy() for _ in range(self.repeats)]
+                for k, boxes in enumerate(shifted):
+                    boxes[:, 0] += k * self.base.sizes[0]
+                return np.concatenate(shifted)
             n, _, h, w = self.sizes
             boxes = []
             for b in range(n):
@@ -250,6 +258,8 @@ class Data:
         """Fractional pooling's samples, one per plane and dimension in [0, 1), of the input's
         type (as PyTorch takes them)."""
         def make():
+            if self.base is not None:
+                return self.tile(self.base.samples())
             u = self._rng.random(self.sizes[:2] + (self.dims,)).astype(np.float32) * np.float32(0.99)
             return u.astype(self.dtype)
 

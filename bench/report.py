@@ -123,6 +123,10 @@ def legend(results: dict) -> list:
     if missing:
         ops = ", ".join(dict.fromkeys(r["op"] for r in missing))
         lines.append(f"Not available in this poolgpu yet ({len(missing)} rows, they light up as operators land): {ops}.")
+    if results.get("merged_from"):
+        earlier = sorted({r["run"][:16] for r in results["rows"] if r.get("run")})
+        lines.append(f"With the rows this run did not reach taken from earlier runs of the same shaders "
+                     f"({', '.join(results['merged_from'])}; measured {', '.join(earlier)}).")
     cut = [r for r in results["rows"] if r["status"] == "not run"]
     if cut:
         lines.append(f"Not run: {len(cut)} rows, past the run's time limit ({cut[0]['reason']}).")
@@ -314,10 +318,21 @@ def gpu_model(name: str) -> str:
     return " ".join(words[:2]) or "gpu"
 
 
-def gpu_run_name(results: dict) -> str:
-    """bench/gpu/'s file name of a run: <date>-<gpu model>.json ("2026-11-23-h100.json")."""
+def gpu_run_name(results: dict, directory: Path = None) -> str:
+    """bench/gpu/'s file name of a run: <date>-<gpu model>.json ("2026-11-23-h100.json");
+    with ``directory``, -2, -3... after the model where a run of another time has the name there."""
     model = re.sub(r"[^a-z0-9]+", "-", gpu_model(results["adapter"]["name"]).lower()).strip("-") or "gpu"
-    return f"{results['date'][:10]}-{model}.json"
+    name, count = f"{results['date'][:10]}-{model}.json", 1
+    while directory is not None and (Path(directory) / name).exists() and load(Path(directory) / name)["date"] != results["date"]:
+        count += 1
+        name = f"{results['date'][:10]}-{model}-{count}.json"
+    return name
+
+
+def is_gpu_run_name(name: str, results: dict) -> bool:
+    """Whether ``name`` is one gpu_run_name gives ``results`` (with or without a -N)."""
+    stem = gpu_run_name(results)[: -len(".json")]
+    return re.fullmatch(re.escape(stem) + r"(-\d+)?\.json", name) is not None
 
 
 def _case_order(runs) -> list:
@@ -424,11 +439,13 @@ def plot(runs, path) -> str:
 # -- the published tables: the latest CPU-adapter run and the newest GPU run, side by side --
 
 TUNING_PREFIX = "tuning-"  # bench/gpu/tuning-<date>-<gpu>.json: a Tuning sweep's table (bench/sweep.py), no run
+CHECK_PREFIX = "check-"  # bench/gpu/check-<date>-<gpu>.json: the correctness check's report (bench/gpu_check.py)
 
 
 def gpu_runs(directory: Path = None) -> list:
-    """The bench runs kept in bench/gpu/ (not the sweeps' tables beside them)."""
-    return sorted(p for p in (directory or GPU_RUNS).glob("*.json") if not p.name.startswith(TUNING_PREFIX))
+    """The bench runs kept in bench/gpu/ (not the sweeps' tables and checks' reports beside them)."""
+    return sorted(p for p in (directory or GPU_RUNS).glob("*.json")
+                  if not p.name.startswith((TUNING_PREFIX, CHECK_PREFIX)))
 
 
 def newest_gpu_run(directory: Path = None):
@@ -437,9 +454,49 @@ def newest_gpu_run(directory: Path = None):
     return max(runs, key=lambda path: (load(path)["date"], path.name)) if runs else None
 
 
-def published_sources() -> list:
-    """The runs docs/bench-tables.md and bench/latest.png are made from."""
-    return [path for path in (LATEST, newest_gpu_run()) if path is not None and path.exists()]
+def _row_key(row: dict) -> tuple:
+    return (row["case"], row["op"], row["dtype"], row["layout"], bool(row.get("scaled")))
+
+
+def merged_gpu_run(directory: Path = None) -> tuple:
+    """(results, paths): the newest GPU run with the rows it did not reach (not run) taken
+    from the other runs of the same GPU model and the same shaders (provenance.shaders), the
+    newest that measured each; each row taken from another run says which ("run": its date).
+    A run cut short by a GPU machine's minutes (bench/plan.py's --resume) so completes the
+    table of those before it.  (None, []) without a GPU run."""
+    newest = newest_gpu_run(directory)
+    if newest is None:
+        return None, []
+    results = load(newest)
+    shaders = (results.get("provenance") or {}).get("shaders")
+    others = []
+    for path in gpu_runs(directory):
+        other = load(path)
+        if (path != newest and shaders is not None and (other.get("provenance") or {}).get("shaders") == shaders
+                and gpu_model(other["adapter"]["name"]) == gpu_model(results["adapter"]["name"])):
+            others.append((other["date"], path, other))
+    if not others:
+        return results, [newest]
+    measured = {}
+    for date, _, other in sorted(others, key=lambda item: item[0]):  # oldest first: the newer replace them
+        for row in other["rows"]:
+            if row["status"] != "not run":
+                measured[_row_key(row)] = dict(row, run=date)
+    rows = [measured.get(_row_key(row), row) if row["status"] == "not run" else row for row in results["rows"]]
+    listed = {_row_key(row) for row in rows}
+    rows += [row for key, row in measured.items() if key not in listed]
+    merged = dict(results, rows=rows, merged_from=[p.name for _, p, _ in sorted(others, key=lambda item: item[0])])
+    return merged, [p for _, p, _ in sorted(others, key=lambda item: item[0])] + [newest]
+
+
+def published_runs() -> list:
+    """[(results, source as shown)]: the runs docs/bench-tables.md and bench/latest.png are
+    made from, the lavapipe run and the merged GPU runs (merged_gpu_run)."""
+    runs = [(load(LATEST), _shown_path(LATEST))] if LATEST.exists() else []
+    gpu, paths = merged_gpu_run()
+    if gpu is not None:
+        runs.append((gpu, ", ".join(_shown_path(p) for p in paths)))
+    return runs
 
 
 def load(path) -> dict:
@@ -626,11 +683,11 @@ def spliced(text: str, block: str) -> str:
 
 
 def readme_sources() -> tuple:
-    """(cpu run, gpu run, their paths as shown): the runs README.md's table is made from."""
-    gpu_path = newest_gpu_run()
+    """(cpu run, gpu run, their paths as shown): the runs README.md's table is made from
+    (the GPU's merged, merged_gpu_run; shown as its newest path)."""
+    gpu, paths = merged_gpu_run()
     cpu = load(LATEST) if LATEST.exists() else None
-    gpu = load(gpu_path) if gpu_path else None
-    return cpu, gpu, _shown_path(LATEST), _shown_path(gpu_path) if gpu_path else None
+    return cpu, gpu, _shown_path(LATEST), _shown_path(paths[-1]) if paths else None
 
 
 def _shown_path(path) -> str:
@@ -644,10 +701,10 @@ def _shown_path(path) -> str:
 def publish() -> str:
     """Rewrite docs/bench-tables.md, README.md's headline table and bench/latest.png from the
     committed runs; returns why there is no plot, or ""."""
-    sources = published_sources()
-    runs = [load(path) for path in sources]
+    runs, sources = zip(*published_runs()) if published_runs() else ((), ())
+    runs = list(runs)
     TABLES.parent.mkdir(parents=True, exist_ok=True)
-    TABLES.write_text(document(runs, [_shown_path(p) for p in sources]))
+    TABLES.write_text(document(runs, list(sources)))
     README.write_text(spliced(README.read_text(), readme_block(*readme_sources())))
     return plot(runs, PLOT)
 
@@ -669,7 +726,7 @@ def main(argv=None) -> int:
               + (f"; no plot: {why}" if why else f", {_shown_path(PLOT)}"))
         return 0
     if args.kept_name:
-        print(gpu_run_name(load(args.kept_name)))
+        print(gpu_run_name(load(args.kept_name), GPU_RUNS))
         return 0
     if not args.markdown:
         p.error("--markdown JSON... or --publish")

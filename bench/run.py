@@ -28,13 +28,14 @@ import numpy as np
 
 import poolgpu as pg
 
-from . import ROOT, ceiling, host, ratios, report
+from . import ROOT, ceiling, host, provenance, ratios, report
+from . import plan as plan_module
 from .cases import CASES, DTYPES, LAYOUTS, NEEDS, SCALE_BATCH, Data, build
 from .check import check, error_reason
 from .peer_base import Unsupported
 from .peers import NAMES as PEER_NAMES
 from .peers import SAME_DRIVER, discover
-from .poolgpu_run import PoolgpuRun, rotating_runs
+from .poolgpu_run import PoolgpuRun, descriptions, rotating_runs
 from .roofline import Roofline
 from .timing import ROTATE, SUMMARY, GpuTimer, interleaved, repeat, stats
 RATIOS = "ratios"  # a plan entry: the ratio targets of a case and data type (bench/ratios.py)
@@ -75,6 +76,12 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "PyTorch's clone() on CUDA)")
     p.add_argument("--deadline-s", type=float,
                    help="rows not started within this many seconds are reported as not run (a GPU machine held for minutes)")
+    p.add_argument("--resume", nargs="?", type=Path, const=report.GPU_RUNS, metavar="DIR",
+                   help="measure first the rows that the runs kept in DIR (default: bench/gpu) for this GPU lack, "
+                        "then those whose kernels changed since, then the rest (bench/plan.py)")
+    p.add_argument("--compile-rows", metavar="PATTERNS",
+                   help="the rows torch-cuda-compile runs on, as comma-separated CASE/OP/DTYPE/LAYOUT patterns "
+                        "with N=... for GPU scale, e.g. 'A N=*/max/float32/nchw' (default: every row)")
     p.add_argument("--peers", dest="peers", action="store_true", default=True, help="measure the peers (default)")
     p.add_argument("--no-peers", dest="peers", action="store_false", help="poolgpu and its roofline only")
     p.add_argument("--peer", default=",".join(PEER_NAMES), help="which peers (default: %(default)s)")
@@ -169,6 +176,7 @@ class Progress:
 class Bench:
     def __init__(self, args, device):
         self.args, self.device = args, device
+        self.resumed = None  # with --resume: how many rows were missing, changed, current
         self.timer = GpuTimer(device, args.timer)
         self.roofline = Roofline(device, self.timer, args.seed, args.warmup_s)
         self.peers = discover(args.peer_names, pg.list_adapters(), args.out, args.ort_webgpu_python)
@@ -203,23 +211,40 @@ class Bench:
         missing = [name for name in NEEDS[problem.op] if not hasattr(pg, name)]
         if missing:
             return {"status": "not available", "reason": "poolgpu has no " + ", ".join(f"pg.{n}" for n in missing)}
+        # where a row's seconds go (a GPU machine's minutes are counted): "reference" is the
+        # NumPy reference, computed once per case, type and operator
+        phases, clock = {}, time.perf_counter()
+
+        def phase(name):
+            nonlocal clock
+            now = time.perf_counter()
+            phases[name] = round(now - clock, 3)
+            clock = now
+
+        row["phases_s"] = phases
         try:
             run = PoolgpuRun(self.device, problem, layout)
             self.timer.seconds(run.record)
         except Exception as exc:  # reported (and failing the run), never hiding the other rows
             return {"status": "error", "reason": error_reason(exc)}
+        phase("setup")
+        problem.expected  # noqa: B018 (computed here to be timed apart from the check)
+        phase("reference")
         mismatch = check(run.outputs(), problem)
+        phase("check")
         row.update(read_bytes=run.read_bytes, written_bytes=run.written_bytes,
                    tensors={name: {"sizes": t.sizes, "strides": t.desc.strides, "data_type": t.data_type.name}
                             for name, t in run.tensors.items()})
         if mismatch:
             return dict(row, status="check failed", reason=mismatch)
         copy, copy_info = self.roofline.for_bytes(run.read_bytes, run.written_bytes)
+        phase("roofline")
         if self.timer.kind == "passes":
             op_times, copy_times = self.measure_passes(problem, layout, run)
         else:
             op_times, copy_times = self.measure([lambda: self.timer.seconds(run.record),
                                                  lambda: self.timer.seconds(copy)])
+        phase("measure")
         moved = run.read_bytes + run.written_bytes
         ours, roof = stats(op_times), stats(copy_times)
         ours["gb_per_s"] = moved / (ours[SUMMARY] * 1e6)
@@ -281,7 +306,9 @@ class Bench:
         across operators, layouts and peers, and the bandwidth rows the standard ones')."""
         plan = []
         if self.args.scale and self.scale_note is None:
-            for variant in self.args.variants:
+            variants = list(self.args.variants)  # then the variants of the cases run in their own types
+            variants += [v for name in self.args.case_names for v in self.case_variants(CASES[name]) if v not in variants]
+            for variant in dict.fromkeys(variants):
                 for name in self.args.case_names:
                     case = CASES[name]
                     if name in SCALE_BATCH and variant in self.case_variants(case):
@@ -296,7 +323,28 @@ class Bench:
                 plan += [(case, dtype, op, layout, 1) for op in ops for layout in layouts]
                 if self.ratios_note is None and ratios.applies(case.name, ops):
                     plan += [(case, dtype, RATIOS, layout, 1) for layout in layouts]  # while the case's data is at hand
+        if self.args.resume is not None:
+            kept = plan_module.kept_kernels(self.args.resume, report.gpu_model(self.device.name))
+            plan, self.resumed = plan_module.order(plan, kept, self.entry_key, self.entry_kernels)
         return plan
+
+    @staticmethod
+    def entry_key(entry) -> tuple:
+        """A plan entry's row key (plan.row_key), None for the ratio targets."""
+        case, dtype, op, layout, repeats = entry
+        return None if op == RATIOS else (case.name, op, dtype, layout, repeats > 1)
+
+    def entry_kernels(self, entry):
+        case, dtype, op, layout, repeats = entry
+        return plan_module.kernels_of_entry(case, dtype, op, layout, repeats, self.args.tiny, self.device.tuning,
+                                            self.device.limits)
+
+    def compiles(self, row: dict) -> bool:
+        """Whether torch-cuda-compile runs on ``row`` (--compile-rows)."""
+        if self.args.compile_rows is None:
+            return True
+        name = f"{report.case_label(row)}/{row['op']}/{row['dtype']}/{row['layout']}"
+        return any(fnmatch.fnmatchcase(name, p.strip()) for p in self.args.compile_rows.split(",") if p.strip())
 
     def data_for(self, plan: list, index: int) -> Data:
         """The Data of plan entry ``index``: the standard ones kept until their last entry
@@ -321,6 +369,8 @@ class Bench:
         progress = Progress(1 + bool(args.scale) + len(plan))
         progress.show("host overhead")
         results = self.header()
+        if args.resume is not None:
+            results["resumed"] = dict(self.resumed, kept_in=str(args.resume))
         results["ratios"] = []
         results["ratios_note"] = self.ratios_note
         results["host"] = host.measure(self.device, args.quick)
@@ -356,6 +406,9 @@ class Bench:
             problem = build(op, data)
             row = dict(self.row_fields(case, dtype, op, layout, plan[index]), input_sizes=data.sizes,
                        geometry=data.geometry)
+            if problem is not None:
+                row["kernels"] = provenance.kernels_hash([d for _, d in descriptions(problem, layout)],
+                                                         self.device.tuning, self.device.limits)
             progress.show(report.row_label(row))
             started = time.perf_counter()
             if problem is None:
@@ -363,7 +416,8 @@ class Bench:
             else:
                 row.update(self.poolgpu_row(problem, layout))
                 every = args.peer_rows == "all" or (dtype, layout) == ("float32", "nchw")
-                peers = [peer for peer in self.peers if every or peer.every_row]
+                peers = [peer for peer in self.peers if (every or peer.every_row)
+                         and (peer.name != "torch-cuda-compile" or self.compiles(row))]
                 if row["status"] == "ok" and peers:
                     row["peers"] = {}
                     for peer in peers:
@@ -409,7 +463,9 @@ class Bench:
                 "budget_s": args.budget, "quick": args.quick, "tiny": args.tiny, "seed": args.seed,
                 "scale": args.scale, "deadline_s": args.deadline_s,
                 "peers": list(args.peer_names), "peer_rows": args.peer_rows,
+                "resume": None if args.resume is None else str(args.resume), "compile_rows": args.compile_rows,
             },
+            "provenance": provenance.describe(),
             "adapter": dict(device.info, vendor=info.get("vendor", ""), architecture=info.get("architecture", ""),
                             driver=info.get("description", ""), limits={k: device.limits[k] for k in sorted(device.limits)}),
             "machine": {"platform": platform.platform(), "python": platform.python_version(),
@@ -493,7 +549,7 @@ def main(argv=None) -> int:
         print(f"bench: not kept as a full run: {cut_short} row(s) not run (--deadline-s)", file=sys.stderr)
         keep = None
     if keep is not None:
-        kept = keep / report.gpu_run_name(results) if keep.suffix != ".json" else keep
+        kept = keep / report.gpu_run_name(results, keep) if keep.suffix != ".json" else keep
         kept.parent.mkdir(parents=True, exist_ok=True)
         kept.write_text(json.dumps(dict(results, outputs=None), indent=1, default=_jsonable) + "\n")
         print(f"Kept: {kept}")

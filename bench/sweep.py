@@ -23,6 +23,7 @@ from pathlib import Path
 
 import poolgpu as pg
 
+from . import plan as bench_plan
 from . import variants as kernel_variants
 from .cases import CASES, SCALE_BATCH, Data, build
 from .run import DEFAULT_VARIANTS, RESULTS, _choice, _jsonable, _versions
@@ -52,15 +53,53 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def plan(args) -> list:
     """(case, dtype, layout, op): float32 NCHW for every case first, then the other data types
-    and layouts of the cases the bench runs in every variant."""
+    and layouts of the cases the bench runs in every variant, then those of the cases run in
+    their own types."""
     entries = []
-    for dtype, layout in DEFAULT_VARIANTS:
+    variants = list(DEFAULT_VARIANTS) + [(d, "nchw") for name in args.case_names for d in CASES[name].dtypes]
+    for dtype, layout in dict.fromkeys(variants):
         for name in args.case_names:
             case = CASES[name]
-            if (dtype, layout) == DEFAULT_VARIANTS[0] or case.every_variant:
+            own = (dtype, layout) in [(d, "nchw") for d in case.dtypes]
+            if own or (case.every_variant and (dtype, layout) in DEFAULT_VARIANTS):
                 entries += [(case, dtype, layout, op) for op in case.ops
                             if any(fnmatch.fnmatchcase(op, pattern) for pattern in args.op_patterns)]
     return entries
+
+
+def affected(device, entries: list, names: list, tiny: bool) -> list:
+    """(entry, the variants among ``names`` that change its kernels), for the entries some
+    variant changes, in an order that times every variant early: first, one by one, the entry
+    changed by most of the variants no entry before it was timed with, then the others in
+    plan order.  Found without a GPU (the programs the variants plan, bench.plan's stand-in
+    inputs)."""
+    changed = []
+    for case, dtype, layout, op in entries:
+        problem = build(op, bench_plan._Shapes(case, dtype, tiny, SCALE_BATCH[case.name] // case.sizes[0]))
+        if problem is None:
+            continue
+        current = kernel_variants.kernels_of(device, problem, layout, device.tuning)
+        differ = []
+        for name in names:
+            if name == "current":
+                continue
+            try:
+                kernels = kernel_variants.kernels_of(device, problem, layout, kernel_variants.variant(name, device.tuning))
+            except Exception:  # a variant that cannot plan this entry: timed, and reported there
+                kernels = None
+            if kernels != current:
+                differ.append(name)
+        if differ:
+            changed.append(((case, dtype, layout, op), differ))
+    ordered, covered, rest = [], set(), list(changed)
+    while rest:
+        best = max(rest, key=lambda item: len(set(item[1]) - covered))
+        if not set(best[1]) - covered:
+            break
+        ordered.append(best)
+        covered |= set(best[1])
+        rest.remove(best)
+    return ordered + rest
 
 
 def entry_result(measured: dict, names: list) -> dict:
@@ -135,7 +174,7 @@ def main(argv=None) -> int:
           + (f" (left out, no values to try: {', '.join(left_out)})" if left_out else ""), file=sys.stderr)
     print("case op type layout | copy us | fastest variant: us (% of copy, time / current's) | others")
     data = {}
-    for case, dtype, layout, op in plan(args):
+    for (case, dtype, layout, op), changing in affected(device, plan(args), names, args.tiny):
         entry = {"case": case.name, "batch": SCALE_BATCH[case.name], "dtype": dtype, "layout": layout, "op": op}
         if args.deadline_s is not None and time.perf_counter() - started > args.deadline_s:
             results["entries"].append(dict(entry, status="not run", reason=f"--deadline-s {args.deadline_s:g}"))
@@ -147,8 +186,9 @@ def main(argv=None) -> int:
         if problem is None:
             continue
         entry_started = time.perf_counter()
-        measured = kernel_variants.compare_problem(device, problem, layout, names, args.rounds, args.warmup_s)
-        entry.update(entry_result(measured, names), status="ok", input_sizes=data[key].sizes,
+        timed = ["current"] + changing
+        measured = kernel_variants.compare_problem(device, problem, layout, timed, args.rounds, args.warmup_s)
+        entry.update(entry_result(measured, timed), status="ok", input_sizes=data[key].sizes,
                      sweep_s=round(time.perf_counter() - entry_started, 2))
         results["entries"].append(entry)
         print(_line(entry), flush=True)

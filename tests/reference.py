@@ -756,11 +756,18 @@ def _rounded(v, sample_type):
 
 def fractional_starts(u, size_in, window, out, sample_type="float32"):
     """PyTorch's fractional max pooling windows along one dimension: the start of each of
-    ``out`` windows of ``window`` over ``size_in`` inputs for sample ``u`` (in [0, 1)):
+    ``out`` windows of ``window`` over ``size_in`` inputs for sample ``u`` (any value):
     ``alpha = (in - window) / (out - 1)``, window ``i < out - 1`` at ``int((i + u) * alpha) -
     int(u * alpha)``, the last at ``in - window``; in float32, each step rounded to float16 or
-    bfloat16 for those sample types (PyTorch's CPU kernel computes in the input's type)."""
+    bfloat16 for those sample types (PyTorch's CPU kernel computes in the input's type).
+    ``int`` is C's 32-bit one as x86-64 computes it (NaN and values beyond its range give its
+    minimum; the difference wraps); a start outside ``[0, in - window]`` (where PyTorch stops
+    with an internal assertion) is clamped into it, as poolgpu does."""
     r = lambda v: _rounded(v, sample_type)  # noqa: E731
+
+    def c_int(v):
+        return int(v) if abs(float(v)) < 2**31 else -2**31   # (abs(nan) < x is False)
+
     starts = []
     if out > 1:
         with np.errstate(over="ignore", invalid="ignore"):
@@ -769,7 +776,8 @@ def fractional_starts(u, size_in, window, out, sample_type="float32"):
             for i in range(out - 1):
                 a = r(r(r(i) + u) * alpha)
                 b = r(u * alpha)
-                starts.append(int(a) - int(b))
+                start = (c_int(a) - c_int(b) + 2**31) % 2**32 - 2**31
+                starts.append(min(max(start, 0), size_in - window))
     starts.append(size_in - window)
     return starts
 

@@ -18,15 +18,15 @@ ROW_FIELDS = ("case", "op", "dtype", "layout", "status", "pct_of_copy", "poolgpu
 
 
 def test_docs_bench_tables_are_made_from_the_committed_runs_and_current():
-    sources = report.published_sources()
-    assert report.LATEST in sources and report.newest_gpu_run() in sources
-    made = report.document([report.load(p) for p in sources], [str(p.relative_to(ROOT)) for p in sources])
+    runs, sources = zip(*report.published_runs())
+    assert sources[0] == "bench/latest.json" and str(report.newest_gpu_run().relative_to(ROOT)) in sources[1]
+    made = report.document(list(runs), list(sources))
     assert report.TABLES.read_text() == made, "regenerate: python -m bench.report --publish"
 
 
 def test_the_readme_table_is_made_from_the_committed_runs_and_current():
     cpu, gpu, cpu_source, gpu_source = report.readme_sources()
-    assert cpu is not None and gpu == report.load(report.newest_gpu_run())
+    assert cpu is not None and gpu == report.merged_gpu_run()[0]
     assert (cpu_source, gpu_source) == ("bench/latest.json", str(report.newest_gpu_run().relative_to(ROOT)))
     text = report.README.read_text()
     made = report.readme_block(cpu, gpu, cpu_source, gpu_source)
@@ -47,7 +47,7 @@ def test_kept_runs_hold_the_bench_schema(path):
     gpu = path.parent == report.GPU_RUNS
     assert (results["adapter"].get("type") != "cpu") == gpu
     if gpu:
-        assert path.name == report.gpu_run_name(results)
+        assert report.is_gpu_run_name(path.name, results)
     assert results["rows"]
     for row in results["rows"]:
         if row["status"] != "ok":
@@ -96,6 +96,33 @@ def test_the_newest_gpu_run_is_the_latest_by_date(tmp_path):
     assert [p.name for p in report.gpu_runs(tmp_path)] == ["2026-11-30-rtx-4090.json", "2026-12-01-a100.json",
                                                            "2026-12-01-h100.json"]
     assert report.newest_gpu_run(tmp_path / "none") is None
+
+
+def _gpu_run(date, rows, shaders="s1", name="NVIDIA H100 80GB HBM3"):
+    return {"date": date, "adapter": {"name": name, "backend": "vulkan"}, "provenance": {"shaders": shaders},
+            "rows": [dict(case="A", op=op, dtype="float32", layout="nchw", status=status) for op, status in rows]}
+
+
+def test_a_run_cut_short_is_completed_by_the_earlier_runs_of_the_same_shaders_and_gpu(tmp_path):
+    runs = {"2026-12-01-h100.json": _gpu_run("2026-12-01T10:00", [("max", "ok"), ("avg", "ok"), ("lp2", "ok")]),
+            "2026-12-01-h100-2.json": _gpu_run("2026-12-01T11:00", [("max", "not run"), ("avg", "ok"), ("lp2", "not run")]),
+            "2026-12-01-a100.json": _gpu_run("2026-12-01T09:00", [("max", "ok"), ("unpool", "ok")], name="NVIDIA A100"),
+            "2026-11-30-h100.json": _gpu_run("2026-11-30T10:00", [("lp2", "ok"), ("unpool", "ok")], shaders="s0"),
+            "2026-12-02-h100.json": _gpu_run("2026-12-02T10:00", [("max", "not run"), ("avg", "ok")])}
+    for name, results in runs.items():
+        (tmp_path / name).write_text(json.dumps(results))
+    merged, paths = report.merged_gpu_run(tmp_path)
+    assert [p.name for p in paths] == ["2026-12-01-h100.json", "2026-12-01-h100-2.json", "2026-12-02-h100.json"]
+    by_op = {r["op"]: r for r in merged["rows"]}
+    assert by_op["max"]["status"] == "ok" and by_op["max"]["run"] == "2026-12-01T10:00"  # the newest that measured it
+    assert by_op["avg"] == runs["2026-12-02-h100.json"]["rows"][1]  # the newest run's own
+    assert by_op["lp2"]["run"] == "2026-12-01T10:00" and "unpool" not in by_op  # other shaders, other GPUs: left out
+    assert merged["merged_from"] == ["2026-12-01-h100.json", "2026-12-01-h100-2.json"]
+    # a second run on one day is kept beside the first
+    later = _gpu_run("2026-12-02T18:00", [])
+    assert report.gpu_run_name(later, tmp_path) == "2026-12-02-h100-2.json"
+    assert report.gpu_run_name(runs["2026-12-02-h100.json"], tmp_path) == "2026-12-02-h100.json"
+    assert report.is_gpu_run_name("2026-12-02-h100-2.json", later) and not report.is_gpu_run_name("2026-12-02-a100.json", later)
 
 
 @pytest.mark.parametrize("path", sorted(report.GPU_RUNS.glob(report.TUNING_PREFIX + "*.json")), ids=lambda p: p.name)

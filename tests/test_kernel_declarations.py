@@ -103,7 +103,7 @@ def test_every_pass_gives_every_declared_field_a_value(tuning, limit):
 
 def test_every_shader_sizes_its_workgroups_by_the_overrides_bundles_read():
     # bundles state the workgroup limits a host needs from the dispatches' WG_X, WG_Y, WG_Z
-    from poolgpu.bundle import WORKGROUP_OVERRIDES
+    from poolgpu.limits import WORKGROUP_OVERRIDES
     sizes = set()
     for path in kernels.core.WGSL_DIR.rglob("*.wgsl"):
         sizes.update(re.findall(r"@workgroup_size\(([^)]*)\)", path.read_text()))

@@ -61,7 +61,7 @@ def export_case(device, case, chunked: bool, directory: Path):
         assert len(op._program.passes) > len(kernels.program_for(desc, TUNINGS[case.tuning]).passes), "not chunked"
     else:
         op = pg.Op(device, desc, TUNINGS[case.tuning])
-    op.export(directory / "bundle")
+    op.export(directory / "bundle", limits="device")  # exactly what it dispatches here, chunks included
     (directory / "inputs").mkdir(parents=True, exist_ok=True)
     for role, t in desc.input_tensors():
         (directory / "inputs" / f"{role}.bin").write_bytes(directml_bytes(arrays[role], t))

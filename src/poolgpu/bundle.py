@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Optional, Union
 from .dispatches import Planner
 from .dtypes import DataType
 from .errors import ValidationError
+from .limits import WEBGPU, workgroup_needs
 from .tensor_desc import TensorDesc
 from .tuning import Tuning
 
@@ -32,11 +33,9 @@ __all__ = ["FORMAT", "WEBGPU_MAX_BINDING", "WEBGPU_ALIGNMENT", "export", "write_
 #: The bundle format this module writes (``manifest["format"]``).
 FORMAT = "poolgpu-bundle/1"
 #: WebGPU's default ``maxStorageBufferBindingSize`` and ``minStorageBufferOffsetAlignment``,
-#: which every WebGPU device has: what ``pg.export`` plans for.
-WEBGPU_MAX_BINDING = 128 * 2**20
-WEBGPU_ALIGNMENT = 256
-# the workgroup-size overrides and their defaults (common/header.wgsl, common/grid.wgsl)
-WORKGROUP_OVERRIDES = (("WG_X", 64), ("WG_Y", 1), ("WG_Z", 1))
+#: which every WebGPU device has: what ``pg.export`` and ``op.export`` plan for.
+WEBGPU_MAX_BINDING = WEBGPU["max-storage-buffer-binding-size"]
+WEBGPU_ALIGNMENT = WEBGPU["min-storage-buffer-offset-alignment"]
 
 
 def export(desc: "Description", directory: Union[str, os.PathLike], tuning: Optional[Tuning] = None) -> Path:
@@ -79,7 +78,8 @@ def export(desc: "Description", directory: Union[str, os.PathLike], tuning: Opti
     return write_bundle(Planner(desc, tuning, WEBGPU_MAX_BINDING, WEBGPU_ALIGNMENT), desc, tuning, directory)
 
 
-def write_bundle(plan: Planner, desc: "Description", tuning: Tuning, directory: Union[str, os.PathLike]) -> Path:
+def write_bundle(plan: Planner, desc: "Description", tuning: Tuning, directory: Union[str, os.PathLike],
+                 planned_for: str = "webgpu-defaults") -> Path:
     """Write ``plan``'s dispatches, for tensors in buffers of their own, as a bundle in
     ``directory``; ``desc`` and ``tuning`` are recorded in its manifest.  What
     ``op.export`` and :func:`export` do (their docstrings: the arguments and errors).
@@ -91,6 +91,9 @@ def write_bundle(plan: Planner, desc: "Description", tuning: Tuning, directory: 
     desc : MaxPoolingDesc, MaxPooling1Desc, ... (any operator description)
     tuning : Tuning
     directory : str or os.PathLike
+    planned_for : str
+        Whose limits ``plan`` is for: ``"webgpu-defaults"`` or ``"device: <name>"`` (the
+        manifest's ``planned_for``).
 
     Returns
     -------
@@ -120,6 +123,7 @@ def write_bundle(plan: Planner, desc: "Description", tuning: Tuning, directory: 
         "description": {"type": type(desc).__name__,
                         "fields": {f.name: _json_value(getattr(desc, f.name)) for f in dataclasses.fields(desc)}},
         "tuning": dataclasses.asdict(tuning),
+        "planned_for": planned_for,
         "limits": {
             "minStorageBufferOffsetAlignment": plan.alignment,
             "maxStorageBufferBindingSize": max((b.size for d in dispatches for b in d.bindings), default=16),
@@ -140,17 +144,12 @@ def write_bundle(plan: Planner, desc: "Description", tuning: Tuning, directory: 
 
 
 def _workgroup_limits(dispatches) -> dict:
-    """The largest workgroup sizes the dispatches take, as WebGPU's limits name them: every
-    shader's ``@workgroup_size`` is the overrides WG_X (and WG_Y, WG_Z), set by the dispatch's
-    constants or left at their defaults (tests/test_kernel_declarations.py checks both)."""
-    most = [1, 1, 1, 1]  # x, y, z, invocations
-    for dispatch in dispatches:
-        constants = dict(dispatch.constants)
-        size = [int(constants.get(name, default)) for name, default in WORKGROUP_OVERRIDES]
-        most = [max(m, s) for m, s in zip(most, size + [size[0] * size[1] * size[2]])]
-    names = ("maxComputeWorkgroupSizeX", "maxComputeWorkgroupSizeY", "maxComputeWorkgroupSizeZ",
-             "maxComputeInvocationsPerWorkgroup")
-    return dict(zip(names, most))
+    """The largest workgroup sizes the dispatches take, as WebGPU's limits name them."""
+    needs = workgroup_needs(d.constants for d in dispatches)
+    return {"maxComputeWorkgroupSizeX": needs["max-compute-workgroup-size-x"],
+            "maxComputeWorkgroupSizeY": needs["max-compute-workgroup-size-y"],
+            "maxComputeWorkgroupSizeZ": needs["max-compute-workgroup-size-z"],
+            "maxComputeInvocationsPerWorkgroup": needs["max-compute-invocations-per-workgroup"]}
 
 
 def _dispatch_entry(dispatch, shader: str) -> dict:

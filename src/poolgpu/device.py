@@ -29,6 +29,7 @@ from .errors import DeviceError, ValidationError
 from .ops import Op
 from .tensor import Tensor
 from .tensor_desc import TensorDesc
+from .limits import check_tuning
 from .tuning import Tuning
 
 if TYPE_CHECKING:
@@ -129,6 +130,7 @@ class Device:
     def tuning(self, tuning: Tuning) -> None:
         if not isinstance(tuning, Tuning):
             raise ValidationError("tuning", f"expected a pg.Tuning, got {type(tuning).__name__}")
+        check_tuning(tuning, self.limits)  # workgroups this device cannot run: said now
         self._tuning = tuning
 
     @property

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Optional, Union
 import wgpu
 
 from . import _native
-from .bundle import write_bundle
+from .bundle import WEBGPU_ALIGNMENT, WEBGPU_MAX_BINDING, write_bundle
 from .dispatches import Placement, Planner
 from .errors import ValidationError
+from .limits import check_tuning, check_workgroups
 from .tensor import Tensor
 from .tensor_desc import TensorDesc
 from .tuning import Tuning
@@ -62,8 +63,11 @@ class Op:
         self.device = device
         self.desc = desc
         self.tuning = device.tuning if tuning is None else tuning
+        check_tuning(self.tuning, device.limits)
         self._plan = plan = Planner(desc, self.tuning, device.limits["max-storage-buffer-binding-size"],
                                     device.limits.get("min-storage-buffer-offset-alignment", 256))
+        # every workgroup within the device's limits: a clear error now, never a pipeline's
+        check_workgroups((p.constants for p in plan.program.passes), device.limits, self.tuning)
         self._program, self._align, self._max_binding = plan.program, plan.alignment, plan.max_binding
         self._inputs, self._outputs = plan.inputs, plan.outputs
         self._scratch = {name: device.empty(t) for name, t in plan.scratch.items()}
@@ -81,18 +85,24 @@ class Op:
     def __repr__(self) -> str:
         return f"Op({type(self.desc).__name__})"
 
-    def export(self, directory: Union[str, os.PathLike]) -> Path:
+    def export(self, directory: Union[str, os.PathLike], limits: str = "webgpu") -> Path:
         """Write this op as a bundle that any WebGPU host runs (a browser, Node, Dawn, wgpu):
         ``manifest.json`` and one ``.wgsl`` file per shader (docs/portable.md).
 
-        The bundle holds exactly the dispatches this op makes for tensors in buffers of
-        their own, from byte 0 (its aligned program), chunks included, planned for this
-        device's limits (the manifest's ``limits`` says what a host's device needs).
+        The bundle holds the dispatches of this op's kernels for tensors in buffers of
+        their own, from byte 0 (its aligned program), chunks included, planned for WebGPU's
+        guaranteed limits (128 MiB bindings, offsets aligned to 256 bytes), which every
+        WebGPU device offers, or for this device's own (the manifest's ``limits`` says what
+        a host's device needs, ``planned_for`` which).
 
         Parameters
         ----------
         directory : str or os.PathLike
             A new or empty directory, or one holding a bundle (replaced).
+        limits : {"webgpu", "device"}
+            ``"webgpu"`` (default): WebGPU's guaranteed limits; ``"device"``: this device's
+            (larger bindings, finer offsets: the dispatches this op makes here, which a
+            device with WebGPU's default limits may refuse).
 
         Returns
         -------
@@ -102,9 +112,14 @@ class Op:
         Raises
         ------
         ValidationError
-            ``directory`` is a file or holds other files.
+            ``directory`` is a file or holds other files, or ``limits`` is neither.
         """
-        return write_bundle(self._plan, self.desc, self.tuning, directory)
+        if limits == "device":
+            return write_bundle(self._plan, self.desc, self.tuning, directory, planned_for=f"device: {self.device.name}")
+        if limits != "webgpu":
+            raise ValidationError("limits", f"expected 'webgpu' or 'device', got {limits!r}")
+        return write_bundle(Planner(self.desc, self.tuning, WEBGPU_MAX_BINDING, WEBGPU_ALIGNMENT), self.desc,
+                            self.tuning, directory)
 
     def _check(self, role: str, tensor, expected: TensorDesc) -> None:
         if not isinstance(tensor, Tensor):

@@ -56,12 +56,7 @@ class RoiPoolingDesc(_Description):
         in the input (as for MaxPooling1Desc; an empty bin gives 0); default None: not
         computed.
 
-    Raises
-    ------
-    ValidationError
-        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
-        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
-        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    $raises_window
     """
 
     input: TensorDesc
@@ -171,12 +166,7 @@ class AdaptiveMaxPoolingDesc(_AdaptivePooling):
     output_size : int or sequence of int or None, optional
         See :class:`_AdaptivePooling`; default None: the given output's spatial sizes.
 
-    Raises
-    ------
-    ValidationError
-        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
-        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
-        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    $raises_window
     """
 
     input: TensorDesc
@@ -212,12 +202,7 @@ class AdaptiveAveragePoolingDesc(_AdaptivePooling):
     output_size : int or sequence of int or None, optional
         See :class:`_AdaptivePooling`; default None: the given output's spatial sizes.
 
-    Raises
-    ------
-    ValidationError
-        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
-        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
-        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    $raises_window
     """
 
     input: TensorDesc

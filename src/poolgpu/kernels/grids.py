@@ -8,9 +8,13 @@ import math
 from typing import Mapping
 
 from ..dtypes import DataType
+from ..limits import WEBGPU
 from ..tensor_desc import TensorDesc
 
 MAX_WORKGROUPS_PER_DIM = 65535
+# Workgroups stay within WebGPU's guaranteed sizes whatever the Tuning (NVIDIA's Vulkan
+# driver also allows only 64 along z); x and y never exceed a Tuning's 256 invocations.
+MAX_WORKGROUP_SIZE_Z = WEBGPU["max-compute-workgroup-size-z"]
 
 def as_5d(sizes: tuple, strides: tuple):
     """{N, C, spatial...} -> {N, C, D, H, W} by inserting unit leading spatial dimensions."""
@@ -158,7 +162,7 @@ def lines_grid(columns: int, lines: int, planes: int, workgroup: int, flat: bool
         return {"WG_X": workgroup, "WG_Y": 1, "WG_Z": 1, "FLAT": True}, dict(params, line_groups=1), fold_groups(groups)
     wg_x = min(columns, workgroup)
     wg_y = min(max(1, workgroup // wg_x), lines)
-    wg_z = min(max(1, workgroup // (wg_x * wg_y)), planes)
+    wg_z = min(max(1, workgroup // (wg_x * wg_y)), planes, MAX_WORKGROUP_SIZE_Z)
     line_groups = math.ceil(lines / wg_y)
     plane_groups = math.ceil(planes / wg_z)
     folds = math.ceil(plane_groups / MAX_WORKGROUPS_PER_DIM)

@@ -13,7 +13,6 @@ from functools import partial
 from typing import Optional
 
 from ..dtypes import DataType
-from ..tuning import WALKS as TUNING_WALKS
 from ..tuning import Tuning
 from .core import Kernel, Pass, Program, Slot, Split
 from .grids import (GRID_LIBRARY, IN_SIZES, LINES_GRID, OUT_SIZES, as_3d, as_5d, contiguous_along, divisor_params,
@@ -37,8 +36,6 @@ WALKS = {  # walk -> (its files in wgsl/common, its slots)
     "plane": (("store_one.wgsl", "window_walk_plane.wgsl"),
               (_CHUNKED[0], Slot("y", True), Slot("idx", True), _PART)),
 }
-if set(WALKS) != set(TUNING_WALKS) - {"auto"}:  # Tuning validates walk names against its own list
-    raise ImportError(f"kernels.window.WALKS {sorted(WALKS)} and tuning.WALKS {TUNING_WALKS} name different walks")
 CHUNKED_WALKS = ("rows", "rows_tail", "channels")  # the walks that need 4-element aligned tensors
 SPLIT_WALKS = ("general", "plane")  # the walks that split windows longer than an invocation may walk
 ROWS_MAX_CHUNKS = 8  # window_walk_rows.wgsl's span holds 32 elements
@@ -139,7 +136,10 @@ def _pooling_kernels(accumulator: Accumulator) -> dict:
 
 COMPENSATED_SUM = ("compensated_sum.wgsl", "as_written.wgsl")  # the library and what it needs
 MAX = Accumulator("max_pool.wgsl", ("max_accumulator.wgsl",), "max_partials.wgsl", 4)
-AVERAGE = Accumulator("avg_pool.wgsl", COMPENSATED_SUM, "sum_partials.wgsl", 3)
+#: An average's divisor: its override constants (for average_divisor_constants' values) and,
+#: for the gradients, the functions computing it
+AVERAGE_DIVISOR = ("average_divisor_constants.wgsl", "average_divisor.wgsl", "as_written.wgsl")
+AVERAGE = Accumulator("avg_pool.wgsl", COMPENSATED_SUM + AVERAGE_DIVISOR[:1], "sum_partials.wgsl", 3)
 LP = Accumulator("lp_pool.wgsl", COMPENSATED_SUM + ("lp_power.wgsl",), "lp_partials.wgsl", 3)
 MAX_POOL = _pooling_kernels(MAX)
 AVERAGE_POOL = _pooling_kernels(AVERAGE)

@@ -230,5 +230,18 @@ def _gradient(function, grad_output, input, boxes, output_size, spatial_scale, *
     return gradient_plan(plan, compute)
 
 
+def _exported(form: str, _):
+    """torchvision's ``roi_pool`` (what ONNX exports record: ONNX's MaxRoiPool)."""
+    def roi_pool_of_torchvision(input, boxes, output_size, spatial_scale):
+        try:
+            from torchvision.ops import roi_pool as torchvision_roi_pool
+        except ImportError as exc:
+            raise ImportError("roi_pool: torch.onnx.export records torchvision.ops.roi_pool in its place (ONNX's "
+                              f"MaxRoiPool): install torchvision (it did not import: {exc})") from exc
+        return torchvision_roi_pool(input, boxes, output_size, spatial_scale)
+
+    return roi_pool_of_torchvision
+
+
 define_family("roi_pool", "Tensor input, Tensor boxes, int[] output_size, float spatial_scale, int? device_key", _plan,
-              _gradient, one_form=True)
+              _gradient, _exported, one_form=True)
