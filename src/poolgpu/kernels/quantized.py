@@ -19,12 +19,12 @@ from .binned import _adaptive_bins_pass, _bins_kernel, binned_passes
 from .core import Program, Slot
 from .registry import register
 from .split import Accumulator
-from .window import _pooling_kernels, average_divisor_constants, walk_for, window_walk_program
+from .window import AVERAGE_DIVISOR, _pooling_kernels, average_divisor_constants, walk_for, window_walk_program
 
 # The scales and zero points, bound after the walks' own slots (absent zero points read as 0).
 _OPERANDS = ((Slot("xs", False), "input_scale"), (Slot("xz", False), "input_zero_point"),
              (Slot("ys", False), "output_scale"), (Slot("yz", False), "output_zero_point"))
-_LIBRARY = ("as_written.wgsl", "exact_f32.wgsl", "average_divisor.wgsl", "quantized_accumulator.wgsl")
+_LIBRARY = AVERAGE_DIVISOR + ("exact_f32.wgsl", "quantized_accumulator.wgsl")
 
 
 def _accumulator(file: str, ordered: bool = False) -> Accumulator:
