@@ -57,8 +57,9 @@ def quantization_array(value: Union[Scale, ZeroPoint], name: str, kind: str, dat
             scales = values.astype(np.float32)
         bad = ~(np.isfinite(scales) & (scales >= _LEAST_NORMAL))
         if bad.any():
+            first = values.ravel()[bad.ravel()][0]
             raise ValidationError(name, f"every scale must be a positive, finite, normal float32 number (at least "
-                                        f"2^-126: GPUs may flush smaller ones to zero), got {shown(values.ravel()[bad.ravel()][0])}")
+                                        f"2^-126: GPUs may flush smaller ones to zero), got {shown(first)}")
         return scales.reshape(shape)
     if values.dtype.kind not in "iu":
         raise ValidationError(name, f"expected integers (of {data_type.name}'s range), got {values.dtype}")

@@ -137,8 +137,8 @@ def binned_passes(kernel: Kernel, accumulator: Accumulator, desc, table: dict, t
         return (walk,), ()
     merge_params = {key: params[key] for key in ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("y", "idx")}
     merges, scratch = merge_passes(merge or MERGES[accumulator], accumulator, out_sizes, count, roles, merge_params,
-                                   constants,
-                                   tuning.lines_workgroup, tuning.loop_budget, value_type=desc.input.data_type)
+                                   constants, tuning.lines_workgroup, tuning.loop_budget,
+                                   value_type=desc.input.data_type)
     return (walk,) + merges, (("part", partials_desc(out_sizes, count, accumulator.words)),) + scratch
 
 

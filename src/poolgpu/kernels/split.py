@@ -98,10 +98,6 @@ class Accumulator:
     def slots(self) -> tuple:
         return tuple(slot for slot, _ in self.operands)
 
-    @property
-    def roles(self) -> tuple:
-        return tuple(role for _, role in self.operands)
-
 
 def merge_kernel(accumulator: Accumulator) -> Kernel:
     """The merge pass of ``accumulator``'s split walks."""

@@ -363,7 +363,8 @@ def window_walk_passes(kernels_by_walk: dict, accumulator: Accumulator, desc, ro
     else:
         return (whole,), ()
     if math.prod(parts) == 1:  # (the general walk's windows fit once it computes one output per invocation)
-        return (window_walk_pass(kernels_by_walk, desc, roles, tuning, walk, parts, operands=operands, **constants),), ()
+        one = window_walk_pass(kernels_by_walk, desc, roles, tuning, walk, parts, operands=operands, **constants)
+        return (one,), ()
     out_sizes = as_5d(desc.output.sizes, desc.output.strides)[0]
     if accumulator.ordered:  # (only the general walk: walk_for never gives an ordered accumulator the plane walk)
         chain = tuple(window_walk_pass(kernels_by_walk, desc, roles + ("part",), tuning, walk, parts, operands=operands,
@@ -421,7 +422,7 @@ def average_divisor_constants(desc) -> dict:
 @register("average_pool")
 def average_pool_program(desc, tuning: Tuning) -> Program:
     return window_walk_program(AVERAGE_POOL, AVERAGE, desc, ("input", "output", None), tuning,
-                                **average_divisor_constants(desc))
+                               **average_divisor_constants(desc))
 
 
 LP_PLAIN_SUM_TAPS = 9  # lp_pool.wgsl: windows up to this many taps sum without compensation

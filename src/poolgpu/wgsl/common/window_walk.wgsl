@@ -25,7 +25,7 @@ const UNROLLED = 4u;
 // (acc_save, into tensor `part`: ACC_WORDS words for each of the output's PARTS parts) for
 // the merge pass (window_walk_merge.wgsl).  Parts are only cut along looping dimensions.
 // An accumulator whose result depends on the order of its taps (a float32 sum in the window's
-// order: quantized_avg_pool.wgsl's) is CHAINED instead: one pass per part, part
+// order: common/quantized_accumulator.wgsl's) is CHAINED instead: one pass per part, part
 // params.chain_part of every window, each continuing from the accumulator the pass before
 // saved (one per output in `part`) and the last storing the outputs.
 override PARTS_D: u32 = 1u;
