@@ -76,7 +76,11 @@ NEEDS = {
     "roi_align_bwd": ("RoiAlignGradDesc",),
     "fractional": ("FractionalMaxPoolingDesc",),
     "fractional_bwd": ("FractionalMaxPoolingGradDesc",),
+    "qavg": ("QuantizedLinearAveragePoolingDesc",),  # DirectML's arithmetic
+    "qavg_ort": ("QuantizedLinearAveragePoolingDesc",),  # ONNX Runtime's (rounding="onnxruntime")
+    "qavg_torch": ("QuantizedLinearAveragePoolingDesc",),  # PyTorch's (rounding="pytorch")
 }
+QUANTIZED_OPS = {"qavg": "directml", "qavg_ort": "onnxruntime", "qavg_torch": "pytorch"}
 FORWARD_MAX = ("max", "max_idx")
 GRADIENTS = ("max_fwd_bwd", "max_bwd", "avg_bwd")
 CASES = {
@@ -113,6 +117,9 @@ CASES = {
         Case("BF", (8, 64, 112, 112), (1, 2, 14, 14), (3, 3), (2, 2), (1, 1),
              FORWARD_MAX + ("avg", "max_fwd_bwd"), "A on bfloat16: sums in float32, rounded once",
              dtypes=("bfloat16",)),
+        Case("Q", (8, 64, 112, 112), (1, 2, 14, 14), (3, 3), (2, 2), (1, 1), tuple(QUANTIZED_OPS),
+             "A's windows over uint8 values: quantized average pooling (per-tensor scales and zero points) in "
+             "DirectML's, ONNX Runtime's and PyTorch's arithmetic", dtypes=("uint8",)),
     )
 }
 # --scale: every case runs again at these batch sizes, at least 100 MB per input (float32), so
@@ -204,6 +211,9 @@ class Data:
         def make():
             if self.base is not None:
                 return self.tile(self.base.x)
+            if self.dtype.kind in "iu":   # (quantized values: the whole range)
+                info = np.iinfo(self.dtype)
+                return self._rng.integers(info.min, info.max, self.sizes, endpoint=True).astype(self.dtype)
             count = math.prod(self.sizes)
             scale = 2.0 ** -(max(count.bit_length() - 3, 0))  # values in about [-4, 4)
             values = (self._rng.permutation(count) - count // 2) * scale
@@ -473,5 +483,23 @@ def _build(op: str, data: Data) -> Optional[Problem]:
                 x32, corners[0, 0].astype(np.float32), batch.ravel(), dy.astype(np.float32), size,
                 **reference_fields))},
             problem_spec, packed=frozenset({"rois", "batch"}))
+    if op in QUANTIZED_OPS:
+        rounding = QUANTIZED_OPS[op]
+        one = (1,) * len(x_sizes)
+        # scales as a quantized model's average pooling keeps them (the input's), zero points mid-range
+        quantization = {"xs": np.full(one, 0.0392, np.float32), "xz": np.full(one, 128, dt),
+                        "ys": np.full(one, 0.0392, np.float32), "yz": np.full(one, 128, dt)}
+        arguments = (quantization["xs"], quantization["xz"], quantization["ys"], quantization["yz"])
+        return Problem(
+            op, {"x": data.x, **quantization},
+            [Step(lambda t: pg.QuantizedLinearAveragePoolingDesc(
+                input=t["x"], input_scale=t["xs"], input_zero_point=t["xz"], output_scale=t["ys"],
+                output_zero_point=t["yz"], output=t.new(dt, out), rounding=rounding, **g),
+                {"input": "x", "input_scale": "xs", "input_zero_point": "xz", "output_scale": "ys",
+                 "output_zero_point": "yz"}, {"output": "y"})],
+            ("y",), lambda: {"y": _exact(reference.quantized_average_pool(data.x, *arguments, rounding=rounding, **g))},
+            dict(spec, rounding=rounding, include_padding=False, scale=0.0392, zero_point=128),
+            packed=frozenset(quantization),
+        )
     raise ValueError(f"unknown operator {op!r}")
 

@@ -22,6 +22,7 @@ from .gradients import (AdaptiveAveragePoolingGradDesc, AdaptiveMaxPoolingGradDe
 from .roi_align import RoiAlign1Desc, RoiAlignDesc, RoiAlignGradDesc
 from .pooling import (AveragePooling1Desc, AveragePoolingDesc, LpPooling1Desc, LpPoolingDesc, MaxPooling1Desc,
                       MaxPooling2Desc, MaxPoolingDesc)
+from .quantized import QuantizedLinearAveragePoolingDesc
 
 #: Any operator description: what ``Device.compile`` takes (for annotations).
 Description = Union[
@@ -29,7 +30,7 @@ Description = Union[
     LpPooling1Desc, RoiPoolingDesc, AdaptiveMaxPoolingDesc, AdaptiveAveragePoolingDesc, MaxPoolingGradDesc,
     AveragePoolingGradDesc, MaxUnpoolingDesc, AdaptiveMaxPoolingGradDesc, AdaptiveAveragePoolingGradDesc,
     MaxUnpoolingGradDesc, FractionalMaxPoolingDesc, FractionalMaxPoolingGradDesc, LpPoolingGradDesc,
-    RoiPoolingGradDesc,
+    RoiPoolingGradDesc, QuantizedLinearAveragePoolingDesc,
 ]
 Description = Union[Description, RoiAlignDesc, RoiAlign1Desc, RoiAlignGradDesc]
 
@@ -39,5 +40,6 @@ __all__ = [
     "MaxPoolingGradDesc", "AveragePoolingGradDesc", "MaxUnpoolingDesc", "AdaptiveMaxPoolingGradDesc",
     "AdaptiveAveragePoolingGradDesc", "MaxUnpoolingGradDesc", "FractionalMaxPoolingDesc",
     "FractionalMaxPoolingGradDesc", "LpPoolingGradDesc", "RoiPoolingGradDesc", "Description", "described",
+    "QuantizedLinearAveragePoolingDesc",
 ]
 __all__ += ["RoiAlignDesc", "RoiAlign1Desc", "RoiAlignGradDesc"]

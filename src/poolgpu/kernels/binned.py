@@ -68,7 +68,7 @@ def bins_loops(constants: dict, params: dict) -> dict:
 def _bins_kernel(accumulator: Accumulator) -> Kernel:
     """The operator's bins walk (common/window_walk_bins.wgsl)."""
     slots = (Slot("x", False), Slot("bins", False), Slot("y", True), Slot("idx", True),
-             Slot("part", True, snippet="words_write.wgsl"))
+             Slot("part", True, snippet="words_write.wgsl")) + accumulator.slots
     library = accumulator.library + (accumulator.partials, "window_constants.wgsl", "window_geometry.wgsl", "taps.wgsl",
                                      "bin_table.wgsl", "flat_index.wgsl", "window_walk_bins.wgsl", "store_one.wgsl")
     # source_first, source_count: ROI pooling in chunks (window_walk_bins.wgsl)
@@ -90,13 +90,14 @@ def bin_table(rows: int, out_spatial_3d: tuple) -> TensorDesc:
 
 
 def binned_passes(kernel: Kernel, accumulator: Accumulator, desc, table: dict, tuning: Tuning,
-                  roles: Optional[tuple] = None) -> tuple:
+                  roles: Optional[tuple] = None, merge: Optional[Kernel] = None, constants: dict = {}) -> tuple:
     """(the passes pooling each output's bin of ``desc.input`` into ``roles`` (y, idx) with
     ``kernel``, a bins walk (default roles: the description's outputs), over a bin table
     of override constants ``table`` (common/bin_table.wgsl's ROI or PLANE_ROWS,
     window_walk_bins.wgsl's BIN_D, BIN_H, BIN_W): one pass, or where bins hold more taps
-    than ``tuning.loop_budget`` allows, the split walk and its merge passes; the scratch they
-    add)."""
+    than ``tuning.loop_budget`` allows, the split walk and its merge passes (``merge``: the
+    accumulator's merge kernel, default MERGES'); the scratch they add.  ``constants``: the
+    accumulator's override constants; its operand slots are left absent."""
     roi = table.get("ROI", False)
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
     out_sizes, _ = as_5d(desc.output.sizes, desc.output.strides)
@@ -120,7 +121,8 @@ def binned_passes(kernel: Kernel, accumulator: Accumulator, desc, table: dict, t
 
     parts = fewest_parts(trips, _longest_bins(table, params), tuning.loop_budget)
     count = math.prod(parts)
-    constants = {**table, "WG_X": wg_x, "PARTS": count, **{f"PARTS_{a}": p for a, p in zip("DHW", parts)}}
+    walk_constants = {**constants, **table, "WG_X": wg_x, "PARTS": count,
+                      **{f"PARTS_{a}": p for a, p in zip("DHW", parts)}}
     regrid = partial(flat_regrid, wg_x)
     per_plane = math.prod(out_sizes[2:]) * count
     if roi:  # an ROI's input planes are data (its batch): x is read in ranges of planes
@@ -128,13 +130,15 @@ def binned_passes(kernel: Kernel, accumulator: Accumulator, desc, table: dict, t
     else:
         split = Split(per_plane, regrid, whole=("bins",))
     walk_roles = ("input", "bins") + (roles if count == 1 else (None, None)) + (None if count == 1 else "part",)
-    walk = Pass(kernel, walk_roles, sorted_constants(constants), {**params, "total": outputs * count, "origin": 0},
+    walk_roles += (None,) * len(accumulator.slots)
+    walk = Pass(kernel, walk_roles, sorted_constants(walk_constants), {**params, "total": outputs * count, "origin": 0},
                 flat_grid(outputs * count, wg_x), split)
     if count == 1:
         return (walk,), ()
     merge_params = {key: params[key] for key in ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("y", "idx")}
-    merges, scratch = merge_passes(MERGES[accumulator], accumulator, out_sizes, count, roles, merge_params, {},
-                                   tuning.lines_workgroup, tuning.loop_budget, value_type=desc.input.data_type)
+    merges, scratch = merge_passes(merge or MERGES[accumulator], accumulator, out_sizes, count, roles, merge_params,
+                                   constants, tuning.lines_workgroup, tuning.loop_budget,
+                                   value_type=desc.input.data_type)
     return (walk,) + merges, (("part", partials_desc(out_sizes, count, accumulator.words)),) + scratch
 
 
@@ -196,6 +200,9 @@ def _adaptive_max_pool_program(desc, tuning: Tuning) -> Program:
 
 @register("adaptive_average_pool")
 def _adaptive_average_pool_program(desc, tuning: Tuning) -> Program:
+    if not desc.input.data_type.is_float:
+        from .quantized import integer_adaptive_average_pool_program  # (it builds on this module)
+        return integer_adaptive_average_pool_program(desc, tuning)
     window = _fixed_window_for_bins(desc, tuning)
     if window is not None:  # the same compensated sum in the same order: the same bits
         return average_pool_program(

@@ -24,7 +24,7 @@ from .window import MAX
 
 FRACTIONAL_BINS = Kernel(
     "fractional_bins.wgsl", (Slot("samples", False), Slot("bins", True)), value_slot="samples",
-    library=("flat_index.wgsl",),
+    library=("flat_index.wgsl", "exact_f32.wgsl"),
     params=FLAT_GRID[:1] + ("channels",) + IN_SIZES + OUT_SIZES + ("k_d", "k_h", "k_w", "alpha_d", "alpha_h", "alpha_w",
                                                                    "sample_d", "sample_h", "sample_w", "samples_n",
                                                                    "samples_c", "samples_k"),

@@ -13,6 +13,7 @@ from ..descs import AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc
 from ..device import Device
 from ..dtypes import DataType
 from ..errors import ValidationError
+from . import _quantized as quantized
 from ._arguments import return_flag, sizes_arg
 from ._call import FLOATS, MAX_TYPES, Call, Input, Output, Plan, Result, gradient_plan, plane_indices
 from ._forms import function_forms
@@ -114,7 +115,10 @@ def _adaptive_max_form(dims: int):
 def _adaptive_avg_form(dims: int):
     def adaptive_avg_pool(input: Input, output_size: OutputSize, *, device: Optional[Device] = None) -> Output:
         f = f"adaptive_avg_pool{dims}d"
-        return dispatch(f, input, _output_size_arg(dims, f, output_size), device=device)
+        sizes = _output_size_arg(dims, f, output_size)
+        if dims == 2 and quantized.is_quantized(input):
+            return quantized.adaptive_avg_pool2d(input, sizes, device)
+        return dispatch(f, input, sizes, device=device)
 
     return adaptive_avg_pool
 

@@ -15,6 +15,7 @@ from ..device import Device
 from ..dtypes import DataType
 from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
+from . import _quantized as quantized
 from ._arguments import boolean, checked, integer_arg, return_flag, sizes_arg, window_args
 from ._call import (FLOATS, MAX_TYPES, Call, Input, Output, Plan, Result, Size, as_float, gradient_plan, negated,
                     of_type, plane_indices)
@@ -71,6 +72,9 @@ def _max_pool_form(dims: int):
                  device: Optional[Device] = None) -> Result:
         f = f"max_pool{dims}d"
         window = window_args(dims, f, kernel_size, stride, padding, dilation, ceil_mode)
+        if dims == 2 and quantized.is_quantized(input):
+            quantized.check_two_values(f, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation)
+            return quantized.max_pool2d(input, *window, return_flag(return_indices, f), device)
         suffix = "_with_indices" if return_flag(return_indices, f) else ""
         return dispatch(f + suffix, input, *window, device=device)
 
@@ -166,8 +170,11 @@ def _avg_pool(dims, input, kernel_size, stride, padding, ceil_mode, count_includ
         divisor_override = integer_arg(divisor_override, "divisor_override", f, minimum=-(2**32 - 1))
         if divisor_override == 0:
             raise ValidationError("divisor_override", f"{f}: divisor_override must not be 0")
-    return dispatch(f, input, kernel, strides, padding, ceil_mode,
-                    boolean(count_include_pad, "count_include_pad", f), divisor_override, device=device)
+    count_include_pad = boolean(count_include_pad, "count_include_pad", f)
+    if dims == 2 and quantized.is_quantized(input):
+        return quantized.avg_pool2d(input, kernel, strides, padding, ceil_mode, count_include_pad, divisor_override,
+                                    device)
+    return dispatch(f, input, kernel, strides, padding, ceil_mode, count_include_pad, divisor_override, device=device)
 
 
 def _avg_pool_form(dims: int):

@@ -230,7 +230,7 @@ def _gradient(function, grad_output, input, boxes, output_size, spatial_scale, *
     return gradient_plan(plan, compute)
 
 
-def torchvision_exported(form: str, _):
+def _torchvision_exported(form: str, _):
     """torchvision's ``form`` (``roi_pool``, ``roi_align``, ...), what ONNX exports record in
     place of poolgpu's (ONNX's MaxRoiPool, RoiAlign), imported when an export calls it."""
     def of_torchvision(*arguments):
@@ -245,4 +245,4 @@ def torchvision_exported(form: str, _):
 
 
 define_family("roi_pool", "Tensor input, Tensor boxes, int[] output_size, float spatial_scale, int? device_key", _plan,
-              _gradient, torchvision_exported, one_form=True)
+              _gradient, _torchvision_exported, one_form=True)

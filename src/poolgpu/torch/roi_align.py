@@ -19,7 +19,7 @@ from ..tensor_desc import TensorDesc
 from ._arguments import boolean, checked, sizes_arg
 from ._call import BFLOAT16_BITS, FLOATS, Call, Input, Output, Plan, Size, gradient_plan, of_type
 from ._ops import define_family, dispatch
-from .roi import _boxes_arg, _host, torchvision_exported
+from .roi import _boxes_arg, _host, _torchvision_exported
 
 __all__ = ["roi_align", "ps_roi_align"]
 
@@ -161,7 +161,7 @@ def _gradient(function, grad_output, input, boxes, output_size, spatial_scale, s
 
 
 define_family("roi_align", "Tensor input, Tensor boxes, int[] output_size, float spatial_scale, int sampling_ratio, "
-              "bool aligned, int? device_key", _plan, _gradient, torchvision_exported, one_form=True)
+              "bool aligned, int? device_key", _plan, _gradient, _torchvision_exported, one_form=True)
 
 
 def _ps_channels(call: Call, output_size, function: str) -> int:
@@ -212,5 +212,5 @@ def _ps_gradient(function, grad_output, input, boxes, output_size, spatial_scale
 
 
 define_family("ps_roi_align", "Tensor input, Tensor boxes, int[] output_size, float spatial_scale, "
-              "int sampling_ratio, int? device_key", _ps_plan, _ps_gradient, torchvision_exported,
+              "int sampling_ratio, int? device_key", _ps_plan, _ps_gradient, _torchvision_exported,
               one_form=True)

@@ -12,6 +12,8 @@ struct Acc { sum: CompensatedSum, count: u32 }
 fn acc_new() -> Acc {
     return Acc(CompensatedSum(0.0, 0.0), 0u);
 }
+// The accumulator of output `at`'s window before its first tap (the general walk's).
+fn acc_for(at: Out) -> Acc { return acc_new(); }
 
 fn acc_add(acc: Acc, t: Tap, index: u32, inside: bool) -> Acc {
     return Acc(compensated_add(acc.sum, select(0.0, t, inside)), acc.count + u32(inside));
