@@ -1,5 +1,5 @@
-"""torchvision.ops' ROI modules on poolgpu: ``RoIAlign``, ``RoIPool``, ``PSRoIAlign`` and
-``MultiScaleRoIAlign`` with torchvision's constructors, attributes and ``repr``, and the table
+"""torchvision.ops' ROI modules on poolgpu: ``RoIAlign``, ``RoIPool``, ``PSRoIAlign``,
+``PSRoIPool`` and ``MultiScaleRoIAlign`` with torchvision's constructors, attributes and ``repr``, and the table
 :func:`poolgpu.torch.convert` uses to put them in place of torchvision's.  torchvision is not
 imported: where it is installed and imported, its classes are swapped by name."""
 
@@ -13,10 +13,11 @@ import torch
 
 from ..device import Device
 from ._call import checked_device
+from .ps_roi_pool import ps_roi_pool
 from .roi import roi_pool
 from .roi_align import ps_roi_align, roi_align
 
-__all__ = ["RoIAlign", "RoIPool", "PSRoIAlign", "MultiScaleRoIAlign", "torchvision_swaps", "swapped"]
+__all__ = ["RoIAlign", "RoIPool", "PSRoIAlign", "PSRoIPool", "MultiScaleRoIAlign", "torchvision_swaps", "swapped"]
 
 
 class _Roi(torch.nn.Module):
@@ -150,6 +151,41 @@ class PSRoIAlign(_Roi):
                 f"sampling_ratio={self.sampling_ratio})")
 
 
+class PSRoIPool(_Roi):
+    """``torchvision.ops.PSRoIPool`` on poolgpu (:func:`poolgpu.torch.ps_roi_pool`).
+
+    Parameters
+    ----------
+    output_size : int or tuple of int
+    spatial_scale : float
+    device : pg.Device, optional, keyword-only
+    """
+
+    def __init__(self, output_size: Union[int, Tuple[int, int]], spatial_scale: float, *,
+                 device: Optional[Device] = None) -> None:
+        super().__init__(device=device)
+        self.output_size, self.spatial_scale = output_size, spatial_scale
+
+    def forward(self, input: torch.Tensor, rois: Union[torch.Tensor, List[torch.Tensor]]) -> torch.Tensor:
+        """Position-sensitive ROI (average) pooling of ``input`` over ``rois``, as torchvision's.
+
+        Parameters
+        ----------
+        input : torch.Tensor
+            (N, C, H, W).
+        rois : torch.Tensor or list of torch.Tensor
+            (K, 5) ``[batch, x1, y1, x2, y2]``, or (L, 4) boxes per image.
+
+        Returns
+        -------
+        torch.Tensor
+        """
+        return ps_roi_pool(input, rois, self.output_size, self.spatial_scale, device=self.device)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(output_size={self.output_size}, spatial_scale={self.spatial_scale})"
+
+
 def _infer_scale(feature: torch.Tensor, original_size: Sequence[int]) -> float:
     # torchvision's: the scale is 2 ** -k, k an integer, from the height
     return 2 ** float(torch.tensor(float(feature.shape[-2]) / float(original_size[0])).log2().round())
@@ -235,7 +271,7 @@ def torchvision_swaps() -> Dict[type, type]:
     ops = sys.modules.get("torchvision.ops")
     if ops is None:
         return {}
-    names = ("RoIAlign", "RoIPool", "PSRoIAlign", "MultiScaleRoIAlign")
+    names = ("RoIAlign", "RoIPool", "PSRoIAlign", "PSRoIPool", "MultiScaleRoIAlign")
     return {getattr(ops, n): globals()[n] for n in names if hasattr(ops, n)}
 
 
