@@ -78,15 +78,9 @@ class RoIAlign(_Roi):
                 f"sampling_ratio={self.sampling_ratio}, aligned={self.aligned})")
 
 
-class RoIPool(_Roi):
-    """``torchvision.ops.RoIPool`` on poolgpu (:func:`poolgpu.torch.roi_pool`).
-
-    Parameters
-    ----------
-    output_size : int or tuple of int
-    spatial_scale : float
-    device : pg.Device, optional, keyword-only
-    """
+class _RoiPooling(_Roi):
+    """torchvision's ROI pooling modules' constructor and ``repr``: ``output_size`` and
+    ``spatial_scale``; ``_function`` pools."""
 
     def __init__(self, output_size: Union[int, Tuple[int, int]], spatial_scale: float, *,
                  device: Optional[Device] = None) -> None:
@@ -94,7 +88,7 @@ class RoIPool(_Roi):
         self.output_size, self.spatial_scale = output_size, spatial_scale
 
     def forward(self, input: torch.Tensor, rois: Union[torch.Tensor, List[torch.Tensor]]) -> torch.Tensor:
-        """ROI max pooling of ``input`` over ``rois``, as torchvision's.
+        """The pooling of ``input`` over ``rois``, as torchvision's.
 
         Parameters
         ----------
@@ -107,10 +101,37 @@ class RoIPool(_Roi):
         -------
         torch.Tensor
         """
-        return roi_pool(input, rois, self.output_size, self.spatial_scale, device=self.device)
+        return type(self)._function(input, rois, self.output_size, self.spatial_scale, device=self.device)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(output_size={self.output_size}, spatial_scale={self.spatial_scale})"
+
+
+class RoIPool(_RoiPooling):
+    """``torchvision.ops.RoIPool`` on poolgpu (:func:`poolgpu.torch.roi_pool`): ROI max pooling.
+
+    Parameters
+    ----------
+    output_size : int or tuple of int
+    spatial_scale : float
+    device : pg.Device, optional, keyword-only
+    """
+
+    _function = roi_pool
+
+
+class PSRoIPool(_RoiPooling):
+    """``torchvision.ops.PSRoIPool`` on poolgpu (:func:`poolgpu.torch.ps_roi_pool`):
+    position-sensitive ROI (average) pooling.
+
+    Parameters
+    ----------
+    output_size : int or tuple of int
+    spatial_scale : float
+    device : pg.Device, optional, keyword-only
+    """
+
+    _function = ps_roi_pool
 
 
 class PSRoIAlign(_Roi):
@@ -149,41 +170,6 @@ class PSRoIAlign(_Roi):
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(output_size={self.output_size}, spatial_scale={self.spatial_scale}, "
                 f"sampling_ratio={self.sampling_ratio})")
-
-
-class PSRoIPool(_Roi):
-    """``torchvision.ops.PSRoIPool`` on poolgpu (:func:`poolgpu.torch.ps_roi_pool`).
-
-    Parameters
-    ----------
-    output_size : int or tuple of int
-    spatial_scale : float
-    device : pg.Device, optional, keyword-only
-    """
-
-    def __init__(self, output_size: Union[int, Tuple[int, int]], spatial_scale: float, *,
-                 device: Optional[Device] = None) -> None:
-        super().__init__(device=device)
-        self.output_size, self.spatial_scale = output_size, spatial_scale
-
-    def forward(self, input: torch.Tensor, rois: Union[torch.Tensor, List[torch.Tensor]]) -> torch.Tensor:
-        """Position-sensitive ROI (average) pooling of ``input`` over ``rois``, as torchvision's.
-
-        Parameters
-        ----------
-        input : torch.Tensor
-            (N, C, H, W).
-        rois : torch.Tensor or list of torch.Tensor
-            (K, 5) ``[batch, x1, y1, x2, y2]``, or (L, 4) boxes per image.
-
-        Returns
-        -------
-        torch.Tensor
-        """
-        return ps_roi_pool(input, rois, self.output_size, self.spatial_scale, device=self.device)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(output_size={self.output_size}, spatial_scale={self.spatial_scale})"
 
 
 def _infer_scale(feature: torch.Tensor, original_size: Sequence[int]) -> float:
