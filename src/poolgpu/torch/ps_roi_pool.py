@@ -5,9 +5,11 @@ torchvision's bins (float32, as its CPU kernel) are computed from the boxes on t
 each bin then runs as an ROI of its own, one output bin whose samples land exactly on the
 bin's elements (half-pixel corners ``[lo, hi)`` at scale 1, one sample per element, the
 nearest element read): ROI align's average of those samples is the bin's sum over its area.
-The position-sensitive channels come from a strided view of each image, (bins, C / bins,
-H, W) with the bins outermost, the bin's index its ROI's batch: each bin reads only its own
-channels."""
+The position-sensitive channels come from strided views: the forward pools each image at
+once, viewed as (bins, C / bins, H, W) with the bins outermost, the bin's index its ROI's
+batch, so each bin reads only its own channels; the backward runs ROI align's gradient once
+per image and bin over that bin's channels (C / bins, H, W), the image's boxes its ROIs in
+order (a gather over every bin's ROIs at once would visit h * w times as many)."""
 
 from __future__ import annotations
 
@@ -142,18 +144,21 @@ def _image_view(x: Tensor, n: int, bins: int) -> Tensor:
     return x.device.wrap(x.buffer, desc, x.offset + n * sn * x.data_type.size)
 
 
-def _rois(call: Call, bins: _Bins, chosen: np.ndarray, dtype: DataType) -> tuple:
-    """ROI_ALIGN1's rois and batch indices for the bins of boxes ``chosen``: (box, i, j)
-    order, corners [lo_w, lo_h, hi_w, hi_h], batch the bin's index i * w + j."""
+def _corners(bins: _Bins, chosen: np.ndarray) -> np.ndarray:
+    """(K, h, w, 4): the bins of boxes ``chosen`` as ROI corners [lo_w, lo_h, hi_w, hi_h]."""
     h, w = bins.h[chosen], bins.w[chosen]
-    count, pooled_h, pooled_w = len(chosen), h.shape[1], w.shape[1]
-    shape = (count, pooled_h, pooled_w)
-    corners = np.stack([np.broadcast_to(w[:, None, :, 0], shape), np.broadcast_to(h[:, :, None, 0], shape),
-                        np.broadcast_to(w[:, None, :, 1], shape), np.broadcast_to(h[:, :, None, 1], shape)], axis=-1)
+    shape = (len(chosen), h.shape[1], w.shape[1])
+    return np.stack([np.broadcast_to(w[:, None, :, 0], shape), np.broadcast_to(h[:, :, None, 0], shape),
+                     np.broadcast_to(w[:, None, :, 1], shape), np.broadcast_to(h[:, :, None, 1], shape)], axis=-1)
+
+
+def _rois(call: Call, corners: np.ndarray, batch: np.ndarray, dtype: DataType) -> tuple:
+    """ROI_ALIGN1's rois ({1, 1, R, 4} of ``dtype``) and batch indices for host ``corners``
+    (..., 4) and ``batch``."""
     corners = corners.reshape(1, 1, -1, 4).astype(np.float32)
     corners = of_type(corners, BFLOAT16_BITS) if dtype == DataType.BFLOAT16 else corners.astype(dtype.numpy)
-    batch = np.tile(np.arange(pooled_h * pooled_w, dtype=np.uint32), count).reshape(1, 1, -1)
-    return call.upload_host(np.ascontiguousarray(corners)), call.upload_host(batch)
+    return (call.upload_host(np.ascontiguousarray(corners)),
+            call.upload_host(np.ascontiguousarray(batch, np.uint32).reshape(1, 1, -1)))
 
 
 def _host_result(call: Call, values: np.ndarray, x: Tensor) -> np.ndarray:
@@ -177,7 +182,9 @@ def _plan(function, input, boxes, output_size, spatial_scale, *, device):
         for n in np.unique(bins.batch):   # one ROI align per image: its (bins, C / bins, H, W) view
             chosen = np.flatnonzero(bins.batch == n)
             view = _image_view(x, int(n), pooled_h * pooled_w)
-            rois, batch = _rois(call, bins, chosen, x.data_type)
+            # each bin (box, i, j) an ROI, its batch the bin's index in the view
+            rois, batch = _rois(call, _corners(bins, chosen), np.tile(np.arange(pooled_h * pooled_w), len(chosen)),
+                                x.data_type)
             y = call.device.compile(RoiAlign1Desc(view.desc, rois.desc, batch.desc, output_size=(1, 1), **_FIELDS))(
                 view, rois, batch)
             values = call.host_of(y).reshape(len(chosen), pooled_h, pooled_w, channels)
@@ -204,15 +211,19 @@ def _gradient(function, grad_output, input, boxes, output_size, spatial_scale, *
         data_type = DataType.BFLOAT16 if dy.dtype == BFLOAT16_BITS else DataType.of(dy.dtype, "grad_output")
         n_images, c, height, width = call.sizes
         dx = np.zeros((n_images, c, height, width), dy.dtype)
-        for n in np.unique(bins.batch):   # one gradient per image, of its (bins, C / bins, H, W) view
+        # One gradient per image and bin (i, j), over the channels (C / bins, H, W) of that
+        # bin: each of the image's boxes an ROI, in order.  (One per image over all its bins
+        # would hold h * w times the ROIs, each element's gather visiting all of them.)
+        shape = (1, c // bins_count, height, width)
+        for n in np.unique(bins.batch):
             chosen = np.flatnonzero(bins.batch == n)
-            rois, batch = _rois(call, bins, chosen, data_type)
-            grad = call.upload_host(np.ascontiguousarray(dy[chosen].transpose(0, 2, 3, 1).reshape(-1, c // bins_count,
-                                                                                                   1, 1)))
-            desc = RoiAlignGradDesc(None, grad.desc, rois.desc, batch.desc, input_sizes=(bins_count, c // bins_count,
-                                                                                         height, width), **_FIELDS)
-            dx_view = call.host_of(call.device.compile(desc)(grad, rois, batch))
-            dx[n] = dx_view.transpose(1, 0, 2, 3).reshape(c, height, width)
+            corners = _corners(bins, chosen)
+            for i in range(pooled_h):
+                for j in range(pooled_w):
+                    rois, batch = _rois(call, corners[:, i, j], np.zeros(len(chosen)), data_type)
+                    grad = call.upload_host(np.ascontiguousarray(dy[chosen, :, i, j, None, None]))
+                    desc = RoiAlignGradDesc(None, grad.desc, rois.desc, batch.desc, input_sizes=shape, **_FIELDS)
+                    dx[n, i * pooled_w + j::bins_count] = call.host_of(call.device.compile(desc)(grad, rois, batch))[0]
         return (of_type(dx, call.dtype) if float32 and call.dtype != np.float32 else dx,)
 
     return gradient_plan(plan, compute)
