@@ -8,16 +8,18 @@
 // and for float16 and bfloat16 every step rounded to the type (rounded(), through the value
 // snippet's from_f32, round to nearest even).  alpha arrives computed (Params alpha_*: its
 // f32 bits, worked out by poolgpu.kernels in the same arithmetic).  Additions and products
-// of f32 are correctly rounded in WGSL; the conversion of i is done exactly (f32_of).  A
-// sample below 0 (or NaN) counts as 0, one of 1 or more as the largest f32 below 1, and a
-// start is clamped to [0, in - k], so no window leaves the input whatever the samples.
+// of f32 are correctly rounded in WGSL; the conversion of i is done exactly (f32_of,
+// common/exact_f32.wgsl).  Any sample value is taken, as PyTorch takes it: int() is C's
+// 32-bit conversion as x86-64 does it (truncated()) and the difference wraps as C's int does
+// there.  A start is clamped to [0, in - k], so no window leaves the input whatever the
+// samples (PyTorch stops with an internal assertion where one would).
 //
 // One invocation per plane and entry t of its row: t = 0 writes the source batch (n), the
 // others one window's (start, start + k) along D, then H, then W.
 //
 // Prepended by poolgpu.kernels: the samples' value type (to_f32, from_f32) and the tensors
 // samples (samples_load) and bins (bins_store); library: fractional_window.wgsl (window_start),
-// flat_index.wgsl.
+// flat_index.wgsl, exact_f32.wgsl (f32_of).
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
