@@ -130,7 +130,7 @@ def _walk_kernel(run: int, store4: bool = False) -> Kernel:
         "fractional_max_pool.wgsl", slots, value_slot="x",
         library=("max_accumulator.wgsl",) + GRID_LIBRARY + ("window_constants.wgsl", "window_geometry.wgsl",
                                                             f"fractional_walk{run}.wgsl") + stores,
-        params=IN_SIZES + ("out_h", "out_w") + divisor_fields("out_d", "channels") + stride_fields("x", "y", "idx")
+        params=IN_SIZES + ("out_w",) + divisor_fields("out_d", "channels") + stride_fields("x", "y", "idx")
         + LINES_GRID + ("row_words", "starts_h", "starts_w"),
         loops=partial(_walk_loops, run),
     )
@@ -155,7 +155,7 @@ def _gather_kernel(store4: bool) -> Kernel:
          Slot("dx", True, snippet="write4_{storage}.wgsl" if store4 else "")),
         value_slot="dy",
         library=GRID_LIBRARY + ("fractional_grad_store4.wgsl" if store4 else "fractional_grad_store1.wgsl",),
-        params=("in_h", "in_w") + OUT_SIZES + divisor_fields("in_d", "channels") + stride_fields("dy", "arg", "dx")
+        params=("in_h", "in_w") + divisor_fields("in_d", "channels") + stride_fields("dy", "arg", "dx")
         + LINES_GRID + ("row_words", "covers_d", "covers_h", "covers_w"),
         loops=_gather_loops,
     )
@@ -203,7 +203,7 @@ def _walk_pass(desc, roles: tuple, layout: dict, tuning: Tuning, run: int) -> tu
     constants.update({f"WINDOW_{a}": k for a, k in zip("DHW", as_3d(desc.window_size, 1))})
     if run == 4 and not store4:  # (rows_store_tail.wgsl: 16-bit pairs in one word store)
         constants["PAIR_STORES"] = y is not None and y.data_type.size == 2 and strides_5d(y).get("w") == 1
-    params = {"in_d": in_d, "in_h": in_h, "in_w": in_w, "out_h": out_h, "out_w": out_w,
+    params = {"in_d": in_d, "in_h": in_h, "in_w": in_w, "out_w": out_w,
               **divisor_params("out_d", out_d), **divisor_params("channels", c), **tensor_stride_params("x", x),
               **tensor_stride_params("y", y), **tensor_stride_params("idx", idx), **grid_params,
               "row_words": layout["row_words"], "starts_h": layout["starts_h"], "starts_w": layout["starts_w"]}
@@ -304,7 +304,7 @@ def _gather_pass(desc, layout: dict, tuning: Tuning, run: int) -> tuple:
     constants.update(RUN=run, **{f"COVER_{a}": covering_bound(i, k, o, forward.samples.data_type, span)
                                  for a, i, k, o, span in zip("DHW", (in_d, in_h, in_w), as_3d(forward.window_size, 1),
                                                              (out_d, out_h, out_w), spans)})
-    params = {"in_h": in_h, "in_w": in_w, "out_d": out_d, "out_h": out_h, "out_w": out_w,
+    params = {"in_h": in_h, "in_w": in_w,
               **divisor_params("in_d", in_d), **divisor_params("channels", c), **tensor_stride_params("dy", dy),
               **tensor_stride_params("arg", arg), **tensor_stride_params("dx", dx), **grid_params,
               **{key: layout[key] for key in ("row_words", "covers_d", "covers_h", "covers_w")}}

@@ -77,7 +77,8 @@ def _gather_kernel(chunks: bool, run4: bool, along_w: bool = False) -> Kernel:
         library=GRID_LIBRARY + ("unpool_band.wgsl", "unpool_candidates4.wgsl" if chunks else "unpool_candidates1.wgsl",
                                 "unpool_strays4.wgsl" if strays4 else "unpool_strays1.wgsl",
                                 "unpool_store4.wgsl" if run4 else "unpool_store1.wgsl"),
-        params=divisor_fields("in_w", "in_h", "in_d") + _OUTPUT_DIVISORS + stride_fields("idx", "x", "y")
+        params=divisor_fields("in_w", "in_h", "in_d") + ("out_w",) + divisor_fields("out_h", "out_d", "channels")
+        + stride_fields("idx", "x", "y")
         + LINES_GRID,
         loops=_no_loops,
     )
@@ -288,8 +289,8 @@ def _gather_program(desc, tuning: Tuning, general: Program) -> Program:
                          CANDIDATES_D=band_candidates(bands[0]), CANDIDATES_H=band_candidates(bands[1]),
                          CANDIDATES_W=band_candidates(bands[2], 1 if along_c else run))
         params = {**divisor_params("in_d", in_d), **divisor_params("in_h", in_h), **divisor_params("in_w", in_w),
-                  **divisor_params("out_w", out_w),
-                  **divisor_params("out_h", out_h), **divisor_params("out_d", out_d), **divisor_params("channels", c),
+                  "out_w": out_w, **divisor_params("out_h", out_h), **divisor_params("out_d", out_d),
+                  **divisor_params("channels", c),
                   **tensor_stride_params("idx", indices), **tensor_stride_params("x", x),
                   **tensor_stride_params("y", y), **grid_params}
         return Pass(kernel, ("input", "indices", "flags", "winner", "output"), sorted_constants(constants), params,
