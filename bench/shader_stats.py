@@ -39,8 +39,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.shader_stats", description=__doc__.split("\n\n")[0])
     p.add_argument("--cases", default="A,B,G,1D,3D", help="comma-separated (default: %(default)s)")
     p.add_argument("--ops", default="*", help="operator names or patterns (default: every one)")
-    p.add_argument("--dtype", default="float32", help="float32, float16 or both (default: %(default)s)")
-    p.add_argument("--layout", default="nchw", help="nchw, nhwc or both (default: %(default)s)")
+    p.add_argument("--dtype", default="float32", help="float32, float16 or both, comma-separated (default: %(default)s)")
+    p.add_argument("--layout", default="nchw", help="nchw, nhwc or both, comma-separated (default: %(default)s)")
     p.add_argument("--tuned-for", default="gpu", choices=("cpu", "gpu"), help="the Tuning preset (default: %(default)s)")
     p.add_argument("--variant", default="current", help="a kernel variant of the preset (bench/variants.py's names, "
                                                          "'+' composing them; default: %(default)s)")
