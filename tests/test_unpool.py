@@ -242,7 +242,7 @@ def test_max_unpool_tensor_in_tensor_out_and_signed_numpy_indices(device):
 
 # -- the gather over the output (Tuning.unpool_gather) ----------------------------------------
 
-def gather_tuning(device, preset="cpu"):
+def gather_tuning(preset="cpu"):
     return dataclasses.replace(pg.Tuning.preset(preset), unpool_gather=True)
 
 
@@ -250,13 +250,13 @@ def unpool_both_ways(device, desc, arrays, layouts, preset):
     """``desc`` run with the atomic winners (the preset's kernels) and as the gather: (the
     two outputs, the gather's kernel files)."""
     results = []
-    for tuning in (pg.Tuning.preset(preset), gather_tuning(device, preset)):
+    for tuning in (pg.Tuning.preset(preset), gather_tuning(preset)):
         op = pg.Op(device, desc, tuning)
         y = canary_tensor(device, desc.output)
         op(*(upload(device, a, layout) for a, layout in zip(arrays, layouts)), out=y)
         assert_canaries_intact(y)
         results.append(y.numpy())
-    return results, [p.kernel.file for p in pg.kernels.program_for(desc, gather_tuning(device, preset)).passes]
+    return results, [p.kernel.file for p in pg.kernels.program_for(desc, gather_tuning(preset)).passes]
 
 
 @st.composite
@@ -330,7 +330,7 @@ def test_unpool_gather_runs_of_four_and_their_fallback_at_any_offset(device, lay
     strides = layout_strides(sizes, layout)
     desc = pg.MaxUnpoolingDesc(pg.TensorDesc("float16", sizes, strides), pg.TensorDesc("uint32", sizes, strides),
                                pg.TensorDesc("float16", out_sizes, layout_strides(out_sizes, layout)))
-    tuning = gather_tuning(device, preset)
+    tuning = gather_tuning(preset)
     program = pg.kernels.program_for(desc, tuning)
     assert dict(program.passes[1].constants)["RUN"] == 4 and program.fallback is not None
     assert dict(program.fallback.passes[1].constants)["RUN"] == 1
@@ -364,7 +364,7 @@ def test_unpool_gather_strays_into_other_planes_and_ties_across_them(device):
     want = reference.max_unpool(x, idx, (1, 3, 8, 8))
     for preset in ("cpu", "gpu"):
         out = pg.Op(device, pg.MaxUnpoolingDesc(pg.TensorDesc(F32, x.shape), pg.TensorDesc("uint32", x.shape),
-                                                pg.TensorDesc(F32, (1, 3, 8, 8))), gather_tuning(device, preset))(
+                                                pg.TensorDesc(F32, (1, 3, 8, 8))), gather_tuning(preset))(
             device.upload(x), device.upload(idx))
         assert same_bits(out.numpy(), want)
 
