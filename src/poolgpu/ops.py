@@ -180,9 +180,24 @@ class Op:
                 else:
                     self.device._dispatch(bound)
                     return outputs[0] if len(outputs) == 1 else outputs
-        return self._call(inputs, out)
+        bound, outputs = self._prepare(inputs, out)
+        self.device._dispatch(bound)
+        return outputs[0] if len(outputs) == 1 else outputs
 
-    def _call(self, inputs: tuple, out):
+    def _to_host(self, inputs: tuple) -> tuple:
+        """The outputs on ``inputs`` as new NumPy arrays: written into buffers of the
+        device's pool (so that the op's bind groups for them are found again), read back in
+        the submission that computes them, and the buffers given back to the pool."""
+        device = self.device
+        outputs = tuple(device._temporary(t) for _, t in self._outputs)
+        bound, outputs = self._prepare(inputs, outputs)
+        arrays = device._read_tensors(outputs, bound)
+        device._recycle(outputs)  # (the read-back waited for every use of them)
+        return tuple(arrays)
+
+    def _prepare(self, inputs: tuple, out) -> tuple:
+        """(the bound dispatches, the output tensors) of a call: inputs and ``out`` checked
+        (new outputs where None) and bound."""
         if len(inputs) != len(self._inputs):
             names = ", ".join(self._input_roles)
             raise TypeError(f"{self!r} takes {len(self._inputs)} input tensor(s) ({names}), got {len(inputs)}")
@@ -199,12 +214,11 @@ class Op:
         tensors = dict(zip(self._input_roles, inputs))
         tensors.update(zip(self._output_roles, outputs))
         bound = self._bind(tensors)
-        self.device._dispatch(bound)
         if out is not None:
             called = inputs + outputs
             self._memo = (bound, tuple(weakref.ref(t) for t in called),
                           tuple((id(t.buffer), t.offset, t.desc) for t in called))
-        return outputs[0] if len(outputs) == 1 else outputs
+        return bound, outputs
 
     def _bind(self, tensors: dict) -> _Bound:
         key = tuple((id(t.buffer), t.offset) for t in tensors.values())
