@@ -70,14 +70,17 @@ class _BufferPool:
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def take(self, size: int):
-        """An idle buffer of ``size`` bytes, or None."""
+    def take(self, size: int, prefer=None):
+        """An idle buffer of ``size`` bytes (``prefer`` where it is idle), or None."""
         with self._lock:
             buffers = self._idle.get(size)
             if not buffers:
                 return None
             self._idle.move_to_end(size)
             self._bytes -= size
+            for i in range(len(buffers) - 1, -1, -1):
+                if buffers[i] is prefer:
+                    return buffers.pop(i)
             return buffers.pop()
 
     def give(self, buffer) -> None:
@@ -386,17 +389,13 @@ class Device:
     # Tensors of a call that round-trips host arrays (interop.round_trip): their buffers come
     # from the Device's pool and go back to it once the call's read-back has waited for them.
 
-    def _temporary(self, desc: TensorDesc) -> Tensor:
-        """A packed tensor of ``desc`` in a pooled buffer, its values unspecified."""
+    def _temporary(self, desc: TensorDesc, prefer=None) -> Tensor:
+        """A packed tensor of ``desc`` in a pooled buffer (``prefer`` where it is idle: the
+        buffer the same op's last call used, whose bind groups it has), its values
+        unspecified."""
         size = buffer_size(desc.total_size_in_bytes)
-        buffer = self._tensor_pool.take(size)
+        buffer = self._tensor_pool.take(size, prefer)
         return Tensor(self, desc, buffer if buffer is not None else self._create_buffer(size))
-
-    def _upload_temporary(self, array: np.ndarray, desc: TensorDesc) -> Tensor:
-        """``array`` (already read by ``arguments.array``) in a pooled buffer, packed as ``desc``."""
-        tensor = self._temporary(desc)
-        self._write(tensor.buffer, array, desc)
-        return tensor
 
     def _recycle(self, tensors: Sequence[Tensor]) -> None:
         """Give the buffers of ``_temporary`` tensors back to the pool.  Only once no work

@@ -123,9 +123,9 @@ def round_trip(describe: Callable[..., Any], inputs: Sequence[Any], device: Opti
              for i, a in enumerate(arrays)]
     device = default_device() if device is None else device
     op = device.compile(describe(*descs))
-    tensors = [device._upload_temporary(a, d) for a, d in zip(arrays, descs)]
-    results = op._to_host(tuple(tensors))
-    device._recycle(tensors)  # (the read-back waited for the op that read them)
+    if len(descs) != len(op._inputs) or any(d != expected for d, (_, expected) in zip(descs, op._inputs)):
+        return answer(op(*(device.upload(a) for a in arrays)), True)  # (the op says what does not match)
+    results = op._round_trip(arrays)
     return results[0] if len(results) == 1 else results
 
 
