@@ -153,3 +153,24 @@ def test_the_pool_is_bounded_and_drops_the_least_recently_used_sizes():
     assert pool.idle_bytes == 50
     pool.clear()
     assert pool.idle_bytes == 0 and pool.take(50) is None
+
+
+def test_poolgpu_torch_calls_give_their_uploads_back_and_stay_right(device):
+    torch = pytest.importorskip("torch")
+    import poolgpu.torch as pgt
+
+    dev = fresh_device(device)
+    x = torch.randn(2, 3, 9, 8, requires_grad=True)
+    expected = torch.nn.functional.max_pool2d(x, 3, 2, 1)
+    expected_grad, = torch.autograd.grad(expected.sum(), x)
+    idle = None
+    for _ in range(3):
+        y = pgt.max_pool2d(x, 3, 2, 1, device=dev)
+        grad, = torch.autograd.grad(y.sum(), x)
+        assert torch.equal(y, expected) and torch.equal(grad, expected_grad)
+        assert dev._tensor_pool.idle_bytes > 0  # the input and the gradient went back
+        idle = idle or dev._tensor_pool.idle_bytes
+        assert dev._tensor_pool.idle_bytes == idle  # and were taken again: nothing new pooled
+    t = dev.upload(x.detach().numpy())
+    kept = pgt.max_pool2d(t, 3, 2, 1)  # pg.Tensors in, pg.Tensors out: no pooled buffer
+    assert kept.buffer is not t.buffer and torch.equal(torch.from_numpy(kept.numpy()), expected.detach())

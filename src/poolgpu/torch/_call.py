@@ -99,7 +99,7 @@ class Call:
     (uploaded on first use), and how results go back (``give``).  A torch input may be a fake
     or meta tensor: nothing reads its values before ``tensor()`` or ``host()``."""
 
-    __slots__ = ("function", "kind", "source", "unbatched", "sizes", "dtype", "_device", "_x")
+    __slots__ = ("function", "kind", "source", "unbatched", "sizes", "dtype", "_device", "_x", "_temporaries")
 
     def __init__(self, input, function: str, dims: int, types: tuple, device: Optional[Device],
                  ranks: Optional[tuple] = None):
@@ -130,6 +130,7 @@ class Call:
         self.dtype = BFLOAT16_BITS if name == "bfloat16" else np.dtype(name)
         self._device = input.device if device is None and kind == "tensor" else checked_device(device, function)
         self._x = None
+        self._temporaries = []  # tensors in the device's pooled buffers (tensor(), upload()), for recycle()
 
     @property
     def device(self) -> Device:
@@ -185,13 +186,34 @@ class Call:
             if self.kind == "tensor" and source.device is self.device:
                 self._x = _leading_one(source) if self.unbatched else source
             else:
-                self._x = self.upload_host(self.host())
+                self._x = self._upload_temporary(self.host())
         return self._x
 
     def upload(self, value) -> Tensor:
         """Another tensor of the call (an incoming gradient, indices), batched as the input, on
         ``device``."""
-        return self.upload_host(self.host_of(value))
+        return self._upload_temporary(self.host_of(value))
+
+    def _upload_temporary(self, array: np.ndarray) -> Tensor:
+        """``upload_host`` into a buffer of the device's pool (docs/design.md, "Host round
+        trips"), given back by ``recycle()``."""
+        device = self.device
+        desc = TensorDesc(DataType.UINT16 if array.dtype == BFLOAT16_BITS else DataType.of(array.dtype), array.shape)
+        t = device._temporary(desc)
+        device._write(t.buffer, array, desc)
+        self._temporaries.append(t)
+        if array.dtype != BFLOAT16_BITS:
+            return t
+        return device.wrap(t.buffer, TensorDesc(DataType.BFLOAT16, t.sizes, t.desc.strides,
+                                                t.desc.total_size_in_bytes), t.offset)
+
+    def recycle(self) -> None:
+        """Give the pooled buffers of ``tensor()`` and ``upload()`` back to the device's pool:
+        only once every result was read back (that read-back waited for all the work on them),
+        and nothing the caller gets refers to them."""
+        temporaries, self._temporaries, self._x = self._temporaries, [], None
+        if temporaries:
+            self.device._recycle(temporaries)
 
     def upload_host(self, array: np.ndarray) -> Tensor:
         """A host array (BFLOAT16_BITS: a BFLOAT16 tensor) on ``device``."""
@@ -239,7 +261,12 @@ class Plan(NamedTuple):
             values = tuple(np.zeros(sizes, dtype) for sizes, dtype in self.outputs)
         else:
             values = self.forward()
-        return tuple(self.call.give(v) for v in values)
+        results = tuple(self.call.give(v) for v in values)
+        # A result read back to the host waited for every use of the call's uploads: their
+        # buffers go back to the pool (none of the results refers to them).
+        if self.call.kind != "tensor" and any(isinstance(v, Tensor) for v in values):
+            self.call.recycle()
+        return results
 
     def fake(self) -> tuple:
         """Empty torch results of the right shapes (a fake or meta implementation)."""
