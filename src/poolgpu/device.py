@@ -361,8 +361,9 @@ class Device:
         """Write ``array``'s values into ``buffer`` (from byte 0) as ``desc`` lays them out,
         through the queue (ordered after the work submitted before, before the work
         submitted after).  A packed C-contiguous array of the tensor's type is written from
-        its own memory; other layouts are packed into a host copy first.  Bytes of the
-        buffer outside the tensor's elements are left as they are."""
+        its own memory; other layouts are packed into a host copy first (zeros in the gaps).
+        Bytes past the tensor's end are left as they are, but for the rest of its last
+        4-byte word (zeros: the queue writes whole words)."""
         data_type = desc.data_type
         item = data_type.size
         if array.dtype == data_type.numpy and array.flags.c_contiguous and desc.is_packed:
@@ -390,7 +391,7 @@ class Device:
     # from the Device's pool and go back to it once the call's read-back has waited for them.
 
     def _temporary(self, desc: TensorDesc, prefer=None) -> Tensor:
-        """A packed tensor of ``desc`` in a pooled buffer (``prefer`` where it is idle: the
+        """A tensor of ``desc`` in a pooled buffer (``prefer`` where it is idle: the
         buffer the same op's last call used, whose bind groups it has), its values
         unspecified."""
         size = buffer_size(desc.total_size_in_bytes)
@@ -785,8 +786,9 @@ class Device:
         self._flush()
         # A copy waits for the work submitted before it.  (wgpu-py 0.32's
         # queue.on_submitted_work_done_async does not run against its wgpu-native.)
-        with self._guard("waiting for the work submitted"):
-            buffer = self._tensor_pool.take(16) or self._create_buffer(16)
+        buffer = self._tensor_pool.take(16)
+        if buffer is None:
+            buffer = self._create_buffer(16)
         self._read_back([(buffer, 0, 4, bytes)], "waiting for the work submitted")
         self._tensor_pool.give(buffer)
 
