@@ -1071,7 +1071,8 @@ def mutate(rng, case, device):
                     value = value.reshape(1, 1, -1, value.shape[-1]).astype(case["x"].dtype)
             if name == "batch_indices":   # (ROI align's: a {1, 1, R} tensor)
                 value = value.reshape(1, 1, -1)
-            kw[name] = device.upload(value)
+            if 3 <= value.ndim <= 5:   # (a tensor: scalars such as quantization scales stay arrays)
+                kw[name] = device.upload(value)
     return kw
 
 
