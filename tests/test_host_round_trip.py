@@ -174,3 +174,31 @@ def test_poolgpu_torch_calls_give_their_uploads_back_and_stay_right(device):
     t = dev.upload(x.detach().numpy())
     kept = pgt.max_pool2d(t, 3, 2, 1)  # pg.Tensors in, pg.Tensors out: no pooled buffer
     assert kept.buffer is not t.buffer and torch.equal(torch.from_numpy(kept.numpy()), expected.detach())
+
+
+def test_the_backward_of_poolgpu_torch_reads_the_input_the_forward_uploaded(device, monkeypatch):
+    torch = pytest.importorskip("torch")
+    import poolgpu.torch as pgt
+
+    dev = fresh_device(device)
+    written = []
+    write = pg.Device._write
+    monkeypatch.setattr(pg.Device, "_write", lambda self, b, array, desc: written.append(array.shape) or
+                        write(self, b, array, desc))
+    x = torch.randn(2, 3, 9, 8, requires_grad=True)
+    y = pgt.max_pool2d(x, 3, 2, 1, device=dev)
+    assert written == [(2, 3, 9, 8)]
+    written.clear()
+    grad, = torch.autograd.grad(y.sum(), x)
+    assert written == [tuple(y.shape)]  # the incoming gradient only
+    expected = torch.nn.functional.max_pool2d(x, 3, 2, 1)
+    assert torch.equal(y, expected) and torch.equal(grad, torch.autograd.grad(expected.sum(), x)[0])
+    with torch.no_grad():
+        x.mul_(-1)  # a new version of x: uploaded again
+    written.clear()
+    y = pgt.max_pool2d(x, 3, 2, 1, device=dev)
+    grad, = torch.autograd.grad(y.sum(), x)
+    assert written == [(2, 3, 9, 8), tuple(y.shape)]
+    expected = torch.nn.functional.max_pool2d(x, 3, 2, 1)
+    assert torch.equal(y, expected) and torch.equal(grad, torch.autograd.grad(expected.sum(), x)[0])
+

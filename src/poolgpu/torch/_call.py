@@ -6,6 +6,9 @@ implementations and the NumPy and pg.Tensor calls."""
 from __future__ import annotations
 
 import math
+import threading
+import weakref
+from collections import OrderedDict
 from typing import Any, Callable, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -185,6 +188,11 @@ class Call:
             source = self.source
             if self.kind == "tensor" and source.device is self.device:
                 self._x = _leading_one(source) if self.unbatched else source
+            elif self.kind == "torch" and source.requires_grad:  # its backward reads it again
+                self._x = _kept_input(source, self.device, self.sizes)
+                if self._x is None:
+                    self._x = self.upload_host(self.host())
+                    _keep_input(source, self.device, self._x)
             else:
                 self._x = self._upload_temporary(self.host())
         return self._x
@@ -276,6 +284,47 @@ class Plan(NamedTuple):
 def gradient_plan(plan: Plan, compute: Callable[[], tuple]) -> Plan:
     """The plan of a call's input gradient: of the input's shape and type, ``compute()``."""
     return Plan(plan.call, ((plan.call.sizes, plan.call.dtype),), compute)
+
+
+# The device copies of torch inputs that require a gradient, kept for the backward, which
+# reads the same input again: autograd hands the backward the very tensor the forward had.
+# A copy serves while that tensor lives, on the same pg.Device, batched to the same sizes, and
+# its version counter (which every in-place change of it moves) and memory are those uploaded;
+# at most _KEPT_BYTES of them, the least recently used dropped first.
+_KEPT: "OrderedDict[int, tuple]" = OrderedDict()  # id(torch tensor) -> (weak ref, version, data_ptr, Device, Tensor)
+_KEPT_BYTES = 256 << 20
+_kept_lock = threading.Lock()
+
+
+def _kept_input(source: torch.Tensor, device: Device, sizes: tuple) -> Optional[Tensor]:
+    with _kept_lock:
+        entry = _KEPT.get(id(source))
+        if entry is None:
+            return None
+        ref, version, data_ptr, kept_on, kept = entry
+        if (ref() is not source or version != source._version or data_ptr != source.data_ptr()
+                or kept_on is not device or kept.sizes != sizes):
+            return None
+        _KEPT.move_to_end(id(source))
+        return kept
+
+
+def _keep_input(source: torch.Tensor, device: Device, kept: Tensor) -> None:
+    key = id(source)
+
+    def forget(ref, key=key):  # (when the torch tensor dies, on any thread: one dict operation)
+        entry = _KEPT.get(key)
+        if entry is not None and entry[0] is ref:
+            _KEPT.pop(key, None)
+
+    entry = (weakref.ref(source, forget), source._version, source.data_ptr(), device, kept)
+    with _kept_lock:
+        _KEPT[key] = entry
+        _KEPT.move_to_end(key)
+        total = sum(e[4].desc.total_size_in_bytes for e in _KEPT.values())
+        while total > _KEPT_BYTES and _KEPT:
+            _, dropped = _KEPT.popitem(last=False)
+            total -= dropped[4].desc.total_size_in_bytes
 
 
 def _leading_one(t: Tensor) -> Tensor:
