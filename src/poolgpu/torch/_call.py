@@ -294,10 +294,21 @@ def gradient_plan(plan: Plan, compute: Callable[[], tuple]) -> Plan:
 _KEPT: "OrderedDict[int, tuple]" = OrderedDict()  # id(torch tensor) -> (weak ref, version, data_ptr, Device, Tensor)
 _KEPT_BYTES = 256 << 20
 _kept_lock = threading.Lock()
+_kept_dead = []  # (key, weak ref) of torch tensors that died, dropped from _KEPT under the lock
+
+
+def _drop_dead() -> None:
+    """Drop the entries of torch tensors that died (the caller holds ``_kept_lock``)."""
+    while _kept_dead:
+        key, ref = _kept_dead.pop()
+        entry = _KEPT.get(key)
+        if entry is not None and entry[0] is ref:
+            del _KEPT[key]
 
 
 def _kept_input(source: torch.Tensor, device: Device, sizes: tuple) -> Optional[Tensor]:
     with _kept_lock:
+        _drop_dead()
         entry = _KEPT.get(id(source))
         if entry is None:
             return None
@@ -312,13 +323,19 @@ def _kept_input(source: torch.Tensor, device: Device, sizes: tuple) -> Optional[
 def _keep_input(source: torch.Tensor, device: Device, kept: Tensor) -> None:
     key = id(source)
 
-    def forget(ref, key=key):  # (when the torch tensor dies, on any thread: one dict operation)
-        entry = _KEPT.get(key)
-        if entry is not None and entry[0] is ref:
-            _KEPT.pop(key, None)
+    def forget(ref, key=key):
+        # When the torch tensor dies, on any thread, maybe while a thread holds the lock
+        # (this one, even): never wait; the entry goes when the lock is next held.
+        _kept_dead.append((key, ref))
+        if _kept_lock.acquire(blocking=False):
+            try:
+                _drop_dead()
+            finally:
+                _kept_lock.release()
 
     entry = (weakref.ref(source, forget), source._version, source.data_ptr(), device, kept)
     with _kept_lock:
+        _drop_dead()
         _KEPT[key] = entry
         _KEPT.move_to_end(key)
         total = sum(e[4].desc.total_size_in_bytes for e in _KEPT.values())
