@@ -43,6 +43,8 @@ VARIANTS = {
     "planechunksN": "the plane walk's lanes load N chunks per step, written out (Tuning.plane_chunks)",
     "channelsout": "the channels walk's rows and columns written out (Tuning.channels_written_out)",
     "wholewg": "the (column, line, plane) grids numbered flat: every lane busy (Tuning.whole_workgroups)",
+    "unpoolgather": "unpooling as a gather over the output, atomics only for strays (Tuning.unpool_gather)",
+    "fractionalwalk": "fractional max pooling and its gradient by the fractional walks (Tuning.fractional_walks)",
 }
 # The values the sweep (bench/sweep.py) tries for each variant taking a number; a variant
 # without values here is left out of it (say which).
@@ -75,6 +77,10 @@ def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
         return replace(tuning, channels_written_out=True)
     if part == "wholewg":
         return replace(tuning, whole_workgroups=True)
+    if part == "unpoolgather":
+        return replace(tuning, unpool_gather=True)
+    if part == "fractionalwalk":
+        return replace(tuning, fractional_walks=True)
     if part == "blockgather":
         return replace(tuning, row_gathers=False)
     if part == "tapsfirst":

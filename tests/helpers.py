@@ -172,7 +172,8 @@ def forward_walk(desc, tuning=None):
 #: The GPU kernel variants (Tuning fields that both presets leave at the kernels they had
 #: until a GPU measures them, docs/performance.md) at a value that takes each: the tests run
 #: them under both presets.
-VARIANT_FIELDS = dict(plane_chunks=4, channels_written_out=True, whole_workgroups=True)
+VARIANT_FIELDS = dict(plane_chunks=4, channels_written_out=True, whole_workgroups=True, unpool_gather=True,
+                      fractional_walks=True)
 
 
 def with_variants(tuning, **fields):

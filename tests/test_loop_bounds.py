@@ -89,7 +89,8 @@ def _descriptions():
                                     spatial_scale=0.5, pooled_size=pooled)
     for sizes, window, out in (((2, 3, 12, 17), (2, 3), (6, 8)), ((1, 2, 300, 300), (290, 250), (11, 51)),
                                ((1, 1, 9, 20, 30), (2, 3, 4), (8, 18, 27)), ((1, 1, 2000, 30), (2, 2), (1999, 29)),
-                               ((1, 1, 70000, 1), (1, 1), (70000, 1))):
+                               ((1, 1, 70000, 1), (1, 1), (70000, 1)), ((1, 2, 12, 16), (3, 3), (6, 9)),
+                               ((1, 2, 12, 16), (3, 3), (6, 8))):
         for samples in (F32, F16, BF16):   # (the gathers' covering bounds differ with the samples' rounding)
             x = pg.TensorDesc(F32, sizes)
             s = pg.TensorDesc(samples, sizes[:2] + (len(window),))
@@ -106,6 +107,9 @@ def _descriptions():
         yield pg.MaxUnpoolingDesc(pg.TensorDesc(F16, out.sizes), scattered, pg.TensorDesc(F16, (2, 8, 12, 16)))
         rows = pg.TensorDesc(F16, (2, 8, 12, 16), (6144, 768, 32, 1))   # (rows with gaps between them)
         yield pg.MaxUnpoolingDesc(pg.TensorDesc(F16, out.sizes), pg.TensorDesc(indices, out.sizes), rows)
+        last = kernels.grids.channels_last_desc(F16, (2, 8, 12, 16))   # (unpooling's gather along C)
+        yield pg.MaxUnpoolingDesc(pg.TensorDesc(F16, out.sizes), pg.TensorDesc(indices, out.sizes), last)
+        yield pg.MaxUnpoolingDesc(pg.TensorDesc(F16, out.sizes), scattered, last)
 
 
 TUNINGS = {

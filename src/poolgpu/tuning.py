@@ -72,6 +72,19 @@ class Tuning:
         ``lines_workgroup`` to a workgroup, so that every lane of every workgroup but the last
         is busy (else workgroups hold whole lines: 56 of 64 lanes for rows of 56 columns), at
         the cost of two divisions (multiply-high) per invocation.
+    unpool_gather : bool
+        Max unpooling as a gather over the output: each output element finds its winner
+        among the input elements whose index is expected to name it (the windows covering
+        it, for indices written by max pooling), with an atomic pick only for indices
+        elsewhere, and is written once; ``False``: an atomic pick of every output element's
+        winner in a scratch word, then its value scattered (dense outputs, after a zero
+        fill) or gathered.  The same bits either way.
+    fractional_walks : bool
+        Fractional max pooling and its gradient by the fractional walks: a table of each
+        plane's window starts, a walk over each output's window (four outputs per
+        invocation from 4-element chunks with ``rows_walks``) and a gather over dx reading
+        its covering windows from the table; ``False``: the bins walk and a gather
+        searching the bin table.  The same bits either way.
     block_workgroup : int
         Invocations per workgroup of the gradients' block gathers.
     flat_workgroup : int
@@ -115,6 +128,8 @@ class Tuning:
     rows_per_invocation: int = 4
     lines_workgroup: int = 64
     whole_workgroups: bool = False
+    unpool_gather: bool = False
+    fractional_walks: bool = False
     block_workgroup: int = 64
     flat_workgroup: int = 64
     row_gathers: bool = True
