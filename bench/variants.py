@@ -41,13 +41,19 @@ VARIANTS = {
     "partN": "the plane walk's workgroups reduce runs of at most N elements (Tuning.plane_part)",
     "budgetN": "at most N loop iterations per invocation before windows split (Tuning.loop_budget)",
     "planechunksN": "the plane walk's lanes load N chunks per step, written out (Tuning.plane_chunks)",
+    "packedN": "global pooling and its gradients on planes of any size by the plane walk, lanes sized to the plane, "
+               "at most N chunks each (Tuning.packed_planes, plane_lane_chunks)",
+    "nopacked": "the plane walk only for planes of at least a workgroup's lanes, one to a workgroup "
+                "(Tuning.packed_planes off)",
+    "planewgN": "the plane walk cuts planes, or gives packed planes more lanes, for at least N workgroups "
+                "(Tuning.plane_workgroups)",
     "channelsout": "the channels walk's rows and columns written out (Tuning.channels_written_out)",
     "wholewg": "the (column, line, plane) grids numbered flat: every lane busy (Tuning.whole_workgroups)",
 }
 # The values the sweep (bench/sweep.py) tries for each variant taking a number; a variant
 # without values here is left out of it (say which).
 SWEEP = {"outN": (1, 2), "wgN": (64, 128, 256), "rowsN": (4,), "planeN": (64, 128, 256), "partN": (4096, 65536),
-         "planechunksN": (2, 4)}
+         "planechunksN": (2, 4), "packedN": (1, 2, 4, 16), "planewgN": (528, 2112)}
 
 
 def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
@@ -71,6 +77,12 @@ def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
         return replace(tuning, loop_budget=int(digits))
     if name == "planechunks" and digits:
         return replace(tuning, plane_chunks=int(digits))
+    if name == "packed" and digits:
+        return replace(tuning, packed_planes=True, plane_lane_chunks=int(digits))
+    if part == "nopacked":
+        return replace(tuning, packed_planes=False)
+    if name == "planewg" and digits:
+        return replace(tuning, plane_workgroups=int(digits))
     if part == "channelsout":
         return replace(tuning, channels_written_out=True)
     if part == "wholewg":
