@@ -1,7 +1,8 @@
-"""The GPU kernel variants: Tuning choices that both presets leave at the kernels they had
-until a GPU measures them (docs/performance.md, "Kernel variants"), run on every adapter
-under both presets against the NumPy reference, and where a variant promises it, with the
-same bits as the kernels it replaces (sums included)."""
+"""The GPU kernel variants: Tuning choices that the GPU preset leaves at the kernels they had
+until a GPU measures them (docs/performance.md, "Kernel variants"; the CPU preset took packed
+planes on lavapipe's measurements), run on every adapter under both presets against the
+NumPy reference, and where a variant promises it, with the same bits as the kernels it
+replaces (sums of whole planes within their last bits)."""
 
 import dataclasses
 
@@ -13,7 +14,8 @@ from hypothesis import strategies as st
 import poolgpu as pg
 import reference
 import test_scale
-from helpers import CPU_TAKEN, VARIANT_FIELDS, forward_walk, layout_strides, random_values, same_bits, tuned_for, with_variants
+from helpers import (CPU_TAKEN, VARIANT_FIELDS, forward_walk, layout_strides, random_values, same_bits, sentinel_input,
+                     tuned_for, with_variants)
 
 PRESETS = ("cpu", "gpu")
 
@@ -242,3 +244,89 @@ def test_planes_cut_for_a_number_of_workgroups(device):
             np.testing.assert_array_equal(idx, i_ref)
             got, = outputs(device, pg.AveragePooling1Desc(x_desc, window_size=shape[2:]), (x,), tuning)
             np.testing.assert_allclose(got, reference.average_pool(x, shape[2:]), rtol=1e-6)
+
+
+# Every operator reducing whole planes takes packed planes under the CPU preset, on planes of
+# odd sizes (one element, fewer than a chunk, 7 x 7, sizes starting planes between chunks,
+# around a power of two) in every float type: maxima and indices the reference's and the
+# unpacked kernels' bits, sums within their last bits of the unpacked kernels', gradients the
+# unpacked kernels' bits.
+ODD_PLANES = ((2, 3, 1), (3, 5, 3), (2, 4, 7, 7), (2, 3, 50), (1, 3, 255), (2, 2, 257), (1, 2, 5, 5, 5))
+
+
+def _run(device, desc, arrays, tuning):
+    tensors = (device.upload(arrays[role], strides=t.strides) for role, t in desc.input_tensors())
+    result = pg.Op(device, desc, tuning)(*tensors)
+    return tuple(t.numpy() for t in (result if isinstance(result, tuple) else (result,)))
+
+
+@pytest.mark.parametrize("data_type", [pg.DataType.FLOAT32, pg.DataType.FLOAT16, pg.DataType.BFLOAT16])
+def test_packed_planes_of_odd_sizes_under_the_cpu_preset(device, data_type):
+    packed = pg.Tuning.for_cpu()
+    assert packed.packed_planes
+    unpacked = dataclasses.replace(packed, packed_planes=False)
+    plane_kernels = (pg.kernels.planes.MAX_POOL_GRAD_PLANE, pg.kernels.planes.AVERAGE_POOL_GRAD_PLANE)
+    rng = np.random.default_rng(5)
+    for shape in ODD_PLANES:
+        window, ones = shape[2:], (1,) * (len(shape) - 2)
+        x_desc = pg.TensorDesc(data_type, shape)
+        dy_desc = pg.TensorDesc(data_type, shape[:2] + ones)
+        arrays = {"input": random_values(data_type, shape, rng),
+                  "input_gradient": random_values(data_type, dy_desc.sizes, rng, specials=False)}
+        plain = {"input": random_values(data_type, shape, rng, specials=False)}
+        forward = ((pg.MaxPooling2Desc(x_desc, output_indices="uint32", window_size=window), arrays),
+                   (pg.AdaptiveMaxPoolingDesc(x_desc, output_indices="uint32", output_size=ones), arrays),
+                   (pg.AveragePooling1Desc(x_desc, window_size=window), plain),
+                   (pg.LpPooling1Desc(x_desc, window_size=window, p=2), plain),
+                   (pg.AdaptiveAveragePoolingDesc(x_desc, output_size=ones), plain))
+        for desc, values in forward:
+            assert forward_walk(desc, packed) == "plane", (shape, desc.kernel)
+            got, want = _run(device, desc, values, packed), _run(device, desc, values, unpacked)
+            if desc.kernel in ("max_pool", "adaptive_max_pool"):
+                y_ref, i_ref = reference.max_pool(values["input"], window)
+                assert same_bits(got[0], y_ref) and same_bits(got[0], want[0]), (shape, desc.kernel)
+                np.testing.assert_array_equal(got[1], i_ref)
+                np.testing.assert_array_equal(got[1], want[1])
+            else:
+                assert same_or_last_bits(got[0], want[0]), (shape, desc.kernel, got[0], want[0])
+        for desc, _ in _gradient_descs(x_desc, dy_desc, window):
+            assert pg.kernels.program_for(desc, packed).passes[0].kernel in plane_kernels, (shape, desc.kernel)
+            got, want = _run(device, desc, arrays, packed), _run(device, desc, arrays, unpacked)
+            assert same_bits(got[0], want[0]), (shape, desc.kernel)
+
+
+# Planes that are not contiguous (channels-last, W strided) leave packed planes for the other
+# kernels, forward and gradients, with the same results; planes with gaps between them and a
+# tensor starting between chunks keep them.
+@pytest.mark.parametrize("preset", PRESETS)
+def test_packed_planes_fall_back_where_planes_are_not_contiguous(device, preset):
+    packed = dataclasses.replace(pg.Tuning.preset(preset), packed_planes=True)
+    unpacked = dataclasses.replace(packed, packed_planes=False)
+    plane_kernels = (pg.kernels.planes.MAX_POOL_GRAD_PLANE, pg.kernels.planes.AVERAGE_POOL_GRAD_PLANE)
+    rng = np.random.default_rng(9)
+    shape = (2, 6, 7, 7)
+    x = random_values(pg.DataType.FLOAT32, shape, rng)
+    dy = random_values(pg.DataType.FLOAT32, (2, 6, 1, 1), rng, specials=False)
+    dy_desc = pg.TensorDesc("float32", dy.shape)
+    w_strided = (2 * 294, 2 * 49, 14, 2)
+    for layout, strides in (("channels_last", layout_strides(shape, "channels_last")), ("w_strided", w_strided),
+                            ("planes_apart", (6 * 53, 53, 7, 1))):
+        x_desc = pg.TensorDesc("float32", shape, strides)
+        desc = pg.MaxPooling2Desc(x_desc, output_indices="uint32", window_size=(7, 7))
+        assert (forward_walk(desc, packed) == "plane") == (layout == "planes_apart"), layout
+        y, idx = outputs(device, desc, (x,), packed, strides)
+        y_ref, i_ref = reference.max_pool(x, (7, 7))
+        assert same_bits(y, y_ref), layout
+        np.testing.assert_array_equal(idx, i_ref)
+        arrays = {"input": x, "input_gradient": dy}
+        for grad, _ in _gradient_descs(x_desc, dy_desc, (7, 7)):
+            takes = pg.kernels.program_for(grad, packed).passes[0].kernel in plane_kernels
+            assert takes == (layout == "planes_apart"), (layout, grad.kernel)
+            got, want = _run(device, grad, arrays, packed), _run(device, grad, arrays, unpacked)
+            assert same_bits(got[0], want[0]), (layout, grad.kernel)
+    # a tensor starting 3 elements into its buffer, NaN around it (its planes between chunks):
+    # the same bits, the plane walk reading nothing but its elements
+    desc = pg.MaxPooling2Desc(pg.TensorDesc("float32", shape), output_indices="uint32", window_size=(7, 7))
+    y, idx = (t.numpy() for t in pg.Op(device, desc, packed)(sentinel_input(device, x, lead_bytes=12)))
+    assert same_bits(y, y_ref)
+    np.testing.assert_array_equal(idx, i_ref)

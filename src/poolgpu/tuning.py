@@ -198,8 +198,10 @@ class Tuning:
         -------
         Tuning
             ``target="gpu"``, ``rows_walks=False``, ``plane_walk=True``, ``plane_lanes=256``,
-            ``outputs_per_invocation=2``, ``lines_workgroup=256``; the other fields as
-            :meth:`for_cpu`'s.
+            ``outputs_per_invocation=2``, ``lines_workgroup=256``, ``packed_planes=False``
+            (a workgroup per plane until a GPU measures packed planes) with
+            ``plane_lane_chunks=1`` (the lanes they would take: a chunk each); the other
+            fields as :meth:`for_cpu`'s.
         """
         return cls(target="gpu", rows_walks=False, plane_walk=True, plane_lanes=256, packed_planes=False,
                    plane_lane_chunks=1, outputs_per_invocation=2, lines_workgroup=256)
