@@ -70,9 +70,17 @@ NEEDS = {
     "adaptive_max": ("AdaptiveMaxPoolingDesc",),  # poolgpu's own descriptions (not in DirectML)
     "adaptive_avg": ("AdaptiveAveragePoolingDesc",),
     "roi": ("RoiPoolingDesc",),
+    "roi_bwd100": ("RoiPoolingGradDesc",),
+    "roi_bwd1000": ("RoiPoolingGradDesc",),
+    "roi_align": ("RoiAlign1Desc",),
+    "roi_align_bwd": ("RoiAlignGradDesc",),
     "fractional": ("FractionalMaxPoolingDesc",),
     "fractional_bwd": ("FractionalMaxPoolingGradDesc",),
+    "qavg": ("QuantizedLinearAveragePoolingDesc",),  # DirectML's arithmetic
+    "qavg_ort": ("QuantizedLinearAveragePoolingDesc",),  # ONNX Runtime's (rounding="onnxruntime")
+    "qavg_torch": ("QuantizedLinearAveragePoolingDesc",),  # PyTorch's (rounding="pytorch")
 }
+QUANTIZED_OPS = {"qavg": "directml", "qavg_ort": "onnxruntime", "qavg_torch": "pytorch"}
 FORWARD_MAX = ("max", "max_idx")
 GRADIENTS = ("max_fwd_bwd", "max_bwd", "avg_bwd")
 CASES = {
@@ -98,14 +106,20 @@ CASES = {
         Case("3D", (4, 32, 16, 56, 56), (1, 2, 6, 8, 8), (3, 3, 3), (2, 2, 2), (1, 1, 1),
              FORWARD_MAX + ("avg", "avg_incl_pad", "lp2", "max_fwd_bwd"),
              "3x3x3, strides 2, padding 1"),
-        Case("ROI", (8, 256, 56, 56), (1, 4, 8, 8), None, ops=("roi",),
-             note="ROI max pooling of B's input: 64 regions (8 per image), 7x7 bins"),
+        Case("ROI", (8, 256, 56, 56), (1, 4, 8, 8), None,
+             ops=("roi", "roi_bwd100", "roi_bwd1000", "roi_align", "roi_align_bwd"),
+             note="ROI max pooling of B's input: 64 regions (8 per image), 7x7 bins; its gradient for 100 and 1000 "
+                  "regions; ROI align (torchvision's aligned=True, 2x2 samples per bin) of 100 regions and its "
+                  "gradient"),
         Case("FR", (8, 64, 112, 112), (1, 2, 14, 14), (2, 2), ops=("fractional", "fractional_bwd"),
              note="fractional max pooling of A's input to 79x79 (ratio 1/sqrt(2), 2x2 windows), and its gradient",
              dtypes=("float32", "bfloat16"), output_ratio=1 / math.sqrt(2)),
         Case("BF", (8, 64, 112, 112), (1, 2, 14, 14), (3, 3), (2, 2), (1, 1),
              FORWARD_MAX + ("avg", "max_fwd_bwd"), "A on bfloat16: sums in float32, rounded once",
              dtypes=("bfloat16",)),
+        Case("Q", (8, 64, 112, 112), (1, 2, 14, 14), (3, 3), (2, 2), (1, 1), tuple(QUANTIZED_OPS),
+             "A's windows over uint8 values: quantized average pooling (per-tensor scales and zero points) in "
+             "DirectML's, ONNX Runtime's and PyTorch's arithmetic", dtypes=("uint8",)),
     )
 }
 # --scale: every case runs again at these batch sizes, at least 100 MB per input (float32), so
@@ -197,6 +211,9 @@ class Data:
         def make():
             if self.base is not None:
                 return self.tile(self.base.x)
+            if self.dtype.kind in "iu":   # (quantized values: the whole range)
+                info = np.iinfo(self.dtype)
+                return self._rng.integers(info.min, info.max, self.sizes, endpoint=True).astype(self.dtype)
             count = math.prod(self.sizes)
             scale = 2.0 ** -(max(count.bit_length() - 3, 0))  # values in about [-4, 4)
             values = (self._rng.permutation(count) - count // 2) * scale
@@ -217,6 +234,21 @@ class Data:
             return self.memo(("max", dilations), lambda: tuple(
                 self.tile(a, indices=k == 1) for k, a in enumerate(self.base.max_pool(dilations))))
         return self.memo(("max", dilations), lambda: reference.max_pool(self.x, dilations=dilations, **self.geometry))
+
+    def boxes(self, count, scale=1 / 16):
+        """``count`` boxes ``[batch, x1, y1, x2, y2]`` over the images in turn, each at most a
+        quarter of the image's side (a detection head's proposals), integers."""
+
+        def make():
+            n, _, h, w = self.sizes
+            rng = np.random.default_rng(count)
+            side = np.array([w, h]) / scale
+            corner = rng.integers(0, side, (count, 2))
+            extent = rng.integers(1, side // 4, (count, 2))
+            batch = np.arange(count) % n
+            return np.concatenate([batch[:, None], corner, corner + extent], axis=1).astype(self.dtype)
+
+        return self.memo(("boxes", count), make)
 
     def rois(self, count_per_image=8, scale=1 / 16):
         """Boxes ``[batch, x1, y1, x2, y2]`` in image coordinates (``spatial_scale`` maps
@@ -405,6 +437,69 @@ def _build(op: str, data: Data) -> Optional[Problem]:
                   {"input": "x", "roi": "rois"}, {"output": "y"})],
             ("y",), lambda: {"y": _exact(reference.roi_pool(data.x, rois, pooled, scale))},
             dict(spec, pooled_size=pooled, spatial_scale=scale, out_sizes=out), packed=frozenset({"rois"}),
+        )
+    if op in ("roi_bwd100", "roi_bwd1000"):
+        rois, pooled, scale = data.boxes(int(op[7:])), (7, 7), 1 / 16
+        out = (len(rois), x_sizes[1]) + pooled
+        # small integers: every sum is exact in float32, whatever the order (a tiny input
+        # gathers hundreds of bins into one element)
+        dy = np.random.default_rng(len(rois)).integers(-4, 5, out).astype(dt)
+        return Problem(
+            op, {"x": data.x, "rois": rois.reshape(1, 1, -1, 5), "dy": dy},
+            [Step(lambda t: pg.RoiPoolingGradDesc(input=t["x"], roi=t["rois"], input_gradient=t["dy"],
+                                                  output_gradient=t.new(dt, x_sizes), spatial_scale=scale,
+                                                  pooled_size=pooled),
+                  {"input": "x", "roi": "rois", "input_gradient": "dy"}, {"output_gradient": "dx"})],
+            ("dx",), lambda: {"dx": _float(reference.roi_pool_grad(data.x, rois, dy, pooled, scale))},
+            dict(spec, pooled_size=pooled, spatial_scale=scale, out_sizes=out), packed=frozenset({"rois"}),
+        )
+    if op in ("roi_align", "roi_align_bwd"):
+        import roi_align_reference  # noqa: PLC0415 (tests/roi_align_reference.py)
+        boxes, size, scale = data.boxes(100), (7, 7), 1 / 16
+        corners = boxes[:, 1:].reshape(1, 1, -1, 4)
+        batch = boxes[:, 0].astype(np.uint32).reshape(1, 1, -1)
+        out = (len(boxes), x_sizes[1]) + size
+        fields = dict(spatial_scale_x=scale, spatial_scale_y=scale, minimum_samples_per_output=2,
+                      maximum_samples_per_output=2)
+        reference_fields = dict(scale_x=scale, scale_y=scale, min_samples=2, max_samples=2)
+        inputs = {"x": data.x, "rois": corners, "batch": batch}
+        roles = {"input": "x", "roi": "rois", "batch_indices": "batch"}
+        problem_spec = dict(spec, output_size=size, spatial_scale=scale, sampling_ratio=2, out_sizes=out)
+        x32 = data.x.astype(np.float32)
+        if op == "roi_align":
+            return Problem(
+                op, inputs,
+                [Step(lambda t: pg.RoiAlign1Desc(t["x"], t["rois"], t["batch"], t.new(dt, out), **fields), roles,
+                      {"output": "y"})],
+                ("y",), lambda: {"y": _float(roi_align_reference.roi_align(
+                    x32, corners[0, 0].astype(np.float32), batch.ravel(), size, **reference_fields))},
+                problem_spec, packed=frozenset({"rois", "batch"}))
+        dy = data.dy(out)
+        return Problem(
+            op, {**inputs, "dy": dy},
+            [Step(lambda t: pg.RoiAlignGradDesc(None, t["dy"], t["rois"], t["batch"], t.new(dt, x_sizes), **fields),
+                  {"input_gradient": "dy", "roi": "rois", "batch_indices": "batch"}, {"output_gradient": "dx"})],
+            ("dx",), lambda: {"dx": _float(roi_align_reference.roi_align_grad(
+                x32, corners[0, 0].astype(np.float32), batch.ravel(), dy.astype(np.float32), size,
+                **reference_fields))},
+            problem_spec, packed=frozenset({"rois", "batch"}))
+    if op in QUANTIZED_OPS:
+        rounding = QUANTIZED_OPS[op]
+        one = (1,) * len(x_sizes)
+        # scales as a quantized model's average pooling keeps them (the input's), zero points mid-range
+        quantization = {"xs": np.full(one, 0.0392, np.float32), "xz": np.full(one, 128, dt),
+                        "ys": np.full(one, 0.0392, np.float32), "yz": np.full(one, 128, dt)}
+        arguments = (quantization["xs"], quantization["xz"], quantization["ys"], quantization["yz"])
+        return Problem(
+            op, {"x": data.x, **quantization},
+            [Step(lambda t: pg.QuantizedLinearAveragePoolingDesc(
+                input=t["x"], input_scale=t["xs"], input_zero_point=t["xz"], output_scale=t["ys"],
+                output_zero_point=t["yz"], output=t.new(dt, out), rounding=rounding, **g),
+                {"input": "x", "input_scale": "xs", "input_zero_point": "xz", "output_scale": "ys",
+                 "output_zero_point": "yz"}, {"output": "y"})],
+            ("y",), lambda: {"y": _exact(reference.quantized_average_pool(data.x, *arguments, rounding=rounding, **g))},
+            dict(spec, rounding=rounding, include_padding=False, scale=0.0392, zero_point=128),
+            packed=frozenset(quantization),
         )
     raise ValueError(f"unknown operator {op!r}")
 

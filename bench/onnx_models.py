@@ -10,12 +10,17 @@ from .peer_base import Unsupported
 
 OPSET = 18  # the newest opset whose AveragePool the WebGPU provider has (1.27); MaxPool dilations since 10
 _ELEMENT = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "uint32": TensorProto.UINT32,
-            "int64": TensorProto.INT64}
+            "int64": TensorProto.INT64, "uint8": TensorProto.UINT8}
+CONTRIB = "com.microsoft"  # ONNX Runtime's own operators (QLinearAveragePool)
 
 
 def onnx_inputs(inputs: dict) -> dict:
-    """The arrays as the model takes them: ONNX indices are int64, ROI boxes (R, 5)."""
+    """The arrays as the model takes them: ONNX indices are int64, ROI boxes (R, 5), the
+    scales and zero points of QLinearAveragePool scalars."""
     feeds = dict(inputs)
+    for name in ("xs", "xz", "ys", "yz"):
+        if name in feeds:
+            feeds[name] = feeds[name].reshape(())
     if "idx" in feeds:
         feeds["idx"] = feeds["idx"].astype(np.int64)
     if "rois" in feeds:
@@ -31,7 +36,7 @@ def _model(nodes, inputs: dict, outputs: dict, initializers=()) -> bytes:
         [helper.make_tensor_value_info(name, _ELEMENT[kind], None) for name, kind in outputs.items()],
         initializer=list(initializers),
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(CONTRIB, 1)])
     model.ir_version = 9
     return model.SerializeToString()
 
@@ -63,6 +68,11 @@ def build(spec: dict, inputs: dict, outputs) -> bytes:
     elif op == "roi":
         node = helper.make_node("MaxRoiPool", ["x", "rois"], list(outputs), pooled_shape=list(spec["pooled_size"]),
                                 spatial_scale=float(spec["spatial_scale"]))
+    elif op in ("qavg", "qavg_ort", "qavg_torch"):
+        if op != "qavg_ort":
+            raise Unsupported(f"ONNX Runtime's QLinearAveragePool rounds as {op} does not")
+        node = helper.make_node("QLinearAveragePool", ["x", "xs", "xz", "ys", "yz"], list(outputs), domain=CONTRIB,
+                                count_include_pad=int(spec["include_padding"]), **pool)
     elif op in ("max_bwd", "max_fwd_bwd", "avg_bwd"):
         raise Unsupported("ONNX has no pooling gradients (ORT's are in training builds only)")
     else:

@@ -174,6 +174,15 @@ def prepare(spec: dict, inputs: dict, layout: str, **_) -> Prepared:
                 return x.grad
 
         prepared = _Call(compute, ("y",) if op == "fractional" else ("dx",))
+    elif op in ("qavg", "qavg_ort", "qavg_torch"):
+        if op != "qavg_torch":
+            raise Unsupported(f"PyTorch's quantized average pooling rounds as {op} does not")
+        quantized = torch._make_per_tensor_quantized_tensor(t["x"], spec["scale"], spec["zero_point"])
+
+        def compute():
+            return F.avg_pool2d(quantized, padding=pad, count_include_pad=spec["include_padding"], **pool).int_repr()
+
+        prepared = _Call(compute, ("y",))
     elif op == "roi":
         raise Unsupported("ROI pooling needs torchvision")
     else:

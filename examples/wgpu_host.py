@@ -1,5 +1,5 @@
 """Run a poolgpu bundle with wgpu-py, from its manifest alone: what any WebGPU host does
-(docs/portable.md, "Another host"), in Python.  It imports nothing of poolgpu.
+(docs/portable.md, "Running a bundle: what every host does"), in Python.  It imports nothing of poolgpu.
 
     python examples/wgpu_host.py BUNDLE INPUTS OUTPUTS
 

@@ -18,8 +18,11 @@ from poolgpu.dispatches import Planner
 
 OPERATORS = ("max", "average", "lp", "max_grad", "average_grad", "unpool", "unpool_grad", "adaptive_max",
              "adaptive_average", "adaptive_max_grad", "adaptive_average_grad", "roi", "fractional_max",
-             "fractional_max_grad", "lp_grad", "roi_grad")
+             "fractional_max_grad", "lp_grad", "roi_grad", "quantized_average", "integer_adaptive_average")
 ALL_TYPE_OPERATORS = ("max", "unpool", "unpool_grad", "adaptive_max", "fractional_max")
+QUANTIZED_OPERATORS = ("quantized_average", "integer_adaptive_average")   # (int8 and uint8)
+QUANTIZED_TYPES = (pg.DataType.INT8, pg.DataType.UINT8)
+ROUNDINGS = ("directml", "onnxruntime", "pytorch", "onnxruntime_global")
 TUNINGS = {"cpu": pg.Tuning.for_cpu(), "gpu": pg.Tuning.for_gpu(),
            "block-taps": dataclasses.replace(pg.Tuning.for_cpu(), row_gathers=False, windows_first=False),
            # long windows, bins and planes split into parts (and merged) past 256 iterations
@@ -106,6 +109,8 @@ def _described(case: Case):
         return make
 
     x_desc = _desc(dt, sizes, case.in_layout)
+    if op == "quantized_average":
+        return _quantized(case, sizes, x_desc, geometry, dilations, values)
     if op in ("max", "average", "lp"):
         out_sizes = pg.pooling_output_sizes(sizes, dilations=dilations, **geometry)
         y = _desc(dt, out_sizes, case.out_layout)
@@ -161,6 +166,9 @@ def _described(case: Case):
                                                _desc(dt, sizes, case.out_layout), window_size=windows), \
             {"input": values(sizes), "samples": uniform, "input_gradient": values(out_sizes, specials=False)}
     out_sizes = sizes[:2] + tuple(max(1, (s + 1) // 3) for s in sizes[2:])
+    if op == "integer_adaptive_average":   # ("global": one bin per plane, long enough to split)
+        bins = sizes[:2] + (1,) * d if case.geometry == "global" else out_sizes
+        return pg.AdaptiveAveragePoolingDesc(x_desc, _desc(dt, bins, case.out_layout)), {"input": values(sizes)}
     if op in ("adaptive_max", "adaptive_average"):
         y = _desc(dt, out_sizes, case.out_layout)
         if op == "adaptive_max":
@@ -173,8 +181,29 @@ def _described(case: Case):
         if op == "adaptive_max_grad":
             return pg.AdaptiveMaxPoolingGradDesc(x_desc, dy_desc, dx), {"input": values(sizes), "input_gradient": dy}
         return pg.AdaptiveAveragePoolingGradDesc(dy_desc, dx), {"input_gradient": dy}
-    # roi (2-D): batches (some outside the input) and corners anywhere near it
     h, w = sizes[2:]
+    if op in ("roi_align", "roi_align_grad"):   # (2-D) corners anywhere near the input
+        count = 1 + case.seed % 5
+
+        def corners(rng):
+            return rng.uniform(-2, max(h, w) + 2, (1, 1, count, 4)).astype(dt.numpy)
+
+        def batch(rng):
+            return rng.integers(0, sizes[0], (1, 1, count)).astype(np.uint32)
+
+        fields = dict(spatial_scale_x=0.5 + case.seed % 2 * 0.5, minimum_samples_per_output=0,
+                      reduction_function="max" if case.seed % 2 else "average")
+        roi, batch_desc = pg.TensorDesc(dt, (1, 1, count, 4)), pg.TensorDesc("uint32", (1, 1, count))
+        if op == "roi_align_grad":
+            dy = (count, sizes[1], 2, 3)
+            desc = pg.RoiAlignGradDesc(x_desc, _desc(dt, dy, case.grad_layout), roi, batch_desc,
+                                       _desc(dt, sizes, case.out_layout), **fields)
+            return desc, {"input": values(sizes), "input_gradient": values(dy, specials=False), "roi": corners,
+                          "batch_indices": batch}
+        desc = pg.RoiAlign1Desc(x_desc, roi, batch_desc, _desc(dt, (count, sizes[1], 2, 3), case.out_layout),
+                                align_regions_to_corners=case.seed % 3 == 0, **fields)
+        return desc, {"input": values(sizes), "roi": corners, "batch_indices": batch}
+    # roi (2-D): batches (some outside the input) and corners anywhere near it
     count = 1 + case.seed % 6
 
     def rois(rng):
@@ -195,6 +224,34 @@ def _described(case: Case):
     return desc, {"input": values(sizes), "roi": rois}
 
 
+def _quantized(case: Case, sizes, x_desc, geometry, dilations, values):
+    """A quantized average: the seed picks the rounding, scales and zero points per tensor or
+    per channel, and which zero points are given."""
+    dt, seed = case.data_type, case.seed
+    out_sizes = pg.pooling_output_sizes(sizes, dilations=dilations, **geometry)
+    per_tensor, per_channel = (1,) * len(sizes), (1, sizes[1]) + (1,) * (len(sizes) - 2)
+    shapes = [per_channel if seed >> (k + 4) & 1 else per_tensor for k in range(4)]
+    given = (True, seed % 3 != 1, True, seed % 5 != 2)
+    descs = [pg.TensorDesc(t, shape) if present else None
+             for t, shape, present in zip(("float32", dt, "float32", dt), shapes, given)]
+
+    def scale(shape):
+        return lambda rng: rng.uniform(0.01, 0.5, shape).astype(np.float32)
+
+    def zero(shape):
+        return lambda rng: random_values(dt, shape, rng, specials=False)
+
+    makers = {"input": values(sizes)}
+    for role, desc, make in zip(("input_scale", "input_zero_point", "output_scale", "output_zero_point"), descs,
+                                (scale, zero, scale, zero)):
+        if desc is not None:
+            makers[role] = make(desc.sizes)
+    desc = pg.QuantizedLinearAveragePoolingDesc(x_desc, *descs, _desc(dt, out_sizes, case.out_layout),
+                                                dilations=dilations, include_padding=bool(seed % 2),
+                                                rounding=ROUNDINGS[seed % 4], **geometry)
+    return desc, makers
+
+
 # Candidates that reach kernels a sample of the combinations rarely does.
 PINNED = (
     Case("max_grad", pg.DataType.FLOAT32, "overlap", 2, "packed", "packed", "packed", None, "cpu", 1),  # row gathers
@@ -207,6 +264,12 @@ PINNED = (
     Case("fractional_max", pg.DataType.FLOAT16, "odd", 3, "channels_last", "packed", "packed", "uint32", "cpu", 7),
     Case("lp_grad", pg.DataType.FLOAT32, "overlap", 2, "packed", "gaps", "packed", None, "cpu", 8),
     Case("roi_grad", pg.DataType.FLOAT32, "odd", 2, "packed", "packed", "packed", None, "cpu", 9),
+    # ROI align, forward and gradient, the average and the maximum, split where long
+    Case("roi_align", pg.DataType.FLOAT32, "odd", 2, "channels_last", "packed", "packed", None, "cpu", 13),
+    Case("roi_align", pg.DataType.FLOAT16, "long", 2, "packed", "gaps", "packed", None, "split", 14),
+    Case("roi_align_grad", pg.DataType.FLOAT32, "odd", 2, "packed", "packed", "gaps", None, "cpu", 15),
+    Case("roi_align_grad", pg.DataType.BFLOAT16, "overlap", 2, "packed", "channels_last", "packed", None, "split",
+         16),
     # the GPU kernel variants: the plane walk in steps of chunks, the channels walk written
     # out, grids numbered flat (whole workgroups), packed planes under the GPU preset (planes
     # of 192 and 16 elements in groups of 64 and 8 lanes, and the gradients over them), and
@@ -219,6 +282,19 @@ PINNED = (
     Case("average", pg.DataType.FLOAT16, "overlap", 2, "channels_last", "channels_last", "packed", None, "gpu-variants",
          11),
     Case("unpool", pg.DataType.FLOAT16, "odd", 2, "packed", "wide", "packed", "uint64", "gpu-variants", 12),
+    # quantized average pooling's walks under each rounding (seed % 4: directml, onnxruntime,
+    # pytorch, onnxruntime_global), and the integer adaptive average's split bins
+    Case("quantized_average", pg.DataType.INT8, "aligned", 1, "packed", "packed", "packed", None, "cpu", 2),
+    Case("quantized_average", pg.DataType.INT8, "aligned", 1, "packed", "channels_last", "packed", None, "cpu", 0),
+    Case("quantized_average", pg.DataType.INT8, "aligned", 1, "packed", "channels_last", "packed", None, "cpu", 2),
+    Case("quantized_average", pg.DataType.UINT8, "aligned", 1, "channels_last", "channels_last", "packed", None, "cpu", 0),
+    Case("quantized_average", pg.DataType.INT8, "aligned", 1, "channels_last", "channels_last", "packed", None, "cpu", 2),
+    Case("quantized_average", pg.DataType.UINT8, "global", 2, "channels_last", "channels_last", "packed", None, "cpu", 3),
+    Case("quantized_average", pg.DataType.INT8, "global", 1, "packed", "packed", "packed", None, "cpu", 2),
+    Case("quantized_average", pg.DataType.UINT8, "global", 3, "packed", "packed", "packed", None, "gpu", 3),
+    Case("quantized_average", pg.DataType.INT8, "global", 3, "channels_last", "packed", "packed", None, "split", 2),
+    Case("quantized_average", pg.DataType.UINT8, "long", 2, "packed", "gaps", "packed", None, "split", 241),
+    Case("integer_adaptive_average", pg.DataType.INT8, "global", 2, "packed", "packed", "packed", None, "split", 13),
 )
 
 
@@ -228,7 +304,7 @@ def _pool():
     yield from PINNED
     rng = random.Random(2026)
     for op in OPERATORS:
-        types = ALL_TYPES if op in ALL_TYPE_OPERATORS else FLOAT_TYPES
+        types = ALL_TYPES if op in ALL_TYPE_OPERATORS else QUANTIZED_TYPES if op in QUANTIZED_OPERATORS else FLOAT_TYPES
         for dt, tuning, geometry, dims, in_layout, out_layout, grad_layout, indices in itertools.product(
                 types, SAMPLED_TUNINGS, GEOMETRIES, (1, 2, 3), IN_LAYOUTS, OUT_LAYOUTS, ("gaps", "packed", "channels_last", "wide"),
                 (None, "uint32", "uint64")):
@@ -301,7 +377,7 @@ def chunked_cases() -> tuple:
     broadcast input, which a binding holds whole)."""
     chosen = []
     for k, op in enumerate(OPERATORS):
-        types = ALL_TYPES if op in ALL_TYPE_OPERATORS else FLOAT_TYPES
+        types = ALL_TYPES if op in ALL_TYPE_OPERATORS else QUANTIZED_TYPES if op in QUANTIZED_OPERATORS else FLOAT_TYPES
         dims = 2 if op.startswith("roi") else 2 + k % 2 if op.startswith("fractional") else 1 + k % 3
         chosen.append(Case(op, types[k % len(types)], ("odd", "overlap", "aligned")[k % 3], dims,
                            IN_LAYOUTS[k % 3], OUT_LAYOUTS[k % 3], "gaps", ("uint32", "uint64")[k % 2], "cpu", 1000 + k))

@@ -52,6 +52,8 @@ __all__ = [
     "lp_pool_grad",
     "roi_pool_grad",
     "torchvision_roi_pool_grad",
+    "quantized_average_pool",
+    "integer_adaptive_average_pool",
 ]
 
 
@@ -754,11 +756,18 @@ def _rounded(v, sample_type):
 
 def fractional_starts(u, size_in, window, out, sample_type="float32"):
     """PyTorch's fractional max pooling windows along one dimension: the start of each of
-    ``out`` windows of ``window`` over ``size_in`` inputs for sample ``u`` (in [0, 1)):
+    ``out`` windows of ``window`` over ``size_in`` inputs for sample ``u`` (any value):
     ``alpha = (in - window) / (out - 1)``, window ``i < out - 1`` at ``int((i + u) * alpha) -
     int(u * alpha)``, the last at ``in - window``; in float32, each step rounded to float16 or
-    bfloat16 for those sample types (PyTorch's CPU kernel computes in the input's type)."""
+    bfloat16 for those sample types (PyTorch's CPU kernel computes in the input's type).
+    ``int`` is C's 32-bit one as x86-64 computes it (NaN and values beyond its range give its
+    minimum; the difference wraps); a start outside ``[0, in - window]`` (where PyTorch stops
+    with an internal assertion) is clamped into it, as poolgpu does."""
     r = lambda v: _rounded(v, sample_type)  # noqa: E731
+
+    def c_int(v):
+        return int(v) if abs(float(v)) < 2**31 else -2**31   # (abs(nan) < x is False)
+
     starts = []
     if out > 1:
         with np.errstate(over="ignore", invalid="ignore"):
@@ -767,7 +776,8 @@ def fractional_starts(u, size_in, window, out, sample_type="float32"):
             for i in range(out - 1):
                 a = r(r(r(i) + u) * alpha)
                 b = r(u * alpha)
-                starts.append(int(a) - int(b))
+                start = (c_int(a) - c_int(b) + 2**31) % 2**32 - 2**31
+                starts.append(min(max(start, 0), size_in - window))
     starts.append(size_in - window)
     return starts
 
@@ -833,3 +843,109 @@ def lp_pool_grad(x, dy, window_size, strides=None, start_padding=None, end_paddi
             term = np.where(y[sel] == 0, 0.0, dy[sel] * np.sign(v) * factor)
         np.add.at(dx, idx[sel], term)
     return dx.reshape(x.shape)
+
+
+# --------------------------------------------------------------------------------------
+# quantized average pooling
+# --------------------------------------------------------------------------------------
+
+
+def _per_channel(value, c, k, dtype):
+    """A scale or zero point (a number, C values or {1, C, 1...}) shaped (1, C, 1...)."""
+    v = np.asarray(0 if value is None else value).astype(dtype).reshape(-1)
+    return np.broadcast_to(v, (c,)).reshape((1, c) + (1,) * k)
+
+
+def _window_taps(x, windows):
+    """Every window's taps of ``x`` as int64, shaped (N, C, out..., taps) with the taps in
+    row-major window order, and whether each covers an input element (out..., taps)."""
+    k = len(windows.out_spatial)
+    coords, masks = [], []
+    for i in range(k):
+        c = windows.first[i][:, None] + np.arange(windows.taps[i])[None, :] * windows.step[i]
+        masks.append((c >= windows.lo[i][:, None]) & (c < windows.hi[i][:, None]))
+        coords.append(np.clip(c, 0, windows.in_spatial[i] - 1))
+
+    def spread(per_dim):  # (out_i, taps_i) per dimension -> (out_1..out_k, taps_1..taps_k)
+        shaped = []
+        for i, a in enumerate(per_dim):
+            shape = [1] * (2 * k)
+            shape[i], shape[k + i] = a.shape
+            shaped.append(a.reshape(shape))
+        return shaped
+
+    index = spread(coords)
+    valid = np.ones((), bool)
+    for m in spread(masks):
+        valid = valid & m
+    vals = x[(slice(None), slice(None)) + tuple(index)].astype(np.int64)
+    taps = int(np.prod(windows.taps))
+    vals = vals.reshape(vals.shape[:2 + k] + (taps,))
+    return vals, np.broadcast_to(valid, windows.out_spatial + tuple(windows.taps)).reshape(windows.out_spatial + (taps,))
+
+
+def quantized_average_pool(x, x_scale, x_zero_point, y_scale, y_zero_point, window_size, strides=None,
+                           start_padding=None, end_padding=None, dilations=None, include_padding=False,
+                           counted_end_padding=None, divisor_override=None, rounding="directml",
+                           vectorized_channels=0):
+    """Quantized average pooling of int8/uint8 ``x`` by the rules of docs/semantics.md, every
+    float operation in float32 (NumPy's float32 arithmetic rounds each to nearest even):
+
+    * "directml": S = the float32 sum over the covered elements, in row-major window order,
+      of float32((x - x_zero) * x_scale); y = rint(S / d / y_scale) + y_zero;
+    * "onnxruntime": y = rint(S / d / y_scale + y_zero);
+    * "onnxruntime_global": A = sum(x) - x_zero * n (integers, n the covered count);
+      y = rint(A * (x_scale / (y_scale * n))) + y_zero;
+    * "pytorch": A as above; p = A * (x_scale / y_scale / d); y = rint(p + y_zero), or in
+      channels below ``vectorized_channels`` rint(p) + y_zero;
+
+    d the average's divisor; results clipped to the input type's range."""
+    x = _as_input(x)
+    n, c = x.shape[:2]
+    k = x.ndim - 2
+    f32 = np.float32
+    window, strides, start, end, dil = _params(k, window_size, strides, start_padding, end_padding, dilations)
+    windows = _Windows.fixed(x.shape[2:], window, strides, start, end, dil)
+    windows.require_coverage()
+    xs, ys = _per_channel(x_scale, c, k, f32), _per_channel(y_scale, c, k, f32)
+    xz, yz = _per_channel(x_zero_point, c, k, np.int64), _per_channel(y_zero_point, c, k, np.int64)
+    vals, valid = _window_taps(x, windows)   # (N, C, out..., taps in row-major order)
+    xs_t, xz_t = xs[..., None], xz[..., None]
+    terms = np.where(valid, xs_t * (vals - xz_t).astype(f32), f32(0))
+    s = np.cumsum(terms, axis=-1, dtype=f32)[..., -1]   # (cumsum adds in order, one rounding each)
+    total = np.where(valid, vals, 0).sum(axis=-1)
+    count = windows.counts()
+    d = _average_divisor(windows, x.shape[2:], window, strides, start, end, dil, include_padding,
+                         counted_end_padding, divisor_override).astype(f32)
+    if rounding in ("directml", "onnxruntime"):
+        t = s / d / ys
+        q = np.rint(t) + yz if rounding == "directml" else np.rint(t + yz.astype(f32))
+    else:
+        a = (total - xz * count).astype(f32)
+        if rounding == "onnxruntime_global":
+            q = np.rint(a * (xs / (ys * count.astype(f32)))) + yz
+        elif rounding == "pytorch":
+            p = a * (xs / ys / d)
+            vector = (np.arange(c) < vectorized_channels).reshape((1, c) + (1,) * k)
+            q = np.where(vector, np.rint(p) + yz, np.rint(p + yz.astype(f32)))
+        else:
+            raise ValueError(f"unknown rounding {rounding!r}")
+    info = np.iinfo(x.dtype)
+    return np.clip(q, info.min, info.max).astype(x.dtype)
+
+
+def integer_adaptive_average_pool(x, output_size):
+    """Adaptive average pooling of int8/uint8 values as PyTorch's quantized kernel computes it
+    for contiguous inputs: rint(float32(sum of the bin) * r), r = 1 / kD / kH / kW in float32
+    (kD, kH, kW the bin's sizes; 1 for missing dimensions)."""
+    x = _as_input(x)
+    f32 = np.float32
+    windows = _adaptive_windows(x, output_size)
+    total = _sum_over(x.astype(np.int64), windows).astype(np.int64)
+    lengths = [hi - lo for lo, hi in zip(windows.lo, windows.hi)]
+    lengths = [np.ones(1, np.int64)] * (3 - len(lengths)) + lengths
+    r = np.ones((), f32)
+    for v in _outer(lengths):
+        r = r / v.astype(f32)
+    r = r.reshape(windows.out_spatial)
+    return np.rint(total.astype(f32) * r).astype(x.dtype)

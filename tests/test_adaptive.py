@@ -241,7 +241,7 @@ X = pg.TensorDesc(F32, (2, 3, 8, 8))
     (lambda: pg.AdaptiveMaxPoolingDesc(X, output_indices=pg.TensorDesc("uint32", (2, 3, 3, 2)), output_size=(2, 2)),
      "output_indices.sizes"),
     (lambda: pg.AdaptiveMaxPoolingDesc("x", output_size=(2, 2)), "input"),
-    (lambda: pg.AdaptiveAveragePoolingDesc(pg.TensorDesc("int8", (1, 1, 4)), output_size=(2,)), "input.data_type"),
+    (lambda: pg.AdaptiveAveragePoolingDesc(pg.TensorDesc("int32", (1, 1, 4)), output_size=(2,)), "input.data_type"),
     (lambda: pg.AdaptiveAveragePoolingDesc(X, output_size=(2, -1)), "output_size"),
     (lambda: pg.AdaptiveAveragePoolingDesc(X, pg.TensorDesc(F32, (2, 3, 4, 4), strides=(0, 0, 4, 1))), "output.strides"),
 ])

@@ -79,6 +79,7 @@ def values_of(rng, dtype, shape):
 
 
 FLOATS = ("float32", "float16")
+QUANTIZED = ("int8", "uint8")
 ALL = FLOATS + ("int64", "int32", "int16", "int8", "uint64", "uint32", "uint16", "uint8")
 
 
@@ -179,7 +180,7 @@ def case_adaptive_max_pool(rng):
 
 
 def case_adaptive_average_pool(rng):
-    return _adaptive_case(rng, FLOATS)
+    return _adaptive_case(rng, FLOATS + QUANTIZED)
 
 
 def case_pooling_output_sizes(rng):
@@ -283,6 +284,9 @@ def check_adaptive_max_pool(kw, result):
 
 def check_adaptive_average_pool(kw, result):
     x = host(kw["x"])
+    if x.dtype.kind in "iu":   # (int8, uint8: PyTorch's quantized rule, exactly)
+        assert_same(result, R.integer_adaptive_average_pool(x, _output_size(kw, x)))
+        return
     assert_close(result, R.adaptive_average_pool(x, _output_size(kw, x)), x.dtype)
 
 
@@ -295,7 +299,9 @@ def check_pooling_output_sizes(kw, result):
 # descriptions, TensorDesc and Device.compile
 
 
-DESC_TENSOR_FIELDS = ("input", "output", "output_indices", "roi", "indices", "input_gradient", "output_gradient")
+DESC_TENSOR_FIELDS = ("input", "output", "output_indices", "roi", "indices", "input_gradient", "output_gradient",
+                      "batch_indices", "output_roi_gradient", "input_scale", "input_zero_point", "output_scale",
+                      "output_zero_point")
 
 
 def wrong_tensor_descs(rng):
@@ -319,8 +325,10 @@ def desc_case(cls):
             out = out if len(out) == x.ndim else x.shape[:2] + out
             return dict(input=pg.TensorDesc(x.dtype, x.shape), indices=pg.TensorDesc(pick(rng, ["uint32", "uint64"]), x.shape),
                         output=pg.TensorDesc(x.dtype, out))
+        if cls is pg.QuantizedLinearAveragePoolingDesc:
+            return quantized_desc_case(rng)
         if cls in (pg.AdaptiveMaxPoolingDesc, pg.AdaptiveAveragePoolingDesc):
-            kw = _adaptive_case(rng, ALL if cls is pg.AdaptiveMaxPoolingDesc else FLOATS)
+            kw = _adaptive_case(rng, ALL if cls is pg.AdaptiveMaxPoolingDesc else FLOATS + QUANTIZED)
             x = kw.pop("x")
             if cls is pg.AdaptiveMaxPoolingDesc and rng.random() < 0.5:
                 kw["output_indices"] = pick(rng, ["uint32", pg.DataType.UINT64])
@@ -351,8 +359,13 @@ def desc_case(cls):
 def compile_desc(cls):
     """Make the description and compile it on the device (where wgpu would fail)."""
     def call(device, **kw):
-        positional = [kw.pop(f) for f, field in cls.__dataclass_fields__.items()
-                      if f in DESC_TENSOR_FIELDS and f in kw and field.kw_only is False]
+        positional = []  # the tensors up to the first left out, the others by name
+        for f, field in cls.__dataclass_fields__.items():
+            if f not in DESC_TENSOR_FIELDS or field.kw_only:
+                continue
+            if f not in kw:
+                break
+            positional.append(kw.pop(f))
         return device.compile(cls(*positional, **kw))
     return call
 
@@ -603,10 +616,172 @@ FUNCTIONS = {
 FUNCTIONS["Device.wrap"] = (wrap_call, case_wrap, check_wrap, {"buffer", "desc", "offset"})
 for _cls in (pg.MaxPoolingDesc, pg.MaxPooling1Desc, pg.MaxPooling2Desc, pg.AveragePoolingDesc, pg.AveragePooling1Desc,
              pg.LpPoolingDesc, pg.LpPooling1Desc, pg.RoiPoolingDesc, pg.AdaptiveMaxPoolingDesc,
-             pg.AdaptiveAveragePoolingDesc, pg.MaxPoolingGradDesc, pg.AveragePoolingGradDesc, pg.MaxUnpoolingDesc):
+             pg.AdaptiveAveragePoolingDesc, pg.MaxPoolingGradDesc, pg.AveragePoolingGradDesc, pg.MaxUnpoolingDesc,
+             pg.QuantizedLinearAveragePoolingDesc):
     FUNCTIONS[_cls.__name__] = (compile_desc(_cls), desc_case(_cls), None,
                                 set(_cls.__dataclass_fields__) - {"_"} | {"dimension_count"})
 
+
+
+# ---------------------------------------------------------------------------------------
+# quantized average pooling: pg.quantized_average_pool, its description, poolgpu.onnx's
+# QLinear pools (and the integer adaptive average above)
+
+QUANTIZED_NAMES = {"x", "x_scale", "x_zero_point", "y_scale", "y_zero_point", "include_padding", "rounding",
+                   "counted_end_padding", "divisor_override", "vectorized_channels"}
+
+
+def _quantization(rng, x, kind):
+    """A scale or zero point for ``x`` in one of its forms (arrays shaped as their TensorDescs,
+    so that the fuzz may upload them)."""
+    c = x.shape[1]
+    per_channel = (1, c) + (1,) * (x.ndim - 2)
+    if kind == "scale":
+        return pick(rng, [0.05, np.float32(0.3), 1, np.full(per_channel, 0.1, np.float32),
+                          np.full((1,) * x.ndim, 0.7, np.float32)])
+    info = np.iinfo(x.dtype)
+    return pick(rng, [None, 0, 3, int(info.max), np.full(per_channel, 1, x.dtype), np.full((1,) * x.ndim, 2, x.dtype)])
+
+
+def case_quantized_average_pool(rng):
+    case = window_case(rng, QUANTIZED)
+    x = case["x"]
+    case.update(x_scale=_quantization(rng, x, "scale"), x_zero_point=_quantization(rng, x, "zero"),
+                y_scale=_quantization(rng, x, "scale"), y_zero_point=_quantization(rng, x, "zero"),
+                include_padding=pick(rng, [False, True, 0, 1]),
+                rounding=pick(rng, ["directml", "onnxruntime", "pytorch", "onnxruntime_global"]))
+    for name in ("strides", "start_padding", "end_padding", "dilations", "include_padding", "rounding"):
+        if rng.random() < 0.5:   # (left to their defaults: fewer arguments for the fuzz to spoil)
+            del case[name]
+    return case
+
+
+def check_quantized_average_pool(kw, result):
+    operands = [None if kw[n] is None else host(kw[n]) for n in ("x_scale", "x_zero_point", "y_scale", "y_zero_point")]
+    window = [kw.get(k) for k in ("window_size", "strides", "start_padding", "end_padding", "dilations")]
+    expected = R.quantized_average_pool(host(kw["x"]), *operands, *window,
+                                        include_padding=bool(kw.get("include_padding", False)),
+                                        rounding=kw.get("rounding", "directml"))
+    assert_same(result, expected)
+
+
+def quantized_desc_case(rng):
+    kw = case_quantized_average_pool(rng)
+    x = kw.pop("x")
+    descs = {}
+    for name, field in (("x_scale", "input_scale"), ("x_zero_point", "input_zero_point"), ("y_scale", "output_scale"),
+                        ("y_zero_point", "output_zero_point")):
+        value = kw.pop(name)
+        if value is not None:   # (left out: a zero point of 0)
+            descs[field] = pg.TensorDesc(np.asarray(value).dtype if np.ndim(value) else (
+                "float32" if "scale" in name else x.dtype), np.shape(value) or (1,) * x.ndim)
+    return dict(input=pg.TensorDesc(x.dtype, x.shape), **descs, **kw)
+
+
+def case_qlinear_average_pool(rng):
+    dims = int(rng.integers(1, 4))
+    shape = (int(rng.integers(1, 3)), int(rng.integers(1, 4))) + tuple(int(rng.integers(1, 7)) for _ in range(dims))
+    x = values_of(rng, pick(rng, QUANTIZED), shape)
+    kernel = tuple(int(rng.integers(1, n + 1)) for n in shape[2:])
+    return dict(x=x, x_scale=pick(rng, [0.05, np.float32(0.2)]), x_zero_point=pick(rng, [None, 1, np.array(2, x.dtype)]),
+                y_scale=pick(rng, [0.05, 0.3]), y_zero_point=pick(rng, [None, 0, 5]),
+                kernel_shape=pick(rng, [kernel, shape[2:]]), strides=pick(rng, [None, (1,) * dims, (2,) * dims]),
+                pads=pick(rng, [None, (0,) * 2 * dims, tuple(k // 2 for k in kernel) * 2]),
+                ceil_mode=pick(rng, [0, 1]), count_include_pad=pick(rng, [0, 1]), auto_pad="NOTSET")
+
+
+def check_qlinear_average_pool(kw, result):
+    x = host(kw["x"])
+    window, _ = _geometry(x.shape[2:], kw["kernel_shape"], kw["auto_pad"], kw["ceil_mode"], None, kw["pads"],
+                          kw["strides"])
+    whole = tuple(window["window_size"]) == x.shape[2:] and not any(window["start_padding"] + window["end_padding"])
+    operands = [None if kw[n] is None else np.asarray(kw[n]) for n in ("x_scale", "x_zero_point", "y_scale",
+                                                                        "y_zero_point")]
+    if whole:   # ONNX Runtime's global average
+        expected = R.quantized_average_pool(x, *operands, x.shape[2:], rounding="onnxruntime_global")
+    else:
+        expected = R.quantized_average_pool(x, *operands, window["window_size"], window["strides"],
+                                            window["start_padding"], window["end_padding"],
+                                            include_padding=bool(kw["count_include_pad"]), rounding="onnxruntime")
+    assert_same(result, expected)
+
+
+def case_qlinear_global_average_pool(rng):
+    kw = case_qlinear_average_pool(rng)
+    return {k: kw[k] for k in ("x", "x_scale", "x_zero_point", "y_scale", "y_zero_point")}
+
+
+def check_qlinear_global_average_pool(kw, result):
+    x = host(kw["x"])
+    operands = [None if kw[n] is None else np.asarray(kw[n]) for n in ("x_scale", "x_zero_point", "y_scale",
+                                                                        "y_zero_point")]
+    assert_same(result, R.quantized_average_pool(x, *operands, x.shape[2:], rounding="onnxruntime_global"))
+
+
+def quantized_torch_entries():
+    """poolgpu.torch's functions on quantized tensors, against PyTorch's quantized ops."""
+    try:
+        import torch
+        import poolgpu.torch as pgt
+    except ImportError:
+        return {}
+    F = torch.nn.functional
+
+    def tensor(rng):
+        shape = (int(rng.integers(1, 3)), int(rng.integers(1, 10)), int(rng.integers(2, 8)), int(rng.integers(2, 8)))
+        dtype = pick(rng, [torch.quint8, torch.qint8])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            q = torch.quantize_per_tensor(torch.from_numpy(rng.standard_normal(shape).astype(np.float32)),
+                                          float(rng.uniform(0.01, 1)), int(rng.integers(0, 100)), dtype)
+        return q.contiguous(memory_format=torch.channels_last) if rng.random() < 0.3 else q
+
+    def window(rng):
+        k = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        return dict(kernel_size=pick(rng, [k, k[0]]), stride=pick(rng, [None, (1, 2)]),
+                    padding=pick(rng, [0, min(k) // 2]), ceil_mode=pick(rng, [False, True]))
+
+    cases = {
+        "max_pool2d": lambda rng: dict(input=tensor(rng), **window(rng), dilation=pick(rng, [1, 2])),
+        "avg_pool2d": lambda rng: dict(input=tensor(rng), **window(rng), count_include_pad=pick(rng, [False, True]),
+                                       divisor_override=pick(rng, [None, 3, -2])),
+        "adaptive_avg_pool2d": lambda rng: dict(input=tensor(rng), output_size=pick(rng, [1, (2, None), (3, 2)])),
+    }
+
+    def reference(name):
+        def check(kw, result):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    expected = getattr(F, name)(**kw)
+                except Exception as exc:  # noqa: BLE001
+                    raise AssertionError(f"poolgpu.torch accepted what PyTorch refuses: {exc}")
+            assert torch.equal(result.int_repr(), expected.int_repr())
+            assert (result.q_scale(), result.q_zero_point()) == (expected.q_scale(), expected.q_zero_point())
+        return check
+
+    names = {"input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "count_include_pad",
+             "divisor_override", "output_size", "return_indices"}
+    return {f"torch.{name}.quantized": ((lambda device, _f=getattr(pgt, name), **kw: _f(**kw, device=device)),
+                                        case, reference(name), names | DESC_NAMES | WINDOW_NAMES)
+            for name, case in cases.items()}
+
+
+def quantized_entries():
+    onnx_names = {"x", "x_scale", "x_zero_point", "y_scale", "y_zero_point", "kernel_shape", "auto_pad", "ceil_mode",
+                  "channels_last", "count_include_pad", "pads", "strides"}
+    return {**quantized_torch_entries(),
+        "quantized_average_pool": functional(pg.quantized_average_pool, case_quantized_average_pool,
+                                             check_quantized_average_pool, *WINDOW_NAMES, *QUANTIZED_NAMES),
+        "onnx.qlinear_average_pool": functional(pgo.qlinear_average_pool, case_qlinear_average_pool,
+                                                check_qlinear_average_pool, *onnx_names),
+        "onnx.qlinear_global_average_pool": functional(pgo.qlinear_global_average_pool,
+                                                       case_qlinear_global_average_pool,
+                                                       check_qlinear_global_average_pool, *onnx_names),
+    }
+
+
+FUNCTIONS.update(quantized_entries())
 
 
 # ---------------------------------------------------------------------------------------
@@ -702,6 +877,176 @@ FUNCTIONS.update(torch_entries())
 
 
 # ---------------------------------------------------------------------------------------
+# ROI align: pg.roi_align, pg.roi_align_grad, poolgpu.onnx.roi_align, its descriptions and
+# poolgpu.torch's roi_align and ps_roi_align, against tests/roi_align_reference.py.
+
+import roi_align_reference as RA  # noqa: E402
+
+
+def case_roi_align(rng, gradient=False):
+    dtype = pick(rng, FLOATS)
+    shape = (int(rng.integers(1, 3)), int(rng.integers(1, 3)), int(rng.integers(1, 7)), int(rng.integers(1, 7)))
+    count = int(rng.integers(1, 4))
+    rois = rng.uniform(-2, 8, (count, 4))
+    if rng.random() < 0.2:  # corners beyond float16's range, NaN and infinite ones
+        rois[rng.integers(count), rng.integers(4)] = pick(rng, [1e30, -1e30, np.nan, np.inf, 7e4])
+    with np.errstate(over="ignore"):
+        rois = rois.astype(pick(rng, ["float64", "float32", dtype]))
+    size = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+    kw = dict(x=values_of(rng, dtype, shape), rois=rois,
+              batch_indices=rng.integers(0, shape[0], count).astype(pick(rng, ["int64", "uint32", "int32"])),
+              output_size=pick(rng, [size, size[0]]), spatial_scale=pick(rng, [1.0, 0.5, 2, np.float32(0.25)]),
+              sampling_ratio=pick(rng, [-1, 0, 1, 2]), mode=pick(rng, ["avg", "max"]), aligned=pick(rng, [True, False]))
+    if gradient:
+        out = size if isinstance(kw["output_size"], tuple) else (size[0], size[0])
+        kw["dy"] = values_of(rng, dtype, (count, shape[1]) + out)
+    return kw
+
+
+def _some_defaults(rng, kw, defaults):
+    """``kw`` with some of its optional arguments left out (their defaults are ``defaults``)."""
+    for name in defaults:
+        if rng.random() < 0.7:
+            kw.pop(name)
+    return kw
+
+
+ROI_ALIGN_DEFAULTS = dict(spatial_scale=1.0, sampling_ratio=0, mode="avg", aligned=True)
+ONNX_ROI_ALIGN_DEFAULTS = dict(mode="avg", output_height=1, output_width=1, sampling_ratio=0, spatial_scale=1.0,
+                               coordinate_transformation_mode="half_pixel")
+
+
+def _roi_align_reference(kw, gradient=False):
+    x = host(kw["x"]).astype(np.float32)
+    with np.errstate(all="ignore"):
+        rois = host(kw["rois"]).reshape(-1, 4).astype(host(kw["x"]).dtype).astype(np.float32)
+    size = kw["output_size"]
+    size = tuple(size) if np.ndim(size) else (size, size)
+    kw = {**ROI_ALIGN_DEFAULTS, **kw}
+    ratio, aligned = int(kw["sampling_ratio"]), bool(kw["aligned"])
+    fields = dict(scale_x=float(np.float32(kw["spatial_scale"])), scale_y=float(np.float32(kw["spatial_scale"])),
+                  input_offset=0.5 if aligned else 0.0, min_samples=max(ratio, 0),
+                  max_samples=ratio if ratio > 0 else 2**32 - 1, min_region=None if aligned else 1.0)
+    batch = host(kw["batch_indices"]).reshape(-1)
+    reduction = "max" if kw["mode"] == "max" else "average"
+    if gradient:
+        return RA.roi_align_grad(x, rois, batch, host(kw["dy"]).astype(np.float32), size, reduction, **fields)
+    return RA.roi_align(x, rois, batch, size, reduction, **fields)
+
+
+def check_roi_align(kw, result, gradient=False):
+    got = to_numpy(result)
+    want = _roi_align_reference(kw, gradient)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    half = got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(got.dtype).astype(np.float64),
+                               rtol=1e-2 if half else 1e-5, atol=1e-2 if half else 1e-5, equal_nan=True)
+
+
+def case_onnx_roi_align(rng):
+    kw = case_roi_align(rng)
+    size = kw.pop("output_size")
+    size = size if isinstance(size, tuple) else (size, size)
+    ratio = kw.pop("sampling_ratio")
+    kw.update(output_height=size[0], output_width=size[1], sampling_ratio=max(ratio, 0),
+              coordinate_transformation_mode="half_pixel" if kw.pop("aligned") else "output_half_pixel")
+    return _some_defaults(rng, kw, ONNX_ROI_ALIGN_DEFAULTS)
+
+
+def check_onnx_roi_align(kw, result):
+    kw = {**ONNX_ROI_ALIGN_DEFAULTS, **kw}
+    got = to_numpy(result)
+    with np.errstate(all="ignore"):
+        rois = host(kw["rois"]).reshape(-1, 4).astype(host(kw["x"]).dtype).astype(np.float32)
+    want = RA.onnx_roi_align(host(kw["x"]).astype(np.float32), rois, host(kw["batch_indices"]).reshape(-1),
+                             int(kw["output_height"]), int(kw["output_width"]), int(kw["sampling_ratio"]),
+                             float(np.float32(kw["spatial_scale"])), kw["mode"], kw["coordinate_transformation_mode"])
+    half = got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(got.dtype).astype(np.float64),
+                               rtol=1e-2 if half else 1e-5, atol=1e-2 if half else 1e-5, equal_nan=True)
+
+
+def roi_align_desc_case(cls):
+    def case(rng):
+        kw = case_roi_align(rng, gradient=cls is pg.RoiAlignGradDesc)
+        x, rois, batch = kw["x"], kw["rois"], kw["batch_indices"]
+        fields = dict(input=pg.TensorDesc(x.dtype, x.shape), roi=pg.TensorDesc(x.dtype, (1, 1, len(rois), 4)),
+                      batch_indices=pg.TensorDesc(batch.dtype, (1, 1, len(batch))))
+        if cls is pg.RoiAlignGradDesc:
+            fields["input_gradient"] = pg.TensorDesc(x.dtype, kw["dy"].shape)
+        else:
+            fields["output_size"] = kw["output_size"]
+        optional = dict(reduction_function=pick(rng, ["average", "max"]),
+                        interpolation_mode=pick(rng, ["linear", "nearest_neighbor"]),
+                        spatial_scale_x=kw["spatial_scale"], minimum_samples_per_output=pick(rng, [0, 1, 2]),
+                        maximum_samples_per_output=pick(rng, [2, 3, 2**32 - 1]))
+        if cls is not pg.RoiAlignGradDesc:
+            optional["out_of_bounds_input_value"] = pick(rng, [0.0, -1.5])
+        if cls is not pg.RoiAlignDesc:
+            optional.update(input_pixel_offset=pick(rng, [0.5, 0.0]), align_regions_to_corners=pick(rng, [False, True]))
+        for name in rng.permutation(sorted(optional))[:2]:   # (few fields: some calls stay valid)
+            fields[name] = optional[name]
+        return fields
+    return case
+
+
+FUNCTIONS.update({
+    "roi_align": functional(pg.roi_align, lambda rng: _some_defaults(rng, case_roi_align(rng), ROI_ALIGN_DEFAULTS),
+                            check_roi_align, "x", "rois", "batch_indices",
+                            "output_size", "spatial_scale", "sampling_ratio", "mode", "aligned"),
+    "roi_align_grad": functional(pg.roi_align_grad,
+                                 lambda rng: _some_defaults(rng, case_roi_align(rng, True), ROI_ALIGN_DEFAULTS),
+                                 lambda kw, result: check_roi_align(kw, result, True), "x", "rois", "batch_indices",
+                                 "dy", "output_size", "spatial_scale", "sampling_ratio", "mode", "aligned",
+                                 "input_sizes"),
+    "onnx.roi_align": functional(pgo.roi_align, case_onnx_roi_align, check_onnx_roi_align, "X", "x", "rois",
+                                 "batch_indices", "mode", "output_height", "output_width", "sampling_ratio",
+                                 "spatial_scale", "coordinate_transformation_mode"),
+})
+for _cls in (pg.RoiAlignDesc, pg.RoiAlign1Desc, pg.RoiAlignGradDesc):
+    FUNCTIONS[_cls.__name__] = (compile_desc(_cls), roi_align_desc_case(_cls), None,
+                                set(_cls.__dataclass_fields__) - {"_"})
+
+
+def torch_roi_align_entries():
+    try:
+        import torch
+        import poolgpu.torch as pgt
+    except ImportError:
+        return {}
+
+    def case(rng, ps=False):
+        kw = case_roi_align(rng)
+        x = torch.from_numpy(kw["x"].astype(np.float32))
+        boxes = torch.from_numpy(np.concatenate([kw["batch_indices"][:, None], kw["rois"]], axis=1).astype(np.float32))
+        size = kw["output_size"]
+        if ps:
+            bins = size[0] * size[1] if isinstance(size, tuple) else size * size
+            x = torch.from_numpy(rng.standard_normal((x.shape[0], bins * int(rng.integers(1, 3))) + tuple(x.shape[2:]))
+                                 .astype(np.float32))
+            return dict(input=x, boxes=boxes, output_size=size, spatial_scale=kw["spatial_scale"],
+                        sampling_ratio=kw["sampling_ratio"])
+        return dict(input=x, boxes=boxes, output_size=size, spatial_scale=kw["spatial_scale"],
+                    sampling_ratio=kw["sampling_ratio"], aligned=kw["aligned"])
+
+    def check(kw, result):
+        boxes = np.asarray(kw["boxes"], np.float32)
+        size = kw["output_size"]
+        size = tuple(size) if np.ndim(size) else (size, size)
+        want = RA.torchvision_roi_align(np.asarray(kw["input"]), boxes, size, float(kw["spatial_scale"]),
+                                        int(kw["sampling_ratio"]), bool(kw["aligned"]))
+        np.testing.assert_allclose(np.asarray(result), want, rtol=1e-5, atol=1e-6, equal_nan=True)
+
+    names = TORCH_NAMES | DESC_NAMES | {"sampling_ratio", "aligned", "batch_indices"}
+    return {"torch.roi_align": ((lambda device, **kw: pgt.roi_align(**kw, device=device)), case, check, names),
+            "torch.ps_roi_align": ((lambda device, **kw: pgt.ps_roi_align(**kw, device=device)),
+                                   lambda rng: case(rng, True), None, names)}
+
+
+FUNCTIONS.update(torch_roi_align_entries())
+
+
+# ---------------------------------------------------------------------------------------
 # the fuzz
 
 
@@ -723,7 +1068,9 @@ def mutate(rng, case, device):
             # rois go as the {1, 1, R, 5} tensor of the input's type that roi_pool takes
             if name == "rois":
                 with np.errstate(over="ignore"):
-                    value = value.reshape(1, 1, -1, 5).astype(case["x"].dtype)
+                    value = value.reshape(1, 1, -1, value.shape[-1]).astype(case["x"].dtype)
+            if name == "batch_indices":   # (ROI align's: a {1, 1, R} tensor)
+                value = value.reshape(1, 1, -1)
             kw[name] = device.upload(value)
     return kw
 

@@ -46,7 +46,8 @@ def test_a_quick_tiny_run_measures_every_available_operator_and_records_everythi
     assert {(r["case"], r["op"]) for r in rows} == expected
     assert all(r["layout"] == "nchw" and (r["dtype"] == "float32" or r["dtype"] in cases.CASES[r["case"]].dtypes)
                for r in rows)
-    assert {(r["case"], r["dtype"]) for r in rows if r["dtype"] != "float32"} == {("FR", "bfloat16"), ("BF", "bfloat16")}
+    assert {(r["case"], r["dtype"]) for r in rows if r["dtype"] != "float32"} == {("FR", "bfloat16"), ("BF", "bfloat16"),
+                                                                              ("Q", "uint8")}
     for row in rows:
         if row["status"] == "not available":  # only where poolgpu really lacks the operator
             assert any(not hasattr(pg, name) for name in cases.NEEDS[row["op"]]), row

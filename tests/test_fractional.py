@@ -129,13 +129,18 @@ def test_samples_in_pytorchs_order(device):
         assert moved.any(axis=tuple(a for a in (2, 3, 4) if a != 2 + axis)).any()
 
 
-def test_samples_outside_0_1_stay_inside_the_input(device):
-    x = np.arange(2 * 3 * 9 * 9, dtype=np.float32).reshape(2, 3, 9, 9)
-    u = np.array([[[-1, 2], [np.nan, np.inf], [1.0, -np.inf]], [[5, 0.5], [0.5, -0.0], [1e30, 1e-30]]], np.float32)
-    y, i = pg.fractional_max_pool(x, 3, 4, u, return_indices=True, device=device)
-    clamped = np.where(np.isnan(u) | (u < 0), 0, np.minimum(u, np.float32(0.99999994))).astype(np.float32)
-    y_ref, i_ref = reference.fractional_max_pool(x, (3, 3), (4, 4), clamped)
-    assert same_bits(y, y_ref) and np.array_equal(i, i_ref)
+def test_samples_outside_0_1_follow_pytorchs_formula_inside_the_input(device):
+    x = np.arange(2 * 3 * 16 * 16, dtype=np.float32).reshape(2, 3, 16, 16)
+    u = np.array([[[-1, 2], [np.nan, np.inf], [4.9624, -0.713]], [[5, 0.5], [35087244, -0.0], [1e30, -2.3e7]]],
+                 np.float32)   # (35087244 along W: window 2 would start past the input; 1e30: C's int overflows)
+    for window, out in ((1, 8), (2, 5), (3, 4)):
+        y, i = pg.fractional_max_pool(x, window, out, u, return_indices=True, device=device)
+        y_ref, i_ref = reference.fractional_max_pool(x, (window, window), (out, out), u)
+        assert same_bits(y, y_ref) and np.array_equal(i, i_ref), (window, out)
+    dy = np.ones((2, 3, 4, 4), np.float32)
+    with pytest.raises(pg.ValidationError, match="samples in .0, 1.") as e:
+        pg.fractional_max_pool_grad(x, dy, 3, u, device=device)
+    assert e.value.field == "samples"
 
 
 def test_bad_arguments():

@@ -21,6 +21,7 @@ import test_grad
 import test_grad_lp_roi
 import test_long_windows
 import test_max_pool
+import test_quantized
 import test_roi
 import test_unpool
 from helpers import ALL_TYPES, FLOAT_TYPES
@@ -48,6 +49,7 @@ TESTS = {
                             test_fractional.fractional_grad_cases()),
     "lp_pool_grad": (test_grad_lp_roi.test_lp_pool_grad_matches_reference, test_grad_lp_roi.lp_grad_cases()),
     "roi_pool_grad": (test_grad_lp_roi.test_roi_pool_grad_matches_reference, test_grad_lp_roi.roi_grad_cases()),
+    "quantized_average": (test_quantized.test_quantized_average_pooling_matches_the_reference, test_quantized.cases()),
     # long windows, bins and planes, split and merged (tests/test_long_windows.py)
     "long_max_pool": (test_long_windows.test_long_max_pooling, test_long_windows.long_max_cases()),
     "long_average_lp": (test_long_windows.test_long_average_and_lp_pooling, test_long_windows.long_average_cases()),

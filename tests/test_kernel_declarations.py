@@ -76,6 +76,14 @@ def _descriptions():
     yield pg.AdaptiveMaxPoolingGradDesc(x, bins)
     yield pg.AdaptiveAveragePoolingGradDesc(pg.TensorDesc("float32", (2, 8, 5, 7)), cl)
     yield pg.MaxUnpoolingGradDesc(x, pg.TensorDesc("uint64", out.sizes))
+    q, q_cl = pg.TensorDesc("int8", x.sizes), pg.TensorDesc("uint8", cl.sizes, cl.strides)
+    scale, zero = pg.TensorDesc("float32", (1, 8, 1, 1)), pg.TensorDesc("uint8", (1, 1, 1, 1))
+    for rounding in ("directml", "onnxruntime", "pytorch"):
+        yield pg.QuantizedLinearAveragePoolingDesc(q, scale, output_scale=scale, rounding=rounding, **window)
+        yield pg.QuantizedLinearAveragePoolingDesc(q_cl, scale, zero, scale, zero, rounding=rounding, **window)
+    yield pg.QuantizedLinearAveragePoolingDesc(q, scale, output_scale=scale, rounding="onnxruntime_global",
+                                               window_size=(12, 16))
+    yield pg.AdaptiveAveragePoolingDesc(q, output_size=(5, 7))
 
 
 @pytest.mark.parametrize("tuning", [pg.Tuning.for_cpu(), pg.Tuning.for_gpu()], ids=["cpu", "gpu"])

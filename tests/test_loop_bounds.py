@@ -60,14 +60,24 @@ def _descriptions():
             yield pg.MaxPoolingGradDesc(x, dy, x, **window)
             yield pg.AveragePoolingGradDesc(dy, x, **window)
             yield pg.LpPoolingGradDesc(x, dy, x, p=3, **window)
+    for sizes, window in _windows():   # quantized average pooling: every rounding, packed and channels-last
+        for layout, rounding in ((None, "directml"), ("channels_last", "onnxruntime"), (None, "pytorch"),
+                                 ("channels_last", "pytorch")):
+            strides = None if layout is None else kernels.grids.channels_last_desc(U8, sizes).strides
+            scale = pg.TensorDesc(F32, (1,) * len(sizes))
+            yield pg.QuantizedLinearAveragePoolingDesc(pg.TensorDesc(U8, sizes, strides), scale, output_scale=scale,
+                                                       rounding=rounding, **window)
+            if not any(window.get("start_padding", ()) + window.get("end_padding", ())):
+                yield pg.QuantizedLinearAveragePoolingDesc(pg.TensorDesc("int8", sizes, strides), scale,
+                                                           output_scale=scale, rounding="onnxruntime_global", **window)
     for sizes, out in (((2, 3, 12, 17), (5, 7)), ((1, 2, 100000), (1,)), ((1, 2, 3), (70000,)),
                        ((2, 2, 300, 300), (1, 1)), ((1, 1, 7, 9, 4), (30, 2, 50)), ((1, 2, 40, 30), (8, 10))):
         for data_type in (F32, U8):
             x = pg.TensorDesc(data_type, sizes)
             yield pg.AdaptiveMaxPoolingDesc(x, output_size=out, output_indices="uint64")
             dy = pg.TensorDesc(data_type, sizes[:2] + out)
+            yield pg.AdaptiveAveragePoolingDesc(x, output_size=out)   # (uint8: PyTorch's quantized rule)
             if data_type == F32:
-                yield pg.AdaptiveAveragePoolingDesc(x, output_size=out)
                 yield pg.AdaptiveMaxPoolingGradDesc(x, dy)
                 yield pg.AdaptiveAveragePoolingGradDesc(dy, x)
     for sizes in ((2, 8, 12, 16), (1, 2, 300, 300)):

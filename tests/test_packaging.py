@@ -37,3 +37,18 @@ def test_the_wheel_carries_every_shader(tmp_path):
     for path in (ROOT / "src/poolgpu/wgsl").rglob("*.wgsl"):
         assert f"poolgpu/wgsl/{path.relative_to(ROOT / 'src/poolgpu/wgsl').as_posix()}" in names
     assert "poolgpu/py.typed" in names
+
+
+@pytest.mark.skipif(not (ROOT / "pyproject.toml").is_file(), reason="not run from a source checkout")
+def test_the_python_versions_agree_with_the_dependencies_and_the_readme():
+    import importlib.metadata
+    import tomllib
+
+    from packaging.specifiers import SpecifierSet
+
+    ours = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    lowest = ours.removeprefix(">=")
+    for dependency in ("wgpu", "numpy"):   # each takes every Python poolgpu says it takes
+        theirs = importlib.metadata.metadata(dependency)["Requires-Python"]
+        assert not theirs or lowest in SpecifierSet(theirs), (dependency, theirs, ours)
+    assert f"Python >= {lowest}," in (ROOT / "README.md").read_text()

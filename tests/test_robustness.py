@@ -7,6 +7,7 @@ functional calls); the default counts keep CI quick."""
 import gc
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -62,16 +63,8 @@ def test_outputs_are_written_within_their_elements_whatever_the_layout(device, o
 # Device loss and out of memory
 
 
-# Every Device made here stays referenced until the session ends: wgpu-py (0.32) stops a
-# released device's poll thread with a 1 s timeout and then releases the device, and a
-# poll still running then aborts the process (seen about once in ten runs when a garbage
-# collection released one of these mid-session).
-_FRESH_DEVICES = []
-
-
 def fresh_device(device):
-    _FRESH_DEVICES.append(pg.Device(backend=device.backend, adapter=device.name))
-    return _FRESH_DEVICES[-1]
+    return pg.Device(backend=device.backend, adapter=device.name)
 
 
 def test_a_lost_device_raises_device_errors_and_others_keep_working(device):
@@ -127,6 +120,131 @@ def test_out_of_memory_is_a_device_error_and_the_device_recovers(device, monkeyp
             pg.max_pool(x, (2,), strides=(2,), device=dev)
     assert not dev.lost
     assert same_bits(pg.max_pool(x, (2,), strides=(2,), device=dev), reference.max_pool(x, (2,), (2,))[0])
+
+
+def test_a_freed_devices_wgpu_device_goes_to_the_next_device_unless_lost(device):
+    idle = pg.adapters._idle.setdefault(id(device.adapter), [])
+    first = fresh_device(device)
+    kept = first.wgpu_device
+    del first
+    gc.collect()
+    assert any(d is kept for d, _ in idle)
+    taken = [fresh_device(device) for _ in range(len(idle))]
+    assert any(d.wgpu_device is kept for d in taken)
+    lost = taken[0]
+    gone = lost.wgpu_device
+    gone.destroy()
+    with pytest.raises(pg.DeviceError, match="lost"):
+        lost.upload(np.zeros((1, 1, 4), np.float32))
+    del taken, lost
+    gc.collect()
+    assert not any(d is gone for d, _ in idle)
+
+
+def test_loss_and_out_of_memory_while_other_threads_work(device):
+    """A Device lost and one out of memory raise DeviceError while three threads keep
+    calling operators on another Device of the same adapter, and get right results."""
+    x = np.random.default_rng(3).standard_normal((2, 3, 10, 9)).astype(np.float32)
+    expected = reference.max_pool(x, (3, 2), (2, 1))[0]
+    stop, failures = threading.Event(), []
+
+    def work(k):
+        try:
+            while not stop.is_set():
+                if not same_bits(pg.max_pool(x, (3, 2), strides=(2, 1), device=device), expected):
+                    failures.append(f"thread {k}: wrong values")
+        except Exception as exc:  # reported by the main thread
+            failures.append(f"thread {k}: {exc!r}")
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        lost = fresh_device(device)
+        pg.max_pool(x, (3, 2), strides=(2, 1), device=lost)
+        lost.wgpu_device.destroy()
+        with pytest.raises(pg.DeviceError, match="lost"):
+            pg.max_pool(x, (3, 2), strides=(2, 1), device=lost)
+        full = fresh_device(device)
+        full.wgpu_device.create_buffer_with_data = out_of_memory  # (this wgpu device only)
+        with pytest.raises(pg.DeviceError, match="out of GPU memory"):
+            pg.max_pool(x, (3, 2), strides=(2, 1), device=full)
+        del full.wgpu_device.create_buffer_with_data
+        assert same_bits(pg.max_pool(x, (3, 2), strides=(2, 1), device=full), expected) and not full.lost
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert failures == []
+
+
+class _Unanswered:
+    """A wait opened on wgpu-py's poll thread without waking it: the device is never polled
+    for the answer (how a read-back hung once on OpenGL)."""
+
+    def set_done(self):
+        pass
+
+
+def test_a_read_back_without_an_answer_is_a_device_error_past_the_timeout(device):
+    """Past ``timeout``, DeviceError saying what did not answer; the Device stays usable and,
+    once the GPU answers, reads back the right values (on OpenGL after waiting for the
+    unanswered read-back, the adapter being one for all Devices)."""
+    dev = fresh_device(device)
+    x = np.arange(64, dtype=np.float32).reshape(1, 1, 64)
+    xt = dev.upload(x)
+    dev.timeout = 0.2
+    poller = dev.wgpu_device._poller
+    poller.get_token = _Unanswered  # (this wgpu device's poll thread only)
+    try:
+        with pytest.raises(pg.DeviceError, match=r"did not finish reading back 256 bytes .*within 0\.2 s.*stays usable"):
+            xt.numpy()
+    finally:
+        del poller.get_token
+        dev.timeout = 600
+    assert not dev.lost
+    assert same_bits(xt.numpy(), x)
+    assert same_bits(pg.max_pool(x, (2,), strides=(2,), device=device), reference.max_pool(x, (2,), (2,))[0])
+
+
+@pytest.mark.skipif("opengl" not in {a["backend"] for a in pg.list_adapters()}, reason="no OpenGL adapter")
+def test_a_call_behind_another_threads_long_opengl_work_is_a_device_error_past_the_timeout():
+    """On OpenGL a submission runs its work before it returns and every Device's calls take
+    turns: a call waiting for its turn longer than ``timeout`` raises DeviceError saying
+    so, and the Device stays usable."""
+    dev = pg.Device(backend="opengl")
+    x = np.random.default_rng(4).standard_normal((2, 8, 256, 256)).astype(np.float32)
+    xt, small = dev.upload(x), dev.upload(x[:1, :1, :8, :8])
+    long_op = dev.compile(pg.AveragePoolingDesc(xt.desc, window_size=(15, 15)))
+    y = dev.empty(long_op.desc.output)
+    long_op(xt, out=y)  # (pipelines and bindings made: the call below only submits)
+    worker = threading.Thread(target=long_op, args=(xt,), kwargs={"out": y})
+    held = pg.gate.GL._lock
+    worker.start()
+    while worker.is_alive() and held.acquire(blocking=False):  # until its submission holds the adapter
+        held.release()
+        time.sleep(0.001)
+    dev.timeout = 0.01
+    try:
+        with pytest.raises(pg.DeviceError, match=r"OpenGL adapter did not answer within 0\.01 s: another thread"):
+            small.numpy()
+    finally:
+        dev.timeout = 600
+        worker.join()
+    assert not dev.lost
+    assert same_bits(small.numpy(), x[:1, :1, :8, :8])
+
+
+def test_the_timeout_is_a_positive_number_of_seconds(device):
+    assert device.timeout == 600
+    for bad in (0, -1, float("inf"), "10", None):
+        with pytest.raises(pg.ValidationError, match="timeout"):
+            pg.Device(wgpu_device=device.wgpu_device, timeout=bad) if bad is not None else setattr(
+                pg.Device(wgpu_device=device.wgpu_device), "timeout", bad)
+    dev = pg.Device(wgpu_device=device.wgpu_device, timeout=2.5)
+    assert dev.timeout == 2.5
+    dev.timeout = 30
+    assert dev.timeout == 30.0
 
 
 def test_a_buffer_beyond_the_device_limit_is_a_device_error(device):
@@ -190,11 +308,6 @@ def test_one_device_shared_by_eight_threads(device):
         except Exception as exc:  # reported by the main thread
             failures.append((k, repr(exc)))
 
-    # Earlier tests' dropped Devices sit in reference cycles (wgpu-py's GPUDevice is in one),
-    # which the cyclic collector frees on whichever thread it next runs.  Releasing an OpenGL
-    # device there panics inside wgpu-native (EGL BadAccess in its context lock) and aborts
-    # the process: free them here, on the main thread, first.
-    gc.collect()
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
     for t in threads:
         t.start()

@@ -3,7 +3,9 @@ bfloat16, against PyTorch itself (and torchvision's arithmetic), on every adapte
 
 - ``fractional_max_pool2d/3d`` under the same seed as ``torch.nn.functional``'s (the samples
   drawn as PyTorch draws them), in float32, float16 and bfloat16, from torch tensors, NumPy
-  arrays and pg.Tensors: values and indices exactly; gradients bit for bit.
+  arrays and pg.Tensors: values and indices exactly; gradients bit for bit; samples outside
+  [0, 1) (PyTorch's own OpInfo sample among them) as PyTorch takes them, or refused where
+  PyTorch's kernel stops.
 - ``lp_pool*`` gradients against PyTorch's autograd (p = 1, 2, 3 and inf on positive inputs,
   ``ceil_mode`` included); ``roi_pool``'s against torchvision's CPU arithmetic
   (tests/reference.py; torchvision need not be installed) with distinct values.
@@ -19,7 +21,7 @@ F = torch.nn.functional
 import poolgpu as pg  # noqa: E402
 import poolgpu.torch as pgt  # noqa: E402
 import reference  # noqa: E402
-from test_torch import _close, distinct  # noqa: E402
+from test_torch import _close, _internal, distinct  # noqa: E402
 
 FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -60,6 +62,59 @@ def test_fractional_gradients_bit_for_bit(device):
         got.backward(dy)
         want.backward(dy)
         assert torch.equal(xg.grad, tg.grad)
+
+
+def _outside_samples_of_pytorchs_opinfo():
+    """PyTorch's own OpInfo samples of fractional pooling whose _random_samples leave [0, 1)."""
+    op_db, _ = _internal()
+    found = []
+    for op in op_db:
+        if op.name.startswith("nn.functional.fractional_max_pool"):
+            for sample in op.sample_inputs("cpu", torch.float32):
+                r = sample.kwargs.get("_random_samples")
+                if r is not None and not bool(((r >= 0) & (r < 1)).all()):
+                    found.append((int(op.name[-2]), sample))
+    return found
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_samples_outside_0_1_as_pytorch(device, dtype):
+    # PyTorch applies its formula to any sample (float32 alpha, C's int): windows, indices and
+    # gradients as its own; where a window would leave the input it stops with an internal
+    # assertion, and poolgpu refuses the samples
+    opinfo = _outside_samples_of_pytorchs_opinfo()
+    assert opinfo   # (torch 2.13: fractional_max_pool2d, kernel 1, samples (4.96, -0.713))
+    calls = [(dims, s.input.to(dtype), s.args, {**s.kwargs, "_random_samples": s.kwargs["_random_samples"].to(dtype)})
+             for dims, s in opinfo]
+    x = distinct((2, 3, 16, 16), seed=2, dtype=dtype)
+    for u in ([-5.0, 3.0], [100.0, -100.0], [float("nan"), 0.5], [float("inf"), -float("inf")], [1e9, 0.5],
+              [35087244.0, 0.5], [0.5, -2.3e7]):
+        for kernel, out in ((1, 8), (2, 5), (3, (7, 4))):
+            calls.append((2, x, (kernel,), dict(output_size=out, _random_samples=torch.tensor([[u] * 3] * 2,
+                                                                                                dtype=dtype))))
+    calls.append((3, distinct((1, 2, 9, 8, 7), seed=3, dtype=dtype), (2,),
+                  dict(output_size=(4, 3, 5), _random_samples=torch.tensor([[[2.5, -1.25, 7.0]] * 2], dtype=dtype))))
+    refused = 0
+    for dims, x, args, kwargs in calls:
+        ours, theirs = getattr(pgt, f"fractional_max_pool{dims}d"), getattr(F, f"fractional_max_pool{dims}d")
+        kwargs = dict(kwargs, return_indices=True)
+        xg, tg = x.clone().requires_grad_(), x.clone().requires_grad_()
+        try:
+            want = theirs(tg, *args, **kwargs)
+        except RuntimeError as exc:
+            assert "INTERNAL ASSERT" in str(exc)
+            with pytest.raises(pg.ValidationError, match="outside the input") as e:
+                ours(xg, *args, **kwargs, device=device)
+            assert e.value.field == "_random_samples"
+            refused += 1
+            continue
+        got = ours(xg, *args, **kwargs, device=device)
+        assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1]), (dims, args, kwargs)
+        dy = torch.randn(want[0].shape, generator=torch.Generator().manual_seed(4)).to(dtype)
+        got[0].backward(dy)
+        want[0].backward(dy)
+        assert torch.equal(xg.grad, tg.grad), (dims, args, kwargs)
+    assert refused or dtype is not torch.float32   # (35087244 along W: window 2 starts at 16 of 16 in float32)
 
 
 def test_fractional_arguments_as_pytorch_checks():

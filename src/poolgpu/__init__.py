@@ -9,6 +9,8 @@ from .descs import (AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, AverageP
 from .descs import AveragePoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingDesc
 from .descs import AdaptiveAveragePoolingGradDesc, AdaptiveMaxPoolingGradDesc, MaxUnpoolingGradDesc
 from .descs import FractionalMaxPoolingDesc, FractionalMaxPoolingGradDesc, LpPoolingGradDesc, RoiPoolingGradDesc
+from .descs import RoiAlign1Desc, RoiAlignDesc, RoiAlignGradDesc
+from .descs import QuantizedLinearAveragePoolingDesc
 from .adapters import list_adapters
 from .bundle import export
 from .device import Device, default_device
@@ -20,6 +22,8 @@ from .functional import adaptive_average_pool, adaptive_max_pool, average_pool, 
 from .functional import average_pool_grad, max_pool_grad, max_unpool
 from .functional import adaptive_average_pool_grad, adaptive_max_pool_grad, max_unpool_grad
 from .functional import fractional_max_pool, fractional_max_pool_grad, lp_pool_grad, roi_pool_grad
+from .functional import roi_align, roi_align_grad
+from .functional import quantized_average_pool
 from .shapes import pooling_output_sizes
 from .tensor_desc import TensorDesc
 from .tuning import Tuning
@@ -34,6 +38,7 @@ __all__ = [
     "MaxPoolingGradDesc", "AveragePoolingGradDesc", "MaxUnpoolingDesc",
     "AdaptiveMaxPoolingGradDesc", "AdaptiveAveragePoolingGradDesc", "MaxUnpoolingGradDesc",
     "FractionalMaxPoolingDesc", "FractionalMaxPoolingGradDesc", "LpPoolingGradDesc", "RoiPoolingGradDesc",
+    "QuantizedLinearAveragePoolingDesc",
     "pooling_output_sizes",
     "Device", "Tensor", "Op", "Tuning", "list_adapters", "default_device", "export",
     "max_pool", "average_pool", "lp_pool",
@@ -41,5 +46,7 @@ __all__ = [
     "max_pool_grad", "average_pool_grad", "max_unpool",
     "adaptive_max_pool_grad", "adaptive_average_pool_grad", "max_unpool_grad",
     "fractional_max_pool", "lp_pool_grad", "roi_pool_grad", "fractional_max_pool_grad",
+    "quantized_average_pool",
     "onnx",
 ]
+__all__ += ["RoiAlignDesc", "RoiAlign1Desc", "RoiAlignGradDesc", "roi_align", "roi_align_grad"]

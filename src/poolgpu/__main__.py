@@ -7,8 +7,7 @@ adapter wgpu offers with the features and limits poolgpu cares about, which adap
 adapter passes.
 
 Each self-test runs in a child process, so that a driver that crashes or hangs is reported
-as such instead of taking the report down with it (and no Device is released on another
-thread than the one that used it, which wgpu-native's OpenGL backend does not survive).
+as such instead of taking the report down with it.
 """
 
 from __future__ import annotations

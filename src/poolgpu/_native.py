@@ -11,6 +11,14 @@ from wgpu-py).  Commands recorded into a pass report their errors at ``finish``.
 
 Elsewhere (another wgpu backend, or a wgpu-py whose internals moved) ``available`` is
 False and poolgpu uses wgpu-py's public API for the same steps.
+
+More helpers reach into wgpu-py where its public API has no way (docs/design.md,
+"Threads, devices and OpenGL"): ``finished`` (the event a promise sets when it settles, to
+wait with a deadline: ``sync_wait`` has none), ``stopped`` (whether a wgpu device was
+destroyed, which stops its poll thread), ``wake`` (its poll thread polls once more) and
+``release_later`` (a wgpu object's release, when Python frees it, queued for the caller
+instead of made on the spot).  Where wgpu-py's internals moved they fall back to waiting
+without a deadline, to "not stopped", to nothing and to releasing on the spot.
 """
 
 from __future__ import annotations
@@ -24,9 +32,12 @@ try:
     _set_pipeline = lib.wgpuComputePassEncoderSetPipeline
     _set_bind_group = lib.wgpuComputePassEncoderSetBindGroup
     _dispatch = lib.wgpuComputePassEncoderDispatchWorkgroups
-    _DEVICE, _PASS = _api.GPUDevice, _api.GPUComputePassEncoder
+    _DEVICE, _PASS, _OBJECT = _api.GPUDevice, _api.GPUComputePassEncoder, _api.GPUObjectBase
+    # wgpu-py's own mode for read-backs: the copy was just submitted, so no extra empty submission
+    MAP_READ = "READ_NOSYNC"
 except Exception:  # not wgpu-native, or its layout changed: the public API serves
     lib = None
+    MAP_READ = "READ"
 
 
 def available(wgpu_device) -> bool:
@@ -73,3 +84,54 @@ def submit(wgpu_device, raw, lock) -> None:
             _libf.wgpuQueueSubmit(wgpu_device.queue._internal, 1, buffers)
     finally:
         lib.wgpuCommandBufferRelease(command_buffer)
+
+
+def finished(promise):
+    """The ``threading.Event`` set when a wgpu promise is fulfilled or rejected, or None
+    where wgpu-py keeps none (then only ``promise.sync_wait()`` waits, without a deadline)."""
+    event = getattr(promise, "_thread_event", None)
+    return event if hasattr(event, "wait") and hasattr(event, "is_set") else None
+
+
+def stopped(wgpu_device) -> bool:
+    """Whether ``wgpu_device.destroy()`` was called (wgpu-py then stops its poll thread,
+    and a read-back on it would wait for nothing)."""
+    return lib is not None and isinstance(wgpu_device, _DEVICE) and getattr(wgpu_device, "_poller", True) is None
+
+
+def wake(wgpu_device) -> None:
+    """Make ``wgpu_device``'s poll thread poll (again): it polls while any wait of the
+    device is open, and a wake-up is a wait opened and closed at once."""
+    poller = getattr(wgpu_device, "_poller", None) if lib is not None else None
+    try:
+        poller.get_token().set_done()
+    except Exception:  # (stopped, or wgpu-py's poller changed)
+        pass
+
+
+def release_later(obj, pending: list) -> None:
+    """Make the release of ``obj``'s wgpu-native object, when Python frees ``obj`` (on
+    whichever thread drops it last), append ``(release function, handle)`` to ``pending``
+    instead, for the caller to call when it is safe.  Only for objects nothing maps (the
+    release skips wgpu-py's unmapping of mapped ranges); a device's queue needs its own
+    call (the release skips releasing it with the device)."""
+    if lib is None or not isinstance(obj, _OBJECT):
+        return
+    function, handle = getattr(type(obj), "_release_function", None), getattr(obj, "_internal", None)
+    if function is None or handle is None:
+        return
+    poller = getattr(obj, "_poller", None) if isinstance(obj, _DEVICE) else None
+    if poller is not None:  # a device: its poll thread stops first, as wgpu-py's release does
+        release_device = function
+
+        def function(handle):
+            poller.stop()
+            release_device(handle)
+
+    handles = [handle]
+
+    def release():  # (wgpu-py's __del__ calls self._release(); this closure holds no reference to obj)
+        if handles:
+            pending.append((function, handles.pop()))
+
+    obj._release = release

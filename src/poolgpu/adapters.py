@@ -1,19 +1,35 @@
-"""Adapters: what wgpu offers and which one a Device takes."""
+"""Adapters: what wgpu offers, which one a Device takes, and the wgpu devices poolgpu opens
+on them.
+
+Adapters are listed once per process and kept: on OpenGL every listing makes wgpu's one
+EGL context current and gives adapter objects with a lock of their own over it, so devices
+from two listings abort the process when used at once (gate.py).  A wgpu device poolgpu
+opened is not released while it works: when its Device is freed it waits, idle, for the
+next Device on the same adapter (releasing one stops wgpu-py's poll thread with a 1 s
+timeout and then frees the device under a poll that may still run; on OpenGL it frees GL
+objects on whichever thread Python's collector runs).  A lost one, which nothing polls any
+more, is let go: on OpenGL its release waits for the gate.
+"""
 
 from __future__ import annotations
 
 import ctypes
+import gc
 import importlib.util
 import os
 import sys
 import threading
+import weakref
+from collections import OrderedDict
 from typing import Optional
 
 import wgpu
 
+from . import _native
 from .errors import DeviceError, ValidationError
+from .gate import DEFAULT_TIMEOUT, GL, Gated, for_backend
 
-__all__ = ["list_adapters"]
+__all__ = ["Lease", "end_lease", "lease", "list_adapters"]
 
 _BACKENDS = {"vulkan": "vulkan", "metal": "metal", "d3d12": "d3d12", "opengl": "opengl", "gl": "opengl"}
 # Adapter preference: real GPUs before software ones, native APIs before OpenGL.
@@ -86,12 +102,22 @@ def _load_triton_first() -> None:
             pass
 
 
-def _enumerate():
-    _load_triton_first()
-    try:
-        return list(wgpu.gpu.enumerate_adapters_sync())
-    except Exception as exc:  # no loader, no driver, broken install
-        raise DeviceError(f"could not list WebGPU adapters ({exc}). {_NO_ADAPTER_HELP}") from exc
+_adapters = None  # the process's one listing, once made
+_listing_lock = threading.Lock()
+
+
+def _enumerate() -> list:
+    global _adapters
+    if _adapters is None:
+        _load_triton_first()
+        # (under the OpenGL gate: a listing makes the EGL context current)
+        with _listing_lock, Gated(GL, DEFAULT_TIMEOUT):
+            if _adapters is None:
+                try:
+                    _adapters = tuple(wgpu.gpu.enumerate_adapters_sync())
+                except Exception as exc:  # no loader, no driver, broken install: tried again next time
+                    raise DeviceError(f"could not list WebGPU adapters ({exc}). {_NO_ADAPTER_HELP}") from exc
+    return list(_adapters)
 
 
 def list_adapters() -> list:
@@ -137,3 +163,77 @@ def _pick_adapter(backend: Optional[str], adapter: Optional[str]):
         candidates,
         key=lambda a: (_TYPE_RANK.get(_describe(a)["type"], 4), _BACKEND_RANK.get(_describe(a)["backend"], 2)),
     )
+
+
+class Lease:
+    """A wgpu device poolgpu opened, lent to one Device until that Device is freed;
+    ``retired`` once it was lost: then it is let go (released once Python frees it) rather
+    than lent again.  ``pipelines`` and ``pipeline_lock``: the Devices' cache of compiled
+    pipelines, which depend on the wgpu device only, so that the next Device finds them."""
+
+    __slots__ = ("adapter", "wgpu_device", "retired", "pipelines", "pipeline_lock", "__weakref__")
+
+    def __init__(self, adapter, wgpu_device, pipelines=None) -> None:
+        self.adapter, self.wgpu_device, self.retired = adapter, wgpu_device, False
+        self.pipelines, self.pipeline_lock = pipelines or (OrderedDict(), threading.RLock())
+
+
+_idle = {}  # id(adapter) -> [(wgpu device, its pipelines)] opened on it that no Device holds
+_lent = {}  # id(adapter) -> WeakSet of the Leases of its wgpu devices that Devices hold
+# With this many wgpu devices open on an adapter and none idle, a Device first runs Python's
+# cyclic collector: a dropped Device sits in a reference cycle (with its compiled ops) and
+# gives its wgpu device back only once the collector frees it.
+_COLLECT_FROM = 4
+
+
+def lease(adapter, timeout: float) -> Lease:
+    """An idle wgpu device of ``adapter``, or a new one (waiting at most ``timeout`` seconds
+    for the OpenGL gate)."""
+    key = id(adapter)
+    lent = _lent.setdefault(key, weakref.WeakSet())
+    found = _take_idle(adapter)
+    if found is None and len(lent) + len(_idle.get(key, ())) >= _COLLECT_FROM:
+        gc.collect()
+        found = _take_idle(adapter)
+    if found is None:
+        found = Lease(adapter, _open(adapter, timeout))
+    lent.add(found)
+    return found
+
+
+def _take_idle(adapter) -> Optional[Lease]:
+    idle = _idle.get(id(adapter), [])
+    while idle:
+        try:
+            wgpu_device, pipelines = idle.pop()
+        except IndexError:  # (another thread took the last one)
+            break
+        if not _native.stopped(wgpu_device):  # (else destroyed while idle: let go)
+            return Lease(adapter, wgpu_device, pipelines)
+    return None
+
+
+def _open(adapter, timeout: float):
+    limits = adapter.limits
+    # Under the OpenGL gate whatever the backend: opening a device makes wgpu-native poll
+    # every device of the process (wgpuInstanceProcessEvents), OpenGL ones included.
+    with Gated(GL, timeout):
+        try:
+            wgpu_device = adapter.request_device_sync(
+                label="poolgpu",
+                required_features=[f for f in _OPTIONAL_FEATURES if f in adapter.features],
+                required_limits={k: limits[k] for k in _LIMITS if k in limits},
+            )
+        except Exception as exc:
+            raise DeviceError(f"could not open a device on {adapter.summary}: {exc}") from exc
+    if for_backend(_describe(adapter)["backend"]) is GL:  # a lost one is let go: under the gate
+        GL.defer_release(wgpu_device)
+        GL.defer_release(wgpu_device.queue)
+    return wgpu_device
+
+
+def end_lease(lease: Lease) -> None:
+    """The Device holding ``lease`` was freed: its wgpu device waits for the next Device,
+    unless lost.  (Called by the garbage collector on any thread: it only appends to a list.)"""
+    if not lease.retired:
+        _idle.setdefault(id(lease.adapter), []).append((lease.wgpu_device, (lease.pipelines, lease.pipeline_lock)))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Iterator, Optional, Sequence
 
@@ -21,11 +22,12 @@ import numpy.typing as npt
 import wgpu
 
 from . import _native, arguments, kernels
-from .adapters import _LIMITS, _OPTIONAL_FEATURES, _describe, _pick_adapter, list_adapters  # noqa: F401 (re-exported)
+from .adapters import _describe, _pick_adapter, end_lease, lease, list_adapters  # noqa: F401 (re-exported)
 from .descs import Description
 from .dispatches import buffer_size
 from .dtypes import DataType
 from .errors import DeviceError, ValidationError
+from .gate import DEFAULT_TIMEOUT, Gated, for_backend
 from .ops import Op
 from .tensor import Tensor
 from .tensor_desc import TensorDesc
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["Device", "default_device"]
 
 _BUFFER_USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+_STAGING_USAGE = wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ
 # Compiled ops and pipelines are cached by description; the caches are bounded (least
 # recently used out) so that a process sweeping over many shapes does not grow without end.
 _OP_CACHE_SIZE = 128
@@ -56,11 +59,14 @@ class Device:
     "opengl") and ``adapter=`` (a substring of the adapter's name) narrow the choice;
     ``wgpu_device=`` shares an existing wgpu GPUDevice instead.  ``tuning=`` chooses the
     kernels (a :class:`pg.Tuning`; default: the preset for the adapter's type); ``tuning``
-    may be set later: ops compiled after follow it.
+    may be set later: ops compiled after follow it.  ``timeout=`` bounds every wait on the
+    GPU (settable too).
 
-    Thread safety: one Device may be shared by threads.  ``batch()`` collects only the
-    calling thread's operations; submissions, read-backs and the caches are locked.  Once the
-    GPU device is lost, every use raises DeviceError (``lost`` says so).
+    Thread safety: any number of Devices, on any adapters, may be made, used and dropped
+    by any threads, and one Device may be shared by threads.  ``batch()`` collects only
+    the calling thread's operations; submissions, read-backs and the caches are locked; on
+    OpenGL every call of every Device is serialised (docs/design.md, "Threads, devices and
+    OpenGL").  Once the GPU device is lost, every use raises DeviceError (``lost`` says so).
 
     Parameters
     ----------
@@ -74,6 +80,9 @@ class Device:
     tuning : Tuning, optional
         Which kernels ops compile to; default None: ``Tuning.for_cpu()`` on software
         adapters, ``Tuning.for_gpu()`` elsewhere.
+    timeout : float, optional
+        Seconds any wait on the GPU may take (a read-back, ``synchronize()``, on OpenGL
+        another thread's calls) before DeviceError; default None: 600.
 
     Raises
     ------
@@ -81,11 +90,15 @@ class Device:
         No adapter matches, or no device opens on it.
     ValidationError
         ``backend`` is none of the four (a misspelling such as ``"vulcan"``), ``adapter``
-        is no str, ``wgpu_device`` no GPUDevice, or ``tuning`` no Tuning.
+        is no str, ``wgpu_device`` no GPUDevice, ``tuning`` no Tuning, or ``timeout`` no
+        positive number of seconds.
     """
 
     def __init__(self, backend: Optional[str] = None, adapter: Optional[str] = None,
-                 wgpu_device: Optional[wgpu.GPUDevice] = None, tuning: Optional[Tuning] = None) -> None:
+                 wgpu_device: Optional[wgpu.GPUDevice] = None, tuning: Optional[Tuning] = None,
+                 timeout: Optional[float] = None) -> None:
+        timeout = arguments.number(DEFAULT_TIMEOUT if timeout is None else timeout, "timeout", positive=True)
+        self._lease = None  # the wgpu device poolgpu lent it (adapters.py), unless it shares one
         if wgpu_device is not None:
             if not isinstance(wgpu_device, wgpu.GPUDevice):
                 raise ValidationError("wgpu_device", f"expected a wgpu GPUDevice, got {type(wgpu_device).__name__}")
@@ -93,23 +106,24 @@ class Device:
             self.adapter = wgpu_device.adapter
         else:
             self.adapter = _pick_adapter(backend, adapter)
-            limits = self.adapter.limits
-            try:
-                self.wgpu_device = self.adapter.request_device_sync(
-                    label="poolgpu",
-                    required_features=[f for f in _OPTIONAL_FEATURES if f in self.adapter.features],
-                    required_limits={k: limits[k] for k in _LIMITS if k in limits},
-                )
-            except Exception as exc:
-                raise DeviceError(f"could not open a device on {self.adapter.summary}: {exc}") from exc
+            self._lease = lease(self.adapter, timeout)
+            self.wgpu_device = self._lease.wgpu_device
+            weakref.finalize(self, end_lease, self._lease)  # its wgpu device waits for the next Device
         self.info = _describe(self.adapter)
         self.features = frozenset(self.wgpu_device.features)
         self.limits = dict(self.wgpu_device.limits)
         self.tuning = tuning if tuning is not None else Tuning.preset("cpu" if self.info["type"] == "cpu" else "gpu")
-        self._lock = threading.RLock()  # submission, read-back and the caches of ops and bind groups
-        self._pipeline_lock = threading.RLock()
+        # `with self._gate:` around every wgpu call: on OpenGL the process's one gate (gate.py),
+        # elsewhere nothing.
+        self._gate = Gated(for_backend(self.info["backend"]), timeout)
+        # Pipelines depend on the wgpu device only: those of a lent one stay with it.
+        self._pipelines, self._pipeline_lock = (
+            (self._lease.pipelines, self._lease.pipeline_lock) if self._lease is not None
+            else (OrderedDict(), threading.RLock()))
+        self._lock = threading.RLock()  # submission, read-back and the cache of ops
+        if self._gate.gate is not None:  # on OpenGL the gate locks all of it
+            self._lock = self._pipeline_lock = self._gate
         self._local = threading.local()
-        self._pipelines = OrderedDict()
         self._ops = OrderedDict()
         self._lost = None  # what happened, once the device is lost
         self._native = _native.available(self.wgpu_device)  # the hot path in C calls (_native.py)
@@ -134,6 +148,18 @@ class Device:
         self._tuning = tuning
 
     @property
+    def timeout(self) -> float:
+        """Seconds any wait on the GPU may take before DeviceError: a read-back,
+        ``synchronize()`` and, on OpenGL, another thread's calls (every Device there is
+        served one call at a time).  Default 600, enough for the largest tensor a software
+        adapter holds through a slow operator; settable."""
+        return self._gate.timeout
+
+    @timeout.setter
+    def timeout(self, seconds: float) -> None:
+        self._gate.timeout = arguments.number(seconds, "timeout", positive=True)
+
+    @property
     def tuned_for(self) -> str:
         """The class of device the tuning was made for: "cpu" or "gpu" (``tuning.target``)."""
         return self._tuning.target
@@ -156,6 +182,8 @@ class Device:
     # -- errors -------------------------------------------------------------------------
 
     def _check_alive(self) -> None:
+        if self._lost is None and _native.stopped(self.wgpu_device):
+            self._mark_lost("its wgpu device was destroyed")
         if self._lost is not None:
             raise DeviceError(f"this Device was lost ({self._lost}); {_LOST_HELP}")
 
@@ -167,22 +195,38 @@ class Device:
             return DeviceError(f"out of GPU memory while {action} on {self.name}: {_OOM_HELP}")
         text = str(exc)
         if isinstance(exc, wgpu.GPUError) and "lost" in text.lower():
-            self._lost = text.strip().splitlines()[-1].strip()
+            self._mark_lost(text.strip().splitlines()[-1].strip())
             return DeviceError(f"the GPU device {self.name} was lost while {action} ({self._lost}); {_LOST_HELP}")
         return None
 
+    def _mark_lost(self, what: str) -> None:
+        """Remember that the GPU device is lost: every later use raises, and poolgpu never
+        lends its wgpu device again (adapters.py)."""
+        self._lost = what
+        if self._lease is not None:
+            self._lease.retired = True
+
     @contextlib.contextmanager
     def _guard(self, action: str):
-        """Run wgpu calls: a lost device or exhausted memory becomes a DeviceError that says
-        what happened and what to do."""
+        """Run wgpu calls, through the gate (on OpenGL): a lost device or exhausted memory
+        becomes a DeviceError that says what happened and what to do."""
         self._check_alive()
-        try:
-            yield
-        except Exception as exc:
-            error = self._device_error(exc, action)
-            if error is None:
-                raise
-            raise error from exc
+        with self._gate:
+            try:
+                yield
+            except Exception as exc:
+                error = self._device_error(exc, action)
+                if error is None:
+                    raise
+                raise error from exc
+
+    def _release_under_gate(self, obj):
+        """``obj``, a wgpu object this Device made, released under the gate (on OpenGL) once
+        Python frees it, whichever thread drops it (gate.py)."""
+        gate = self._gate.gate
+        if gate is not None:
+            gate.defer_release(obj)
+        return obj
 
     # -- tensors ------------------------------------------------------------------------
 
@@ -195,8 +239,10 @@ class Device:
             )
         with self._guard(f"allocating a buffer of {size} bytes"):
             if data is not None:
-                return self.wgpu_device.create_buffer_with_data(data=data, usage=usage)
-            return self.wgpu_device.create_buffer(size=size, usage=usage)
+                buffer = self.wgpu_device.create_buffer_with_data(data=data, usage=usage)
+            else:
+                buffer = self.wgpu_device.create_buffer(size=size, usage=usage)
+            return self._release_under_gate(buffer)
 
     def empty(self, desc: TensorDesc) -> Tensor:
         """A new zero-filled tensor laid out as ``desc``.
@@ -371,14 +417,18 @@ class Device:
 
     def _pipeline(self, kernel, data_types: tuple, writable_inputs: frozenset, constants: tuple, value_type=None):
         key = (kernel, data_types, writable_inputs, constants, value_type)
-        with self._pipeline_lock:  # not the device lock: building takes long, dispatches go on
+        with self._pipeline_lock:  # not the device lock: dispatches go on
             entry = self._pipelines.get(key)
             if entry is not None:
                 self._pipelines.move_to_end(key)
                 return entry
-            with self._guard(f"building the pipeline of {kernel.file}"):
-                entry = self._build_pipeline(kernel, data_types, writable_inputs, constants, value_type)
-            self._pipelines[key] = entry
+        # Built outside the cache's lock (seconds on lavapipe): other threads' lookups go on,
+        # and two threads wanting the same new pipeline at once may both build it.
+        with self._guard(f"building the pipeline of {kernel.file}"):
+            entry = self._build_pipeline(kernel, data_types, writable_inputs, constants, value_type)
+        with self._pipeline_lock:
+            entry = self._pipelines.setdefault(key, entry)
+            self._pipelines.move_to_end(key)
             while len(self._pipelines) > _PIPELINE_CACHE_SIZE:
                 self._pipelines.popitem(last=False)
             return entry
@@ -403,13 +453,20 @@ class Device:
             layout=device.create_pipeline_layout(bind_group_layouts=[layout]),
             compute={"module": module, "entry_point": "main", "constants": dict(constants)},
         )
-        return pipeline, layout
+        return self._release_under_gate(pipeline), self._release_under_gate(layout)
 
     # -- submission ---------------------------------------------------------------------
 
     def _dispatch(self, bound: "_Bound") -> None:
         """Record a call's dispatches, in order, into the current thread's batch, or submit
-        them at once (one command buffer)."""
+        them at once (one command buffer); through the gate on OpenGL."""
+        if self._gate.gate is None:
+            self._record_or_submit(bound)
+        else:
+            with self._gate:
+                self._record_or_submit(bound)
+
+    def _record_or_submit(self, bound: "_Bound") -> None:
         compute_pass = getattr(self._local, "compute_pass", None)
         try:
             if compute_pass is not None:  # the thread's own pass (or its caller's): no lock needed
@@ -422,11 +479,11 @@ class Device:
             if bound.raw is not None:
                 _native.submit(self.wgpu_device, bound.raw, self._lock)
                 return
-            encoder = self.wgpu_device.create_command_encoder()
-            compute_pass = encoder.begin_compute_pass()
+            encoder = self._release_under_gate(self.wgpu_device.create_command_encoder())
+            compute_pass = self._release_under_gate(encoder.begin_compute_pass())
             self._record(compute_pass, bound.dispatches)
             compute_pass.end()
-            command_buffer = encoder.finish()
+            command_buffer = self._release_under_gate(encoder.finish())
             with self._lock:
                 self.wgpu_device.queue.submit([command_buffer])
         except Exception as exc:  # (no `_guard` here: a context manager costs microseconds)
@@ -509,8 +566,9 @@ class Device:
 
     def _begin_batch(self) -> None:
         with self._guard("starting a batch"):
-            self._local.encoder = self.wgpu_device.create_command_encoder()
-            self._local.compute_pass = self._local.encoder.begin_compute_pass()
+            encoder = self._release_under_gate(self.wgpu_device.create_command_encoder())
+            self._local.encoder = encoder
+            self._local.compute_pass = self._release_under_gate(encoder.begin_compute_pass())
 
     def _end_batch(self) -> None:
         local = self._local
@@ -518,7 +576,7 @@ class Device:
         local.compute_pass = local.encoder = None
         with self._guard("submitting a batch"):
             compute_pass.end()
-            command_buffer = encoder.finish()
+            command_buffer = self._release_under_gate(encoder.finish())
             with self._lock:
                 self.wgpu_device.queue.submit([command_buffer])
 
@@ -536,9 +594,42 @@ class Device:
         self._flush()
         start = offset & ~3
         end = min(buffer.size, (offset + size + 3) & ~3)
-        with self._guard(f"reading back {size} bytes"), self._lock:
-            data = self.wgpu_device.queue.read_buffer(buffer, start, end - start)
+        data = self._copy_back(buffer, start, end - start, f"reading back {size} bytes")
         return memoryview(data)[offset - start: offset - start + size]
+
+    def _copy_back(self, buffer, start: int, length: int, action: str):
+        """Bytes [start, start + length) of ``buffer`` (multiples of 4), once the work
+        submitted before has run: wgpu-py's ``queue.read_buffer`` with a deadline."""
+        with self._guard(action), self._lock:
+            device = self.wgpu_device
+            staging = self._release_under_gate(device.create_buffer(size=length, usage=_STAGING_USAGE))
+            encoder = self._release_under_gate(device.create_command_encoder())
+            encoder.copy_buffer_to_buffer(buffer, start, staging, 0, length)
+            device.queue.submit([self._release_under_gate(encoder.finish())])
+            self._wait(staging.map_async(_native.MAP_READ), action)
+            data = staging.read_mapped(copy=True)
+            staging.unmap()
+            staging.destroy()
+        return data
+
+    def _wait(self, promise, action: str) -> None:
+        """Wait for a wgpu promise (of this device, the caller holding the gate) at most
+        ``timeout`` seconds.  Past it, DeviceError; the Device stays usable (the work goes
+        on), and on OpenGL the gate waits for this promise before any other call."""
+        event = _native.finished(promise)
+        if event is not None and not event.wait(self.timeout):
+            if self._gate.gate is not None:
+                self._gate.gate.stalled(promise, self.wgpu_device, f"{action} on {self.name}")
+            raise DeviceError(
+                f"the GPU device {self.name} did not finish {action} (and the work submitted before it) within "
+                f"{self.timeout:g} s. The Device stays usable: raise its timeout (dev.timeout = seconds) for longer "
+                "work, or make a new pg.Device() if the GPU hangs"
+            )
+        try:
+            promise.sync_wait()  # settled: its value, or its error raised
+        except Exception as exc:  # (wgpu-py raises no GPUError here, even for a lost device)
+            self._check_alive()
+            raise DeviceError(f"the GPU device {self.name} failed {action}: {exc}") from exc
 
     def synchronize(self) -> None:
         """Wait until all work submitted to this device has finished (submitting the calling
@@ -549,15 +640,12 @@ class Device:
         RuntimeError
             Inside ``recording_into()``.
         DeviceError
-            The device is lost.
+            The device is lost, or the work did not finish within ``timeout`` seconds.
         """
         self._flush()
-        poll = getattr(self.wgpu_device, "_poll_wait", None)
-        if poll is None:  # another backend: a read-back waits for everything submitted before it
-            self._read(self._create_buffer(4), 0, 4)
-            return
-        with self._guard("waiting for the GPU"), self._lock:
-            poll()
+        # A copy waits for the work submitted before it.  (wgpu-py 0.32's
+        # queue.on_submitted_work_done_async does not run against its wgpu-native.)
+        self._copy_back(self._create_buffer(4), 0, 4, "waiting for the work submitted")
 
 
 _default_device: Optional[Device] = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import weakref
 from collections import OrderedDict
 from pathlib import Path
@@ -72,6 +73,8 @@ class Op:
         self._inputs, self._outputs = plan.inputs, plan.outputs
         self._scratch = {name: device.empty(t) for name, t in plan.scratch.items()}
         self._bound = OrderedDict()
+        # `_bound`'s lock, and the entries whose buffers died while it was held (see _bind)
+        self._bound_lock, self._dead = threading.Lock(), []
         self._uniforms = {}
         self._input_roles = tuple(role for role, _ in self._inputs)
         self._output_roles = tuple(role for role, _ in self._outputs)
@@ -205,11 +208,12 @@ class Op:
 
     def _bind(self, tensors: dict) -> _Bound:
         key = tuple((id(t.buffer), t.offset) for t in tensors.values())
-        lock = self.device._lock
+        lock, cache, dead = self._bound_lock, self._bound, self._dead
         with lock:
-            bound = self._bound.get(key)
+            _forget(cache, dead)
+            bound = cache.get(key)
             if bound is not None and all(ref() is not None for ref in bound.refs):
-                self._bound.move_to_end(key)
+                cache.move_to_end(key)
                 return bound
         writable_roles = self._check_overlaps(tensors)
         tensors = dict(tensors, **self._scratch)
@@ -224,29 +228,34 @@ class Op:
                                                                "size": b.size}} for b in dispatch.bindings]
                 uniform = self._uniform(dispatch.uniform)
                 entries.insert(0, {"binding": 0, "resource": {"buffer": uniform, "offset": 0, "size": uniform.size}})
-                bind_group = device.wgpu_device.create_bind_group(layout=layout, entries=entries)
+                bind_group = device._release_under_gate(device.wgpu_device.create_bind_group(layout=layout,
+                                                                                             entries=entries))
                 bound.dispatches.append((pipeline, bind_group, dispatch.grid))
                 bound.uniforms.append(uniform)
         bound.raw = _native.handles(bound.dispatches) if device._native else None
-        cache = self._bound
         op = weakref.ref(self)
 
         def forget(ref, key=key):
             # A bind group keeps its buffers' memory alive: drop the entry (and the memo of
             # the last call) as soon as one of its buffers is gone, not only when it ages out.
-            with lock:
-                entry = cache.get(key)
-                if entry is not None and any(r is ref for r in entry.refs):
-                    del cache[key]
-                alive = op()
-                if alive is not None and alive._memo is not None and any(r is ref for r in alive._memo[0].refs):
-                    alive._memo = None
+            # Python calls this where it frees the buffer, on any thread, maybe while a thread
+            # (this one, even) holds the lock: then the entry goes when the lock is next held.
+            alive = op()
+            if alive is not None and alive._memo is not None and any(r is ref for r in alive._memo[0].refs):
+                alive._memo = None
+            dead.append((key, ref))
+            if lock.acquire(blocking=False):
+                try:
+                    _forget(cache, dead)
+                finally:
+                    lock.release()
 
         bound.refs = tuple(weakref.ref(t.buffer, forget) for t in tensors.values())
         with lock:
             cache[key] = bound
             while len(cache) > _BIND_GROUP_CACHE_SIZE:
                 cache.popitem(last=False)
+            _forget(cache, dead)
         return bound
 
     def _uniform(self, data: bytes):
@@ -255,7 +264,8 @@ class Op:
         if uniform is None:
             if len(self._uniforms) >= _UNIFORM_CACHE_SIZE:
                 self._uniforms.clear()
-            uniform = self.device.wgpu_device.create_buffer_with_data(data=data, usage=wgpu.BufferUsage.UNIFORM)
+            uniform = self.device._release_under_gate(
+                self.device.wgpu_device.create_buffer_with_data(data=data, usage=wgpu.BufferUsage.UNIFORM))
             self._uniforms[data] = uniform
         return uniform
 
@@ -279,3 +289,12 @@ class Op:
                     writable.add(other)
         return frozenset(writable)
 
+
+def _forget(cache: OrderedDict, dead: list) -> None:
+    """Drop the entries of ``cache`` (an Op's bound tensors) whose buffers died, as ``dead``
+    lists them (key, weak reference to the buffer); the caller holds the cache's lock."""
+    while dead:
+        key, ref = dead.pop()
+        entry = cache.get(key)
+        if entry is not None and any(r is ref for r in entry.refs):
+            del cache[key]

@@ -14,7 +14,7 @@ import numpy as np
 from .arguments import COORDINATE_MAX, integers
 from .errors import ValidationError
 
-__all__ = ["Window", "make_window", "pooling_output_sizes"]
+__all__ = ["Window", "make_window", "pooling_output_sizes", "ceil_mode_extension"]
 
 
 @dataclass(frozen=True)
@@ -197,6 +197,33 @@ def make_window(
                 f"dimension {i} exceeds {COORDINATE_MAX} (2^31 - 1), the largest window coordinate the kernels address",
             )
     return window
+
+
+def ceil_mode_extension(size: int, start: int, end: int, extent: int, stride: int) -> tuple:
+    """ONNX's and PyTorch's ``ceil_mode`` along one dimension, as DirectML's window: the
+    output size rounded up, less a last window that would start in the end padding, and the
+    end padding added so that DirectML's rounding-down formula gives that size.
+
+    Parameters
+    ----------
+    size : int
+        The input's size.
+    start, end : int
+        The declared padding.
+    extent : int
+        The window's dilated extent.
+    stride : int
+
+    Returns
+    -------
+    (int, int)
+        The output size, and the padding to add to ``end`` (0 where none is needed).
+    """
+    padded = size + start + end
+    out = -(-(padded - extent) // stride) + 1  # ceil((padded - extent) / stride) + 1
+    if (out - 1) * stride >= size + start:  # the last window would start in the end padding
+        out -= 1
+    return out, max(0, (out - 1) * stride + extent - padded)
 
 
 def pooling_output_sizes(input_sizes: Sequence[int], window_size: Sequence[int],

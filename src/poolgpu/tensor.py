@@ -99,7 +99,7 @@ class Tensor:
         RuntimeError
             Inside ``Device.recording_into()``.
         DeviceError
-            The device is lost.
+            The device is lost, or the values were not back within the Device's ``timeout``.
         """
         desc = self.desc
         raw = self.device._read(self.buffer, self.offset, desc.total_size_in_bytes)

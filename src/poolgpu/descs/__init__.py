@@ -19,8 +19,10 @@ from .fractional import FractionalMaxPoolingDesc, FractionalMaxPoolingGradDesc
 from .gradients import (AdaptiveAveragePoolingGradDesc, AdaptiveMaxPoolingGradDesc, AveragePoolingGradDesc,
                         LpPoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingDesc, MaxUnpoolingGradDesc,
                         RoiPoolingGradDesc)
+from .roi_align import RoiAlign1Desc, RoiAlignDesc, RoiAlignGradDesc
 from .pooling import (AveragePooling1Desc, AveragePoolingDesc, LpPooling1Desc, LpPoolingDesc, MaxPooling1Desc,
                       MaxPooling2Desc, MaxPoolingDesc)
+from .quantized import QuantizedLinearAveragePoolingDesc
 
 #: Any operator description: what ``Device.compile`` takes (for annotations).
 Description = Union[
@@ -28,8 +30,9 @@ Description = Union[
     LpPooling1Desc, RoiPoolingDesc, AdaptiveMaxPoolingDesc, AdaptiveAveragePoolingDesc, MaxPoolingGradDesc,
     AveragePoolingGradDesc, MaxUnpoolingDesc, AdaptiveMaxPoolingGradDesc, AdaptiveAveragePoolingGradDesc,
     MaxUnpoolingGradDesc, FractionalMaxPoolingDesc, FractionalMaxPoolingGradDesc, LpPoolingGradDesc,
-    RoiPoolingGradDesc,
+    RoiPoolingGradDesc, QuantizedLinearAveragePoolingDesc,
 ]
+Description = Union[Description, RoiAlignDesc, RoiAlign1Desc, RoiAlignGradDesc]
 
 __all__ = [
     "MaxPoolingDesc", "MaxPooling1Desc", "MaxPooling2Desc", "AveragePoolingDesc", "AveragePooling1Desc",
@@ -37,4 +40,6 @@ __all__ = [
     "MaxPoolingGradDesc", "AveragePoolingGradDesc", "MaxUnpoolingDesc", "AdaptiveMaxPoolingGradDesc",
     "AdaptiveAveragePoolingGradDesc", "MaxUnpoolingGradDesc", "FractionalMaxPoolingDesc",
     "FractionalMaxPoolingGradDesc", "LpPoolingGradDesc", "RoiPoolingGradDesc", "Description", "described",
+    "QuantizedLinearAveragePoolingDesc",
 ]
+__all__ += ["RoiAlignDesc", "RoiAlign1Desc", "RoiAlignGradDesc"]

@@ -19,8 +19,64 @@ __all__ = ["described"]
 Roles = Tuple[Tuple[str, Optional[TensorDesc]], ...]
 
 
+#: Docstring sections the descriptions share: a line ``$name`` (alone, indented) in a
+#: description's docstring stands for the section, at that indentation; ``$name word``
+#: puts ``word`` in the section's ``%s``.
+_SECTIONS = {
+    "window_fields": """input : TensorDesc
+    {N, C, [D,] [H,] W}.
+output : TensorDesc, optional
+    Default None: a packed tensor of the input's type and the formula's sizes.
+window_size : sequence of int
+    One positive size per spatial dimension (``dimension_count`` of them).
+strides : sequence of int, optional
+    Positive; default None: all 1.
+start_padding, end_padding : sequence of int, optional
+    Non-negative; default None: all 0.""",
+    "dilated": """Parameters
+----------
+dilations : sequence of int, optional
+    Positive; default None: all 1.  The other fields are %s's.""",
+    "raises_window": """Raises
+------
+ValidationError
+    Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
+    is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
+    at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.""",
+    "raises_plain": """Raises
+------
+ValidationError
+    Naming the field that is malformed, of an unsupported type, or inconsistent with the
+    others.""",
+    "raises_tensors": """Raises
+------
+ValidationError
+    Naming the field (``input_gradient.sizes``, ``indices.data_type``, ...) that is
+    malformed, of an unsupported type, or inconsistent with the others.""",
+}
+
+
+def _with_sections(doc: str) -> str:
+    """``doc`` with each ``$name`` line replaced by ``_SECTIONS[name]``, indented as the line."""
+    lines = []
+    for line in doc.splitlines():
+        name, _, word = line.strip().partition(" ")
+        if name.startswith("$"):
+            indent = line[:len(line) - len(line.lstrip())]
+            section = _SECTIONS[name[1:]].replace("%s", word)
+            lines += [indent + part if part else part for part in section.splitlines()]
+        else:
+            lines.append(line)
+    return "\n".join(lines) + ("\n" if doc.endswith("\n") else "")
+
+
 class _Description:
     """What every operator description answers besides its fields."""
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__doc__" in vars(cls) and cls.__doc__:
+            cls.__doc__ = _with_sections(cls.__doc__)
 
     #: The registry key of the kernel layer's builder for this operator.
     kernel: str

@@ -13,6 +13,7 @@ from ..dtypes import ALL_TYPES, FLOAT_TYPES
 from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
 from ._common import Roles, _Description, _check_tensor, _check_type, _indices_like, _output_like, _set
+from .quantized import QUANTIZED_TYPES
 
 __all__ = ["RoiPoolingDesc", "AdaptiveMaxPoolingDesc", "AdaptiveAveragePoolingDesc"]
 
@@ -55,12 +56,7 @@ class RoiPoolingDesc(_Description):
         in the input (as for MaxPooling1Desc; an empty bin gives 0); default None: not
         computed.
 
-    Raises
-    ------
-    ValidationError
-        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
-        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
-        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    $raises_window
     """
 
     input: TensorDesc
@@ -170,12 +166,7 @@ class AdaptiveMaxPoolingDesc(_AdaptivePooling):
     output_size : int or sequence of int or None, optional
         See :class:`_AdaptivePooling`; default None: the given output's spatial sizes.
 
-    Raises
-    ------
-    ValidationError
-        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
-        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
-        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    $raises_window
     """
 
     input: TensorDesc
@@ -197,7 +188,11 @@ class AdaptiveMaxPoolingDesc(_AdaptivePooling):
 @dataclass(frozen=True)
 class AdaptiveAveragePoolingDesc(_AdaptivePooling):
     """Adaptive average pooling (a poolgpu extension; see :class:`_AdaptivePooling`):
-    the mean of each bin, accumulated in float32.
+    the mean of each bin, accumulated in float32.  INT8 and UINT8 values are averaged as
+    PyTorch's quantized kernel averages a contiguous input (whose output shares its scale
+    and zero point): ``round(float32(sum) * (1 / kD / kH / kW))``, the bin's sizes divided
+    in float32, round() half to even (docs/semantics.md); there ``(in + 1) * out`` must
+    stay below 2^32 along each dimension.
 
     Parameters
     ----------
@@ -207,12 +202,7 @@ class AdaptiveAveragePoolingDesc(_AdaptivePooling):
     output_size : int or sequence of int or None, optional
         See :class:`_AdaptivePooling`; default None: the given output's spatial sizes.
 
-    Raises
-    ------
-    ValidationError
-        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
-        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
-        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    $raises_window
     """
 
     input: TensorDesc
@@ -223,7 +213,14 @@ class AdaptiveAveragePoolingDesc(_AdaptivePooling):
     kernel = "adaptive_average_pool"
 
     def __post_init__(self) -> None:
-        self._validate_adaptive(FLOAT_TYPES)
+        self._validate_adaptive(FLOAT_TYPES | QUANTIZED_TYPES)
+        if self.input.data_type in QUANTIZED_TYPES:
+            for size_in, size_out in zip(self.input.sizes[2:], self.output_size):
+                if (size_in + 1) * size_out > U32_MAX:
+                    raise ValidationError(
+                        "output_size", f"integer adaptive averages need (in + 1) * out below 2^32 along each "
+                        f"dimension, got in {size_in}, out {size_out}",
+                    )
 
     def output_tensors(self) -> Roles:
         return (("output", self.output),)

@@ -6,17 +6,109 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, dataclass
 from typing import Optional
 
+import numpy as np
+
 from ..arguments import U32_MAX, integers, is_integer
 from ..dtypes import ALL_TYPES, FLOAT_TYPES, DataType
 from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
 from ._common import Roles, _check_tensor, _check_type, _Description, _indices_like, _output_like, _set
 
-__all__ = ["FractionalMaxPoolingDesc", "FractionalMaxPoolingGradDesc", "SAMPLE_ORDER"]
+__all__ = ["FractionalMaxPoolingDesc", "FractionalMaxPoolingGradDesc", "SAMPLE_ORDER", "alpha", "rounded",
+           "window_starts"]
 
 #: Which entry of a plane's samples each spatial dimension takes, by number of spatial
 #: dimensions, in PyTorch's order (torch 2.13): 2D (W, H), 3D (D, H, W).
 SAMPLE_ORDER = {2: {"h": 1, "w": 0}, 3: {"d": 0, "h": 1, "w": 2}}
+
+
+def rounded(value, data_type: DataType):
+    """``value`` rounded to ``data_type`` (to nearest, ties to even) and back, as PyTorch's
+    float16 and bfloat16 arithmetic rounds each step.
+
+    Parameters
+    ----------
+    value : float or ndarray
+        float32 values (converted to float32 first).
+    data_type : DataType
+        FLOAT32 (unchanged), FLOAT16 or BFLOAT16.
+
+    Returns
+    -------
+    numpy.float32 or ndarray
+        Of ``value``'s shape (a scalar stays a NumPy scalar).
+    """
+    value = np.asarray(value, np.float32)
+    if data_type == DataType.FLOAT16:
+        with np.errstate(over="ignore"):
+            value = value.astype(np.float16).astype(np.float32)
+    elif data_type == DataType.BFLOAT16:
+        bits = value.view(np.uint32).astype(np.uint64)
+        kept = (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16) & 0xFFFFFFFF
+        value = np.where((bits & 0x7FFFFFFF) > 0x7F800000, np.float32(np.nan), kept.astype(np.uint32).view(np.float32))
+    return value[()]  # (a scalar stays a NumPy scalar)
+
+
+def alpha(size_in: int, window: int, out: int, data_type: DataType) -> np.float32:
+    """PyTorch's ``alpha = (in - window) / (out - 1)`` in the samples' type: float32, or each
+    operand and the quotient rounded to float16 or bfloat16 (0 for a single window).
+
+    Parameters
+    ----------
+    size_in, window, out : int
+        The input's size, the window's and the output's, along one dimension.
+    data_type : DataType
+        The samples' type.
+
+    Returns
+    -------
+    numpy.float32
+    """
+    if out == 1:
+        return np.float32(0)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        quotient = rounded(size_in - window, data_type) / rounded(out - 1, data_type)
+    return rounded(quotient, data_type)
+
+
+def _truncated(values: np.ndarray) -> np.ndarray:
+    """C's ``static_cast<int>`` of float32 values as x86-64 computes it (cvttss2si): toward
+    zero; NaN and values outside int's range (undefined in C++) give int's minimum."""
+    inside = np.abs(values) < 2.0**31   # (False for NaN)
+    return np.where(inside, np.trunc(np.where(inside, values, 0)), -2.0**31).astype(np.int64)
+
+
+def window_starts(samples, size_in: int, window: int, out: int, data_type: DataType) -> np.ndarray:
+    """The window starts PyTorch's CPU kernel computes along one dimension for each sample
+    (any value, host-side): ``samples`` (...) of float32 values of ``data_type`` -> (..., out)
+    int64.  Window ``i < out - 1`` starts at ``int((i + u) * alpha) - int(u * alpha)`` (C's
+    int: 32 bits, wrapping, :func:`_truncated`), the last at ``in - window``, in the
+    samples' type as :func:`alpha`.  Samples in [0, 1) always give starts in
+    ``[0, in - window]``; PyTorch stops with an internal assertion where others do not.
+
+    Parameters
+    ----------
+    samples : array-like
+        The samples of one dimension, of any shape.
+    size_in, window, out : int
+        The input's size, the window's and the output's, along that dimension.
+    data_type : DataType
+        The samples' type (FLOAT32, FLOAT16 or BFLOAT16).
+
+    Returns
+    -------
+    ndarray
+        int64 starts, ``samples``' shape + ``(out,)``.
+    """
+    u = np.asarray(samples, np.float32)[..., None]
+    i = np.arange(out - 1, dtype=np.float32)   # (as f32_of: to nearest, ties to even)
+    a = alpha(size_in, window, out, data_type)
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = rounded(rounded(rounded(i, data_type) + u, data_type) * a, data_type)
+        y = rounded(u * a, data_type)
+    starts = (_truncated(x) - _truncated(y) + 2**31) % 2**32 - 2**31
+    last = np.full(u.shape[:-1] + (1,), size_in - window, np.int64)
+    return np.concatenate([starts, last], axis=-1)
 
 
 def _sizes(value, dims: int, name: str) -> tuple:
@@ -70,8 +162,10 @@ class FractionalMaxPoolingDesc(_Fractional):
     Along each spatial dimension, with ``u`` the plane's sample for it, ``alpha = (in -
     window) / (out - 1)`` and window ``i < out - 1`` starts at ``int((i + u) * alpha) -
     int(u * alpha)``, the last at ``in - window``, computed in the samples' type as
-    PyTorch's CPU kernel computes it (float32; float16 and bfloat16 round every step); a
-    sample outside ``[0, 1)`` counts as the nearest value inside.  Max pooling's rules
+    PyTorch's CPU kernel computes it (float32; float16 and bfloat16 round every step; any
+    sample value, ``int`` as C's on x86-64: :func:`window_starts`); a window that would
+    leave the input (only for samples outside ``[0, 1)``; PyTorch stops with an internal
+    assertion there) is clamped into it.  Max pooling's rules
     (ties to the first maximum, NaN above every number, bits copied) and flat indices.
 
     Parameters
@@ -139,7 +233,10 @@ class FractionalMaxPoolingGradDesc(_Fractional):
     input : TensorDesc
         The forward input x (FLOAT32, FLOAT16 or BFLOAT16).
     samples : TensorDesc
-        The forward pass's samples.
+        The forward pass's samples, in ``[0, 1)``: the gather visits the windows that can
+        cover an input for such samples (others may place more windows over one input,
+        whose gradients it would miss; :func:`poolgpu.fractional_max_pool_grad` refuses
+        them).
     input_gradient : TensorDesc
         dy: x's type, N and C; its spatial sizes are the forward output's.
     output_gradient : TensorDesc, optional
@@ -147,11 +244,7 @@ class FractionalMaxPoolingGradDesc(_Fractional):
     window_size : int or sequence of int
         The forward pass's.
 
-    Raises
-    ------
-    ValidationError
-        Naming the field that is malformed, of an unsupported type, or inconsistent with the
-        others.
+    $raises_plain
     """
 
     input: TensorDesc

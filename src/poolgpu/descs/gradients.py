@@ -53,12 +53,7 @@ class MaxPoolingGradDesc(_WindowedDescription):
     window_size, strides, start_padding, end_padding, dilations
         The forward pass's, as for MaxPooling2Desc.
 
-    Raises
-    ------
-    ValidationError
-        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
-        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
-        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    $raises_window
     """
 
     input: TensorDesc
@@ -180,11 +175,7 @@ class RoiPoolingGradDesc(_Description):
     spatial_scale, pooled_size
         The forward pass's, as for RoiPoolingDesc.
 
-    Raises
-    ------
-    ValidationError
-        Naming the field that is malformed, of an unsupported type, or inconsistent with the
-        others.
+    $raises_plain
     """
 
     input: TensorDesc
@@ -234,12 +225,7 @@ class AveragePoolingGradDesc(_WindowedDescription):
     counted_end_padding, divisor_override : optional, keyword-only
         The forward pass's divisor extensions, as for AveragePoolingDesc.
 
-    Raises
-    ------
-    ValidationError
-        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
-        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
-        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    $raises_window
     """
 
     input_gradient: TensorDesc
@@ -299,12 +285,7 @@ class MaxUnpoolingDesc(_Description):
     output : TensorDesc
         Required.
 
-    Raises
-    ------
-    ValidationError
-        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
-        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
-        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    $raises_window
     """
 
     input: TensorDesc
@@ -377,11 +358,7 @@ class AdaptiveMaxPoolingGradDesc(_Description):
     output_gradient : TensorDesc, optional
         dx, x's sizes and type; None for a packed one.
 
-    Raises
-    ------
-    ValidationError
-        Naming the field (``input_gradient.sizes``, ``indices.data_type``, ...) that is
-        malformed, of an unsupported type, or inconsistent with the others.
+    $raises_tensors
     """
 
     input: TensorDesc
@@ -423,11 +400,7 @@ class AdaptiveAveragePoolingGradDesc(_Description):
         dx, the forward input's sizes: must be given (dy's sizes do not determine them);
         dy's type, rank, N and C.
 
-    Raises
-    ------
-    ValidationError
-        Naming the field (``input_gradient.sizes``, ``indices.data_type``, ...) that is
-        malformed, of an unsupported type, or inconsistent with the others.
+    $raises_tensors
     """
 
     input_gradient: TensorDesc
@@ -471,11 +444,7 @@ class MaxUnpoolingGradDesc(_Description):
     output_gradient : TensorDesc, optional
         dx, the indices' sizes and dy's type; None for a packed one.
 
-    Raises
-    ------
-    ValidationError
-        Naming the field (``input_gradient.sizes``, ``indices.data_type``, ...) that is
-        malformed, of an unsupported type, or inconsistent with the others.
+    $raises_tensors
     """
 
     input_gradient: TensorDesc

@@ -43,23 +43,9 @@ class MaxPoolingDesc(_FixedWindowPooling):
 
     Parameters
     ----------
-    input : TensorDesc
-        {N, C, [D,] [H,] W}.
-    output : TensorDesc, optional
-        Default None: a packed tensor of the input's type and the formula's sizes.
-    window_size : sequence of int
-        One positive size per spatial dimension (``dimension_count`` of them).
-    strides : sequence of int, optional
-        Positive; default None: all 1.
-    start_padding, end_padding : sequence of int, optional
-        Non-negative; default None: all 0.
+    $window_fields
 
-    Raises
-    ------
-    ValidationError
-        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
-        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
-        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    $raises_window
     """
 
     input: TensorDesc
@@ -85,25 +71,11 @@ class MaxPooling1Desc(_FixedWindowPooling):
 
     Parameters
     ----------
-    input : TensorDesc
-        {N, C, [D,] [H,] W}.
-    output : TensorDesc, optional
-        Default None: a packed tensor of the input's type and the formula's sizes.
-    window_size : sequence of int
-        One positive size per spatial dimension (``dimension_count`` of them).
-    strides : sequence of int, optional
-        Positive; default None: all 1.
-    start_padding, end_padding : sequence of int, optional
-        Non-negative; default None: all 0.
+    $window_fields
     output_indices : TensorDesc or data type, optional
         UINT32 or UINT64 flat indices of the maxima; default None: not computed.
 
-    Raises
-    ------
-    ValidationError
-        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
-        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
-        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    $raises_window
     """
 
     input: TensorDesc
@@ -129,17 +101,9 @@ class MaxPooling1Desc(_FixedWindowPooling):
 class MaxPooling2Desc(MaxPooling1Desc):
     """DML_MAX_POOLING2_OPERATOR_DESC: MaxPooling1 with dilations.
 
-    Parameters
-    ----------
-    dilations : sequence of int, optional
-        Positive; default None: all 1.  The other fields are MaxPooling1Desc's.
+    $dilated MaxPooling1Desc
 
-    Raises
-    ------
-    ValidationError
-        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
-        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
-        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    $raises_window
     """
 
     _: KW_ONLY
@@ -154,16 +118,7 @@ class AveragePoolingDesc(_FixedWindowPooling):
 
     Parameters
     ----------
-    input : TensorDesc
-        {N, C, [D,] [H,] W}.
-    output : TensorDesc, optional
-        Default None: a packed tensor of the input's type and the formula's sizes.
-    window_size : sequence of int
-        One positive size per spatial dimension (``dimension_count`` of them).
-    strides : sequence of int, optional
-        Positive; default None: all 1.
-    start_padding, end_padding : sequence of int, optional
-        Non-negative; default None: all 0.
+    $window_fields
     include_padding : bool, default False
         Divide by the window's size, padding included.
     counted_end_padding : sequence of int, optional, keyword-only
@@ -175,12 +130,7 @@ class AveragePoolingDesc(_FixedWindowPooling):
         An extension (not DirectML's): a positive integer every window's sum is divided by,
         as PyTorch's ``divisor_override``; ``include_padding`` is then irrelevant.
 
-    Raises
-    ------
-    ValidationError
-        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
-        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
-        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    $raises_window
     """
 
     input: TensorDesc
@@ -206,17 +156,9 @@ class AveragePoolingDesc(_FixedWindowPooling):
 class AveragePooling1Desc(AveragePoolingDesc):
     """DML_AVERAGE_POOLING1_OPERATOR_DESC: AveragePooling with dilations.
 
-    Parameters
-    ----------
-    dilations : sequence of int, optional
-        Positive; default None: all 1.  The other fields are AveragePoolingDesc's.
+    $dilated AveragePoolingDesc
 
-    Raises
-    ------
-    ValidationError
-        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
-        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
-        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    $raises_window
     """
 
     _: KW_ONLY
@@ -238,25 +180,11 @@ class LpPoolingDesc(_FixedWindowPooling):
 
     Parameters
     ----------
-    input : TensorDesc
-        {N, C, [D,] [H,] W}.
-    output : TensorDesc, optional
-        Default None: a packed tensor of the input's type and the formula's sizes.
-    window_size : sequence of int
-        One positive size per spatial dimension (``dimension_count`` of them).
-    strides : sequence of int, optional
-        Positive; default None: all 1.
-    start_padding, end_padding : sequence of int, optional
-        Non-negative; default None: all 0.
+    $window_fields
     p : float, default 2
         From 1 to 64.
 
-    Raises
-    ------
-    ValidationError
-        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
-        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
-        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    $raises_window
     """
 
     input: TensorDesc
@@ -279,17 +207,9 @@ class LpPoolingDesc(_FixedWindowPooling):
 class LpPooling1Desc(LpPoolingDesc):
     """DML_LP_POOLING1_OPERATOR_DESC: LpPooling with dilations.
 
-    Parameters
-    ----------
-    dilations : sequence of int, optional
-        Positive; default None: all 1.  The other fields are LpPoolingDesc's.
+    $dilated LpPoolingDesc
 
-    Raises
-    ------
-    ValidationError
-        Naming the field (``window_size``, ``output.sizes``, ``input.data_type``, ...) that
-        is malformed, out of range (DirectML's u32 fields; window extents and padded sizes
-        at most 2^31 - 1) or inconsistent with the others; see docs/validation.md.
+    $raises_window
     """
 
     _: KW_ONLY

@@ -12,10 +12,14 @@ from ._gradients import (adaptive_average_pool_grad, adaptive_max_pool_grad, ave
                          fractional_max_pool_grad, lp_pool_grad, max_pool_grad, max_unpool_grad, roi_pool_grad)
 from ._pooling import (adaptive_average_pool, adaptive_max_pool, average_pool, fractional_max_pool, lp_pool,
                        max_pool, max_unpool, roi_pool)
+from ._quantized import Scale, ZeroPoint, quantized_average_pool
 
 __all__ = [
     "max_pool", "average_pool", "lp_pool", "roi_pool", "adaptive_max_pool", "adaptive_average_pool",
     "max_pool_grad", "average_pool_grad", "max_unpool", "adaptive_max_pool_grad", "adaptive_average_pool_grad",
     "max_unpool_grad", "fractional_max_pool", "lp_pool_grad", "roi_pool_grad", "fractional_max_pool_grad",
-    "ArrayLike", "Result", "Window",
+    "quantized_average_pool",
+    "ArrayLike", "Result", "Window", "Scale", "ZeroPoint",
 ]
+from ._roi_align import roi_align, roi_align_grad  # noqa: E402
+__all__ += ["roi_align", "roi_align_grad"]

@@ -9,6 +9,7 @@ from ..descs import (AdaptiveAveragePoolingGradDesc, AdaptiveMaxPoolingGradDesc,
                      FractionalMaxPoolingGradDesc, LpPoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingGradDesc,
                      RoiPoolingGradDesc, described)
 from ..device import Device
+from ..errors import ValidationError
 from ..interop import unsigned_indices
 from ..tensor import Tensor
 from ._common import ArrayLike, Result, Window, _run, _window
@@ -274,7 +275,9 @@ def fractional_max_pool_grad(x: ArrayLike, dy: ArrayLike, window_size: Window, s
     window_size : int or sequence of int
         The forward pass's.
     samples : ndarray, Tensor or array-like
-        The forward pass's (N, C, dims) samples.
+        The forward pass's (N, C, dims) samples, in ``[0, 1)`` (the gather's bound on the
+        windows covering one input holds for those; poolgpu.torch computes the gradient of
+        others).
     device : Device, optional
         Where to run (see :func:`max_pool`).
 
@@ -286,8 +289,15 @@ def fractional_max_pool_grad(x: ArrayLike, dy: ArrayLike, window_size: Window, s
     Raises
     ------
     ValidationError
-        For mismatched sizes or types, or samples of the wrong shape or type.
+        For mismatched sizes or types, samples of the wrong shape or type, or host samples
+        outside ``[0, 1)``.
     """
+    if not isinstance(samples, Tensor):   # (a pg.Tensor's are not read back)
+        values = array(samples, "samples", ranks=None, typed=False, empty=True)
+        if values.dtype.kind in "fV" and not ((values >= 0) & (values < 1)).all():
+            raise ValidationError("samples", "fractional_max_pool_grad takes samples in [0, 1) (torch.rand's), got "
+                                             f"{values[~((values >= 0) & (values < 1))].flat[0]}; "
+                                             "poolgpu.torch.fractional_max_pool2d/3d differentiate others")
 
     def describe(input, sample_values, input_gradient):
         return FractionalMaxPoolingGradDesc(input, sample_values, input_gradient,

@@ -353,9 +353,11 @@ def fractional_max_pool(x: ArrayLike, window_size: Window, output_sizes: Union[i
         The output's spatial sizes (or its full sizes, N and C then ``x``'s); ``output +
         window - 1`` may not pass the input's size.
     samples : ndarray, Tensor or array-like
-        (N, C, dims) of float32, float16 or bfloat16, in ``[0, 1)`` (a value outside counts
-        as the nearest inside), in PyTorch's order: in 2D ``samples[..., 0]`` is W's and
-        ``[..., 1]`` H's; in 3D ``[..., 0]`` D's, ``[..., 1]`` H's, ``[..., 2]`` W's.
+        (N, C, dims) of float32, float16 or bfloat16, in PyTorch's order: in 2D
+        ``samples[..., 0]`` is W's and ``[..., 1]`` H's; in 3D ``[..., 0]`` D's, ``[..., 1]``
+        H's, ``[..., 2]`` W's.  Usually in ``[0, 1)`` (``torch.rand``'s); any value is taken
+        as PyTorch takes it (C's ``int`` as x86-64 computes it), a window that would leave
+        the input clamped into it (PyTorch stops there with an internal assertion).
     return_indices : bool, default False
         Also return the flat logical index of each maximum (as :func:`max_pool`).
     indices_type : str, DataType or dtype, default "uint32"
@@ -383,7 +385,12 @@ def fractional_max_pool(x: ArrayLike, window_size: Window, output_sizes: Union[i
             if sizes[:2] != input.sizes[:2]:
                 raise ValidationError("output_sizes", f"expected N, C = {input.sizes[:2]} (x's), got {sizes}")
             sizes = sizes[2:]
-        return FractionalMaxPoolingDesc(input, sample_values, output_indices=indices, output_size=sizes,
-                                        **_window(input, window_size=window_size))
+        try:
+            return FractionalMaxPoolingDesc(input, sample_values, output_indices=indices, output_size=sizes,
+                                            **_window(input, window_size=window_size))
+        except ValidationError as exc:   # (the description's output_size is this argument)
+            if exc.field == "output_size":
+                raise exc.renamed("output_sizes") from None
+            raise
 
     return _run(describe, (x, samples), device, names=("x", "samples"))

@@ -69,7 +69,7 @@ def bins_loops(constants: dict, params: dict) -> dict:
 def _bins_kernel(accumulator: Accumulator) -> Kernel:
     """The operator's bins walk (common/window_walk_bins.wgsl)."""
     slots = (Slot("x", False), Slot("bins", False), Slot("y", True), Slot("idx", True),
-             Slot("part", True, snippet="words_write.wgsl"))
+             Slot("part", True, snippet="words_write.wgsl")) + accumulator.slots
     library = accumulator.library + (accumulator.partials, "window_constants.wgsl", "window_geometry.wgsl", "taps.wgsl",
                                      "bin_table.wgsl", "flat_index.wgsl", "window_walk_bins.wgsl", "store_one.wgsl")
     # source_first, source_count: ROI pooling in chunks (window_walk_bins.wgsl)
@@ -91,13 +91,14 @@ def bin_table(rows: int, out_spatial_3d: tuple) -> TensorDesc:
 
 
 def binned_passes(kernel: Kernel, accumulator: Accumulator, desc, table: dict, tuning: Tuning,
-                  roles: Optional[tuple] = None) -> tuple:
+                  roles: Optional[tuple] = None, merge: Optional[Kernel] = None, constants: dict = {}) -> tuple:
     """(the passes pooling each output's bin of ``desc.input`` into ``roles`` (y, idx) with
     ``kernel``, a bins walk (default roles: the description's outputs), over a bin table
     of override constants ``table`` (common/bin_table.wgsl's ROI or PLANE_ROWS,
     window_walk_bins.wgsl's BIN_D, BIN_H, BIN_W): one pass, or where bins hold more taps
-    than ``tuning.loop_budget`` allows, the split walk and its merge passes; the scratch they
-    add)."""
+    than ``tuning.loop_budget`` allows, the split walk and its merge passes (``merge``: the
+    accumulator's merge kernel, default MERGES'); the scratch they add.  ``constants``: the
+    accumulator's override constants; its operand slots are left absent."""
     roi = table.get("ROI", False)
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
     out_sizes, _ = as_5d(desc.output.sizes, desc.output.strides)
@@ -121,7 +122,8 @@ def binned_passes(kernel: Kernel, accumulator: Accumulator, desc, table: dict, t
 
     parts = fewest_parts(trips, _longest_bins(table, params), tuning.loop_budget)
     count = math.prod(parts)
-    constants = {**table, "WG_X": wg_x, "PARTS": count, **{f"PARTS_{a}": p for a, p in zip("DHW", parts)}}
+    walk_constants = {**constants, **table, "WG_X": wg_x, "PARTS": count,
+                      **{f"PARTS_{a}": p for a, p in zip("DHW", parts)}}
     regrid = partial(flat_regrid, wg_x)
     per_plane = math.prod(out_sizes[2:]) * count
     if roi:  # an ROI's input planes are data (its batch): x is read in ranges of planes
@@ -129,13 +131,15 @@ def binned_passes(kernel: Kernel, accumulator: Accumulator, desc, table: dict, t
     else:
         split = Split(per_plane, regrid, whole=("bins",))
     walk_roles = ("input", "bins") + (roles if count == 1 else (None, None)) + (None if count == 1 else "part",)
-    walk = Pass(kernel, walk_roles, sorted_constants(constants), {**params, "total": outputs * count, "origin": 0},
+    walk_roles += (None,) * len(accumulator.slots)
+    walk = Pass(kernel, walk_roles, sorted_constants(walk_constants), {**params, "total": outputs * count, "origin": 0},
                 flat_grid(outputs * count, wg_x), split)
     if count == 1:
         return (walk,), ()
     merge_params = {key: params[key] for key in ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("y", "idx")}
-    merges, scratch = merge_passes(MERGES[accumulator], accumulator, out_sizes, count, roles, merge_params, {},
-                                   tuning.lines_workgroup, tuning.loop_budget, value_type=desc.input.data_type)
+    merges, scratch = merge_passes(merge or MERGES[accumulator], accumulator, out_sizes, count, roles, merge_params,
+                                   constants, tuning.lines_workgroup, tuning.loop_budget,
+                                   value_type=desc.input.data_type)
     return (walk,) + merges, (("part", partials_desc(out_sizes, count, accumulator.words)),) + scratch
 
 
@@ -197,6 +201,9 @@ def _adaptive_max_pool_program(desc, tuning: Tuning) -> Program:
 
 @register("adaptive_average_pool")
 def _adaptive_average_pool_program(desc, tuning: Tuning) -> Program:
+    if not desc.input.data_type.is_float:
+        from .quantized import integer_adaptive_average_pool_program  # (it builds on this module)
+        return integer_adaptive_average_pool_program(desc, tuning)
     window = _fixed_window_for_bins(desc, tuning)
     if window is not None:  # the same compensated sum in the same order: the same bits
         return average_pool_program(
@@ -372,56 +379,75 @@ def _adaptive_average_pool_grad_program(desc, tuning: Tuning) -> Program:
 
 
 def roi_gather_loops(constants: dict, params: dict) -> dict:
-    """roi_pool_grad.wgsl's loops: the ROIs of its part, in each four searches (the runs of H
-    and W bins covering the element) and at most every bin."""
+    """roi_pool_grad.wgsl's loops: the mask words and bits of its part's ROIs, in each ROI four
+    searches (the runs of H and W bins covering the element) and at most every bin."""
     rois = -(-params["rois"] // constants.get("PARTS", 1))
+    words = -(-rois // 32) + 1
     pooled_h, pooled_w = params["pooled_h"], params["pooled_w"]
     probes = search_probes(2 * rois, pooled_h) + search_probes(2 * rois, pooled_w)
-    return {"r": iterations(1, rois), "probe": probes, "oh": iterations(rois, pooled_h),
-            "ow": iterations(rois * pooled_h, pooled_w)}
+    return {"word": iterations(1, words), "bit": iterations(words, 32), "probe": probes,
+            "oh": iterations(rois, pooled_h), "ow": iterations(rois * pooled_h, pooled_w)}
 
 
+TILE_PARAMS = ("tile", "tiles", "tiles_x", "mask_words")  # roi_align.tile_layout's
 ROI_POOL_GRAD = Kernel(
-    "roi_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("bins", False), Slot("dx", True), PART),
-    value_slot="dy", library=("taps.wgsl", "gather_parts.wgsl", "bin_search.wgsl", "flat_index.wgsl"),
-    params=FLAT_GRID + ("channels", "in_h", "in_w", "rois", "pooled_h", "pooled_w")
+    "roi_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("bins", False),
+                           Slot("mask", False, snippet="words_read.wgsl"), Slot("dx", True), PART),
+    value_slot="dy",
+    library=("tile_masks.wgsl", "taps.wgsl", "gather_parts.wgsl", "bin_search.wgsl", "flat_index.wgsl"),
+    params=FLAT_GRID + ("channels", "in_h", "in_w", "rois", "pooled_h", "pooled_w") + TILE_PARAMS
     + stride_fields("dy", "arg", "dx", axes="nchw"),
     loops=roi_gather_loops,
 )
+ROI_POOL_TILES = Kernel(
+    "roi_pool_tiles.wgsl", (Slot("bins", False), Slot("mask", True, snippet="words_write.wgsl")), value_slot="bins",
+    library=("tile_masks.wgsl", "flat_index.wgsl"), params=("total", "rois", "pooled_h", "pooled_w") + TILE_PARAMS,
+    loops=lambda constants, params: {"k": iterations(1, 32)},
+)
 
 
-def _roi_gather_pass(desc, wg_x: int, parts: int = 1) -> Pass:
+def _roi_gather_pass(desc, wg_x: int, tiles: dict, parts: int = 1) -> Pass:
     """One invocation per dx element, or with ``parts`` per part of the ROIs, in chunks of
-    dx's planes (dy and the argmax, read at the ROIs' planes, are bound whole)."""
+    dx's planes (dy, the argmax and the masks, read at the ROIs' planes, are bound whole)."""
     dx = desc.output_gradient
     n, c, in_h, in_w = dx.sizes
     pooled_h, pooled_w = desc.pooled_size
     total = dx.element_count * parts
     params = {"total": total, "origin": 0, "channels": c, "in_h": in_h, "in_w": in_w, "rois": desc.roi.sizes[2],
-              "pooled_h": pooled_h, "pooled_w": pooled_w}
+              "pooled_h": pooled_h, "pooled_w": pooled_w, **tiles}
     for slot, tensor in (("dy", desc.input_gradient), ("arg", desc.forward.output_indices), ("dx", dx)):
         params.update({f"{slot}_{axis}": stride for axis, stride in zip("nchw", tensor.strides)})
     constants = sorted_constants({"WG_X": wg_x, "PARTS": parts})
-    split = Split(in_h * in_w * parts, partial(flat_regrid, wg_x), whole=("bins", "input_gradient", "argmax"))
-    roles = ("input_gradient", "argmax", "bins", "output_gradient", "dx_part" if parts > 1 else None)
+    split = Split(in_h * in_w * parts, partial(flat_regrid, wg_x), whole=("bins", "input_gradient", "argmax", "mask"))
+    roles = ("input_gradient", "argmax", "bins", "mask", "output_gradient", "dx_part" if parts > 1 else None)
     return Pass(ROI_POOL_GRAD, roles, constants, params, flat_grid(total, wg_x), split)
 
 
 @register("roi_pool_grad")
 def _roi_pool_grad_program(desc, tuning: Tuning) -> Program:
     """ROI pooling's argmax of every bin into scratch (the forward binned pass, writing only
-    indices), then the gather adding each bin's dy at its argmax, split over runs of ROIs
-    where there are more than one invocation may visit."""
+    indices), the masks of the ROIs reaching each tile of the input, then the gather adding
+    each bin's dy at its argmax, split over runs of ROIs where there are more than one
+    invocation may visit."""
+    from .roi_align import tile_layout
     forward, wg_x = desc.forward, tuning.flat_workgroup
     bins_pass, table = _roi_bins_pass(forward, wg_x)
     argmax, argmax_scratch = argmax_passes(forward, {"ROI": True}, tuning)
-    scratch = (("bins", table),) + argmax_scratch
-    whole = _roi_gather_pass(desc, wg_x)
+    n, _, in_h, in_w = desc.output_gradient.sizes
+    rois = desc.roi.sizes[2]
+    tiles = tile_layout(n, in_h, in_w, rois)
+    masks = n * tiles["tiles"] * tiles["mask_words"]
+    pooled_h, pooled_w = desc.pooled_size
+    mask_pass = Pass(ROI_POOL_TILES, ("bins", "mask"), sorted_constants({"WG_X": wg_x}),
+                     {"total": masks, "rois": rois, "pooled_h": pooled_h, "pooled_w": pooled_w, **tiles},
+                     flat_grid(masks, wg_x))
+    scratch = (("bins", table),) + argmax_scratch + (("mask", TensorDesc(DataType.UINT32, (1, 1, masks))),)
+    first = (bins_pass,) + argmax + (mask_pass,)
+    whole = _roi_gather_pass(desc, wg_x, tiles)
     parts = fewest_parts(lambda p: loop_total(ROI_POOL_GRAD, dict(whole.constants, PARTS=p[0]), whole.params),
-                         (desc.roi.sizes[2],), tuning.loop_budget)[0]
+                         (rois,), tuning.loop_budget)[0]
     if parts == 1:
-        return Program((bins_pass,) + argmax + (whole,), scratch=scratch)
+        return Program(first + (whole,), scratch=scratch)
     merges, merge_scratch = gradient_merge_passes(desc.output_gradient, parts, tuning.lines_workgroup,
                                                   tuning.loop_budget)
-    return Program((bins_pass,) + argmax + (_roi_gather_pass(desc, wg_x, parts),) + merges,
-                   scratch=scratch + merge_scratch)
+    return Program(first + (_roi_gather_pass(desc, wg_x, tiles, parts),) + merges, scratch=scratch + merge_scratch)

@@ -11,7 +11,7 @@ import struct
 
 import numpy as np
 
-from ..descs.fractional import SAMPLE_ORDER
+from ..descs.fractional import SAMPLE_ORDER, alpha
 from ..dtypes import DataType
 from ..tuning import Tuning
 from .binned import (BINS_MAX, GATHER_LIBRARY, GATHER_PARAMS, PART, argmax_passes, bin_table, binned_passes,
@@ -24,7 +24,7 @@ from .window import MAX
 
 FRACTIONAL_BINS = Kernel(
     "fractional_bins.wgsl", (Slot("samples", False), Slot("bins", True)), value_slot="samples",
-    library=("flat_index.wgsl",),
+    library=("flat_index.wgsl", "exact_f32.wgsl"),
     params=FLAT_GRID[:1] + ("channels",) + IN_SIZES + OUT_SIZES + ("k_d", "k_h", "k_w", "alpha_d", "alpha_h", "alpha_w",
                                                                    "sample_d", "sample_h", "sample_w", "samples_n",
                                                                    "samples_c", "samples_k"),
@@ -49,32 +49,6 @@ FRACTIONAL_MAX_POOL_GRAD = Kernel(
 
 # The unit roundoff of each sample type: half an ulp of 1, relative.
 _ROUNDOFF = {DataType.FLOAT32: 2.0**-24, DataType.FLOAT16: 2.0**-11, DataType.BFLOAT16: 2.0**-8}
-
-
-def rounded(value: float, data_type: DataType) -> np.float32:
-    """``value`` (a float32) rounded to ``data_type`` (to nearest, ties to even) and back,
-    as PyTorch's float16 and bfloat16 arithmetic rounds each step."""
-    value = np.float32(value)
-    if data_type == DataType.FLOAT16:
-        with np.errstate(over="ignore"):
-            return np.float32(np.float16(value))
-    if data_type == DataType.BFLOAT16:
-        bits = int(value.view(np.uint32))
-        if (bits & 0x7FFFFFFF) > 0x7F800000:
-            return np.float32(np.nan)
-        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
-        return np.uint32(bits & 0xFFFFFFFF).view(np.float32)
-    return value
-
-
-def alpha(size_in: int, window: int, out: int, data_type: DataType) -> np.float32:
-    """PyTorch's ``alpha = (in - window) / (out - 1)`` in the samples' type: float32, or each
-    operand and the quotient rounded to float16 or bfloat16 (0 for a single window)."""
-    if out == 1:
-        return np.float32(0)
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        quotient = rounded(size_in - window, data_type) / rounded(out - 1, data_type)
-    return rounded(quotient, data_type)
 
 
 def covering_bound(size_in: int, window: int, out: int, data_type: DataType) -> int:

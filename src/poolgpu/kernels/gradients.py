@@ -18,8 +18,8 @@ from .grids import (GRID_LIBRARY, IN_SIZES, LINES_GRID, OUT_SIZES, ROW_GRID, as_
 from .planes import covers_planes, plane_gradient
 from .registry import register
 from .split import GRADIENT_MERGE, fewest_parts, gradient_merge_passes, iterations, loop_total  # noqa: F401
-from .window import (CHUNKED_WALKS, LP, LP_POOL, MAX, MAX_POOL, average_divisor_constants, lp_constants,
-                     pair_aligned, reads_pairs, walk_for, window_walk_passes)
+from .window import (AVERAGE_DIVISOR, CHUNKED_WALKS, LP, LP_POOL, MAX, MAX_POOL, average_divisor_constants,
+                     lp_constants, pair_aligned, reads_pairs, walk_for, window_walk_passes)
 
 def _landing(constants: dict, params: dict, axis: str) -> int:
     """The most taps of a window dimension that one dx element's tap loop visits (of a split
@@ -99,7 +99,7 @@ MAX_POOL_GRAD, MAX_POOL_GRAD_CHANNELS = _block_gather_kernels(
     BLOCK_PARAMS + stride_fields("dy", "dx", "arg"), argmax=True)  # arg: packed, or channels-last with dx
 AVERAGE_POOL_GRAD, AVERAGE_POOL_GRAD_CHANNELS = _block_gather_kernels(
     "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)),
-    ("average_divisor.wgsl", "as_written.wgsl", "windows_first.wgsl"),
+    AVERAGE_DIVISOR + ("windows_first.wgsl",),
     BLOCK_PARAMS + stride_fields("dy", "dx") + ("opaque_zero",), argmax=False)
 LP_POOL_GRAD = Kernel(
     "lp_pool_grad.wgsl", (Slot("x", False), Slot("y", False), Slot("dy", False), Slot("dx", True),
@@ -147,7 +147,7 @@ AVERAGE_POOL_GRAD_ROWS = Kernel(
     "average_pool_grad_rows.wgsl",
     (Slot("dy", False, snippet="read4_{storage}.wgsl"), Slot("dx", True, snippet="write4_{storage}.wgsl")),
     value_slot="dy",
-    library=GRID_LIBRARY + ("window_constants.wgsl", "average_divisor.wgsl", "as_written.wgsl", "gather_rows.wgsl"),
+    library=GRID_LIBRARY + ("window_constants.wgsl",) + AVERAGE_DIVISOR + ("gather_rows.wgsl",),
     params=ROWS_PARAMS + ("opaque_zero",), loops=rows_gather_loops,
 )
 

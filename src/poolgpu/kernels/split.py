@@ -81,18 +81,28 @@ def fewest_parts(trips: Callable[[tuple], int], counts: tuple, budget: int) -> t
 class Accumulator:
     """An operator's accumulator (the interface of common/window_geometry.wgsl): its
     operator file (acc_value, acc_index), its library and its partial results' file and
-    words (common/*_partials.wgsl)."""
+    words (common/*_partials.wgsl).  ``operands``: (Slot, role) of the tensors it reads
+    besides the walk's (a quantized average's scales and zero points), bound after the
+    walk's slots, whole.  ``ordered``: its result depends on the order of the taps (a float
+    sum in the window's order), so a split walk chains its parts (window_walk.wgsl's
+    CHAINED) instead of merging them."""
 
     file: str
     library: tuple
     partials: str
     words: int
+    operands: tuple = ()
+    ordered: bool = False
+
+    @property
+    def slots(self) -> tuple:
+        return tuple(slot for slot, _ in self.operands)
 
 
 def merge_kernel(accumulator: Accumulator) -> Kernel:
     """The merge pass of ``accumulator``'s split walks."""
     slots = (Slot("part", False, snippet="words_read.wgsl"), Slot("merged", True, snippet="words_write.wgsl"),
-             Slot("y", True), Slot("idx", True))
+             Slot("y", True), Slot("idx", True)) + accumulator.slots
     library = accumulator.library + (accumulator.partials,) + GRID_LIBRARY + ("window_constants.wgsl",
                                      "window_geometry.wgsl", "taps.wgsl", "window_walk_merge.wgsl", "store_one.wgsl")
     params = ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("y", "idx") + LINES_GRID + ("opaque_zero",)
@@ -112,11 +122,13 @@ def partials_desc(sizes: tuple, parts: int, words: int) -> TensorDesc:
 
 def merge_passes(kernel: Kernel, accumulator: Accumulator, out_sizes: tuple, parts: int, outputs: tuple,
                  params: dict, constants: dict, workgroup: int, budget: int,
-                 value_type: Optional[DataType] = None, names: tuple = ("part", "merged")) -> tuple:
+                 value_type: Optional[DataType] = None, names: tuple = ("part", "merged"),
+                 operands: tuple = ()) -> tuple:
     """(the passes merging ``parts`` partial results of every output (of 5-D ``out_sizes``)
     from scratch ``names[0]`` into the roles ``outputs`` (y, idx), the scratch they add:
     ``names[1]`` where a level of merges saves partial results again).  ``params``: the
-    outputs' strides and sizes; ``constants``: the accumulator's."""
+    outputs' strides and sizes; ``constants``: the accumulator's; ``operands``: the roles
+    of its operand slots (None: absent)."""
     n, c, out_d, out_h, out_w = out_sizes
     group = max(1, budget - 1)  # merge_loops: group + 1 iterations
     passes, scratch = [], []
@@ -125,8 +137,10 @@ def merge_passes(kernel: Kernel, accumulator: Accumulator, out_sizes: tuple, par
         groups = -(-parts // group)
         final = groups == 1
         grid_constants, grid_params, grid = lines_grid(out_w, out_h, n * c * out_d * groups, workgroup)
-        split = Split(out_d * groups, partial(lines_regrid, out_w, out_h, workgroup))
+        split = Split(out_d * groups, partial(lines_regrid, out_w, out_h, workgroup),
+                      whole=tuple(r for r in operands if r is not None))
         roles = (source, None if final else target) + (outputs if final else (None, None))
+        roles += tuple(operands) + (None,) * (len(kernel.slots) - len(roles) - len(operands))
         level_constants = {**constants, **grid_constants, "PARTS": parts, "GROUP": min(group, parts), "FINAL": final}
         passes.append(Pass(kernel, roles, sorted_constants(level_constants), {**params, **grid_params}, grid, split,
                            value_type=value_type))

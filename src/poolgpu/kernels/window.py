@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from typing import Optional
 
 from ..dtypes import DataType
-from ..tuning import WALKS as TUNING_WALKS
 from ..tuning import Tuning
 from .core import Kernel, Pass, Program, Slot, Split
 from .grids import (GRID_LIBRARY, IN_SIZES, LINES_GRID, OUT_SIZES, as_3d, as_5d, contiguous_along, divisor_params,
@@ -36,8 +36,6 @@ WALKS = {  # walk -> (its files in wgsl/common, its slots)
     "plane": (("store_one.wgsl", "plane_reduce.wgsl", "window_walk_plane.wgsl"),
               (_CHUNKED[0], Slot("y", True), Slot("idx", True), _PART)),
 }
-if set(WALKS) != set(TUNING_WALKS) - {"auto"}:  # Tuning validates walk names against its own list
-    raise ImportError(f"kernels.window.WALKS {sorted(WALKS)} and tuning.WALKS {TUNING_WALKS} name different walks")
 CHUNKED_WALKS = ("rows", "rows_tail", "channels")  # the walks that need 4-element aligned tensors
 SPLIT_WALKS = ("general", "plane")  # the walks that split windows longer than an invocation may walk
 ROWS_MAX_CHUNKS = 8  # window_walk_rows.wgsl's span holds 32 elements
@@ -45,7 +43,8 @@ UNROLLED = 4  # window_walk.wgsl: windows written out up to this many taps per d
 CHANNELS_WRITTEN_OUT = 6  # window_walk_channels.wgsl's WRITTEN_OUT: at most this many rows and columns
 
 
-# Params of every walk (window_walk_pass); opaque_zero: common/as_written.wgsl's (always 0)
+# Params of every walk (window_walk_pass); opaque_zero: common/as_written.wgsl's (always 0);
+# chain_part: the general walk's part in a chained pass (window_walk.wgsl's CHAINED)
 WALK_PARAMS = ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("x", "y", "idx") + LINES_GRID + ("opaque_zero",)
 
 
@@ -127,15 +126,20 @@ def _pooling_kernels(accumulator: Accumulator) -> dict:
     kernels = {}
     for walk, (walk_files, slots) in WALKS.items():
         partials = (accumulator.partials,) if walk in SPLIT_WALKS else ()
-        kernels[walk] = Kernel(accumulator.file, slots, "x", library=accumulator.library + partials + shared + walk_files,
-                               params=WALK_PARAMS, loops=_WALK_LOOPS[walk])
+        params = WALK_PARAMS + (("chain_part",) if walk == "general" else ())
+        kernels[walk] = Kernel(accumulator.file, slots + accumulator.slots, "x",
+                               library=accumulator.library + partials + shared + walk_files, params=params,
+                               loops=_WALK_LOOPS[walk])
     kernels["merge"] = merge_kernel(accumulator)
     return kernels
 
 
 COMPENSATED_SUM = ("compensated_sum.wgsl", "as_written.wgsl")  # the library and what it needs
 MAX = Accumulator("max_pool.wgsl", ("max_accumulator.wgsl",), "max_partials.wgsl", 4)
-AVERAGE = Accumulator("avg_pool.wgsl", COMPENSATED_SUM, "sum_partials.wgsl", 3)
+#: An average's divisor: its override constants (for average_divisor_constants' values) and,
+#: for the gradients, the functions computing it
+AVERAGE_DIVISOR = ("average_divisor_constants.wgsl", "average_divisor.wgsl", "as_written.wgsl")
+AVERAGE = Accumulator("avg_pool.wgsl", COMPENSATED_SUM + AVERAGE_DIVISOR[:1], "sum_partials.wgsl", 3)
 LP = Accumulator("lp_pool.wgsl", COMPENSATED_SUM + ("lp_power.wgsl",), "lp_partials.wgsl", 3)
 MAX_POOL = _pooling_kernels(MAX)
 AVERAGE_POOL = _pooling_kernels(AVERAGE)
@@ -253,15 +257,21 @@ def plane_regrid(groups: int, first: int, count: int) -> tuple:
 
 
 def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, walk: str = "general",
-                     parts: tuple = (), **constants) -> Pass:
+                     parts: tuple = (), *, operands: tuple = (), chain_part: Optional[int] = None,
+                     **constants) -> Pass:
     """A pass of a window-walk kernel: `walk` picks the walk (see walk_for); the general
     walk computes ``tuning.outputs_per_invocation`` neighbouring outputs along W per
     invocation (window_walk.wgsl's OUTPUTS), or with ``parts`` (along D, H, W) one part
     of one output's window (one output per invocation, however many parts); the plane walk
     with ``parts`` (one count), a part of a plane per workgroup (split walks: where they
-    have more than one part, their roles name the partial results' scratch "part" fourth)."""
+    have more than one part, their roles name the partial results' scratch "part" fourth).
+    ``chain_part``: the general walk's part ``chain_part`` of every window, continuing the
+    accumulators the pass of the part before saved (CHAINED).  ``operands``: the roles of
+    the accumulator's operand slots (Accumulator.operands; None: absent)."""
     workgroup, flat = tuning.lines_workgroup, tuning.whole_workgroups
-    roles = (tuple(roles) + (None,) * 4)[:len(kernels_by_walk[walk].slots)]  # (only split walks save parts)
+    walk_slots = len(WALKS[walk][1])
+    roles = (tuple(roles) + (None,) * 4)[:walk_slots]  # (only split walks save parts)
+    roles += tuple(operands) + (None,) * (len(kernels_by_walk[walk].slots) - walk_slots - len(operands))
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
     n, c, out_d, out_h, out_w = as_5d(desc.output.sizes, desc.output.strides)[0]
     if walk in ("rows", "rows_tail"):  # (ow / 4, oh / ROWS, (n, c, od)): output rows share input rows
@@ -298,20 +308,23 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
         spans = ((rows - 1) * stride_h + extent_h, (cols - 1) * stride_w + extent_w)
         if tuning.channels_written_out and max(spans) <= CHANNELS_WRITTEN_OUT:
             constants["WRITTEN_OUT"] = True
-    else:  # (ow / OUTPUTS, oh, ((n, c, od), part))
+    else:  # (ow / OUTPUTS, oh, ((n, c, od), part)); chained: (ow, oh, (n, c, od))
         count = math.prod(parts or (1, 1, 1))
         outputs = 1 if parts else min(tuning.outputs_per_invocation, out_w)  # (split walks: one output each)
-        grid_constants, grid_params, grid = lines_grid(-(-out_w // outputs), out_h, n * c * out_d * count, workgroup,
-                                                       flat)
+        grid_constants, grid_params, grid = lines_grid(-(-out_w // outputs), out_h,
+                                                       n * c * out_d * (1 if chain_part is not None else count),
+                                                       workgroup, flat)
         constants["OUTPUTS"] = outputs
         if count > 1:
             constants.update(PARTS=count, **{f"PARTS_{axis}": p for axis, p in zip("DHW", parts)})
+        if chain_part is not None:
+            constants["CHAINED"] = True
     # chunks (see chunked) are runs of planes: (n, c, od), or (n, od, oh) for channels
     per_plane = grid_params["planes"] // (n if walk == "channels" else n * c)
     regrid = partial(plane_regrid, tuning.plane_lanes // grid_constants["PLANE_LANES"]) if walk == "plane" else \
         partial(lines_regrid, grid_params["columns"], grid_params["lines"], workgroup,
                 flat=grid_constants.get("FLAT", False))
-    split = Split(per_plane, regrid, whole_n=walk == "channels")
+    split = Split(per_plane, regrid, whole_n=walk == "channels", whole=tuple(r for r in operands if r is not None))
     constants.update(grid_constants, **window_constants(desc.window))
     params = {
         "channels": c,
@@ -319,6 +332,8 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
         "out_d": out_d, "out_h": out_h, "out_w": out_w,
         **grid_params,
     }
+    if walk == "general":
+        params["chain_part"] = chain_part or 0
     indices = getattr(desc, "output_indices", None)
     for name, tensor in (("x", desc.input), ("y", desc.output), ("idx", indices)):
         params.update(tensor_stride_params(name, tensor))
@@ -360,12 +375,14 @@ def _general_parts(kernel: Kernel, whole: Pass, budget: int) -> tuple:
 
 
 def window_walk_passes(kernels_by_walk: dict, accumulator: Accumulator, desc, roles: tuple, tuning: Tuning,
-                       walk: str, **constants) -> tuple:
+                       walk: str, operands: tuple = (), **constants) -> tuple:
     """(the passes computing ``desc``'s outputs into ``roles`` (input, y, idx) on `walk`,
     the scratch they need): one pass, or where the general walk's window has more taps
     than ``tuning.loop_budget`` allows, or the plane walk's plane more than one
-    workgroup's run, the split walk and its merge passes."""
-    whole = window_walk_pass(kernels_by_walk, desc, roles, tuning, walk, **constants)
+    workgroup's run, the split walk and its merge passes (an ordered accumulator's
+    general walk: one chained pass per part).  ``operands``: the roles of the accumulator's
+    operand slots."""
+    whole = window_walk_pass(kernels_by_walk, desc, roles, tuning, walk, operands=operands, **constants)
     if walk == "general" and loop_total(whole.kernel, whole.constants, whole.params) > tuning.loop_budget:
         parts = _general_parts(kernels_by_walk[walk], whole, tuning.loop_budget)
     elif walk == "plane" and _plane_parts(desc, tuning) > 1:
@@ -373,27 +390,34 @@ def window_walk_passes(kernels_by_walk: dict, accumulator: Accumulator, desc, ro
     else:
         return (whole,), ()
     if math.prod(parts) == 1:  # (the general walk's windows fit once it computes one output per invocation)
-        return (window_walk_pass(kernels_by_walk, desc, roles, tuning, walk, parts, **constants),), ()
-    walk_pass = window_walk_pass(kernels_by_walk, desc, roles + ("part",), tuning, walk, parts, **constants)
+        one = window_walk_pass(kernels_by_walk, desc, roles, tuning, walk, parts, operands=operands, **constants)
+        return (one,), ()
     out_sizes = as_5d(desc.output.sizes, desc.output.strides)[0]
+    if accumulator.ordered:  # (only the general walk: walk_for never gives an ordered accumulator the plane walk)
+        chain = tuple(window_walk_pass(kernels_by_walk, desc, roles + ("part",), tuning, walk, parts, operands=operands,
+                                       chain_part=p, **constants) for p in range(math.prod(parts)))
+        return chain, (("part", partials_desc(out_sizes, 1, accumulator.words)),)
+    walk_pass = window_walk_pass(kernels_by_walk, desc, roles + ("part",), tuning, walk, parts, operands=operands,
+                                 **constants)
     merge_params = {key: walk_pass.params[key] for key in ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("y", "idx")}
     merge_constants = {**constants, **window_constants(desc.window)}
     merges, scratch = merge_passes(kernels_by_walk["merge"], accumulator, out_sizes, math.prod(parts), roles[1:],
                                    merge_params, merge_constants, tuning.lines_workgroup, tuning.loop_budget,
-                                   value_type=desc.input.data_type)
+                                   value_type=desc.input.data_type, operands=operands)
     part = partials_desc(out_sizes, math.prod(parts), accumulator.words)
     return (walk_pass,) + merges, (("part", part),) + scratch
 
 
-def _window_walk_program(kernels_by_walk: dict, accumulator: Accumulator, desc, roles: tuple, tuning: Tuning,
-                         **constants) -> Program:
-    """The passes of window_walk_passes on the walk of walk_for, with the general walk as
-    the fallback for calls whose tensor offsets are not 4-element aligned."""
-    walk = walk_for(desc, tuning)
-    passes, scratch = window_walk_passes(kernels_by_walk, accumulator, desc, roles, tuning, walk, **constants)
+def window_walk_program(kernels_by_walk: dict, accumulator: Accumulator, desc, roles: tuple, tuning: Tuning,
+                        walk: Optional[str] = None, operands: tuple = (), **constants) -> Program:
+    """The passes of window_walk_passes on `walk` (default: walk_for's), with the general
+    walk as the fallback for calls whose tensor offsets are not 4-element aligned."""
+    walk = walk or walk_for(desc, tuning)
+    passes, scratch = window_walk_passes(kernels_by_walk, accumulator, desc, roles, tuning, walk, operands, **constants)
     if walk not in CHUNKED_WALKS:
         return Program(passes, scratch=scratch)
-    general = Program(*window_walk_passes(kernels_by_walk, accumulator, desc, roles, tuning, "general", **constants))
+    general = Program(*window_walk_passes(kernels_by_walk, accumulator, desc, roles, tuning, "general", operands,
+                                          **constants))
     aligned = roles[:1] if walk == "rows_tail" else tuple(r for r in roles if r is not None)
     pairs = walk in ("rows", "rows_tail") and reads_pairs(desc)
     return Program(passes, scratch=scratch, aligned=aligned, fallback=general, aligned_elements=8 if pairs else 4)
@@ -402,7 +426,7 @@ def _window_walk_program(kernels_by_walk: dict, accumulator: Accumulator, desc, 
 @register("max_pool")
 def max_pool_program(desc, tuning: Tuning) -> Program:
     indices = "output_indices" if getattr(desc, "output_indices", None) is not None else None
-    return _window_walk_program(MAX_POOL, MAX, desc, ("input", "output", indices), tuning)
+    return window_walk_program(MAX_POOL, MAX, desc, ("input", "output", indices), tuning)
 
 
 def average_divisor_constants(desc) -> dict:
@@ -424,8 +448,8 @@ def average_divisor_constants(desc) -> dict:
 
 @register("average_pool")
 def average_pool_program(desc, tuning: Tuning) -> Program:
-    return _window_walk_program(AVERAGE_POOL, AVERAGE, desc, ("input", "output", None), tuning,
-                                **average_divisor_constants(desc))
+    return window_walk_program(AVERAGE_POOL, AVERAGE, desc, ("input", "output", None), tuning,
+                               **average_divisor_constants(desc))
 
 
 LP_PLAIN_SUM_TAPS = 9  # lp_pool.wgsl: windows up to this many taps sum without compensation
@@ -441,4 +465,4 @@ def lp_constants(desc) -> dict:
 
 @register("lp_pool")
 def _lp_pool_program(desc, tuning: Tuning) -> Program:
-    return _window_walk_program(LP_POOL, LP, desc, ("input", "output", None), tuning, **lp_constants(desc))
+    return window_walk_program(LP_POOL, LP, desc, ("input", "output", None), tuning, **lp_constants(desc))

@@ -23,7 +23,14 @@ Tensors for Tensors.  What ONNX adds to DirectML's descriptions is translated he
   differently, on purpose.
 
 MaxUnpool without ``output_shape`` refuses indices outside the inferred output (as ONNX
-Runtime does), saying to pass ``output_shape``.  String attributes (``auto_pad``) may be
+Runtime does), saying to pass ``output_shape``.
+
+ONNX Runtime's quantized average pooling (domain ``com.microsoft``): ``qlinear_average_pool``
+and ``qlinear_global_average_pool`` give ONNX Runtime's results bit for bit, its two
+arithmetics included (a window covering whole planes without padding goes through its
+global average's integer sums; any other sums dequantized taps in float32 and adds the zero
+point before rounding), ``channels_last`` inputs and outputs, and its refusals (scales and
+zero points per tensor only; the global average's limits).  String attributes (``auto_pad``) may be
 ``str`` or ``bytes``, as ``onnx.helper.get_attribute_value`` gives them.
 
 Whole nodes and models: :func:`run_node` runs one ``onnx.NodeProto`` of any pooling op type
@@ -42,11 +49,15 @@ from ._nodes import Ops as _Ops
 from ._nodes import run_node
 from ._operators import (average_pool, global_average_pool, global_lp_pool, global_max_pool, lp_pool, max_pool,
                          max_roi_pool, max_unpool)
+from ._quantized import qlinear_average_pool, qlinear_global_average_pool
+from ._roi_align import roi_align
 
-#: The onnx.reference op classes (``MaxPool``, ``AveragePool``, ... ``MaxRoiPool``) running
-#: on poolgpu, for ``onnx.reference.ReferenceEvaluator(model, new_ops=OPS)``: a sequence,
-#: made (importing onnx) on first use.
+#: The onnx.reference op classes (``MaxPool``, ``AveragePool``, ... ``MaxRoiPool``, ``RoiAlign``, and
+#: com.microsoft's ``QLinearAveragePool``, ``QLinearGlobalAveragePool``) running on poolgpu,
+#: for ``onnx.reference.ReferenceEvaluator(model, new_ops=OPS)``: a sequence, made
+#: (importing onnx) on first use.
 OPS = _Ops()
 
 __all__ = ["max_pool", "average_pool", "lp_pool", "global_max_pool", "global_average_pool", "global_lp_pool",
-           "max_unpool", "max_roi_pool", "run_node", "OPS"]
+           "max_unpool", "max_roi_pool", "roi_align", "run_node", "OPS",
+           "qlinear_average_pool", "qlinear_global_average_pool"]

@@ -14,6 +14,7 @@ from ..descs import AveragePooling1Desc, LpPooling1Desc, MaxPooling2Desc, MaxUnp
 from ..device import Device
 from ..dtypes import DataType
 from ..errors import ValidationError
+from ..shapes import ceil_mode_extension
 from ..functional import ArrayLike, Result, roi_pool
 from ..interop import answer, on_device, unsigned_indices
 from ..tensor import Tensor
@@ -74,11 +75,7 @@ def _geometry(spatial, kernel_shape, auto_pad="NOTSET", ceil_mode=0, dilations=N
     end_padding = list(end)
     if ceil_mode:
         for i, (size, ext, s) in enumerate(zip(spatial, extents, strides)):
-            padded = size + begin[i] + end[i]
-            out = -(-(padded - ext) // s) + 1  # ceil((padded - ext) / s) + 1
-            if (out - 1) * s >= size + begin[i]:  # the last window would start in the end padding
-                out -= 1
-            end_padding[i] += max(0, (out - 1) * s + ext - padded)
+            end_padding[i] += ceil_mode_extension(size, begin[i], end[i], ext, s)[1]
     for i, (size, b, e) in enumerate(zip(spatial, begin, end_padding)):
         if size + b + e > COORDINATE_MAX:
             name = "kernel_shape" if auto_pad.startswith("SAME") else "pads" if b + e else "x"

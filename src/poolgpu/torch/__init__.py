@@ -20,7 +20,12 @@ import: ``F.max_pool2d(x, 3, 2, 1)`` becomes ``pgt.max_pool2d(x, 3, 2, 1)``.
   ``torch.compile(fullgraph=True)``, ``torch.export``, ``torch.jit.trace``, meta tensors,
   ``torch.func.grad`` and ``torch.func.vmap`` work.
 - Modules: :mod:`poolgpu.torch.nn` has torch.nn's pooling modules; :func:`convert` puts
-  them into a model in place of torch's.
+  them into a model in place of torch's (saying what it left), :func:`unconvert` puts
+  torch's back; inside ``with functional():`` torch.nn.functional's pooling calls run on
+  poolgpu, in any code.
+- ``torch.onnx.export`` (either exporter) writes ONNX's pooling nodes for these functions
+  and modules (torch's own functions are recorded in their place): the exported model
+  runs without poolgpu.
 - Arguments as PyTorch takes them (bools only ``True``/``False``; sizes ints, NumPy ints or
   tuples and lists of them).  Invalid arguments raise ``pg.ValidationError`` naming the
   PyTorch argument, where PyTorch raises; values PyTorch takes without a meaning (a
@@ -36,14 +41,17 @@ from .adaptive import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_po
 from .pooling import (avg_pool1d, avg_pool2d, avg_pool3d, lp_pool1d, lp_pool2d, lp_pool3d, max_pool1d, max_pool2d,
                       max_pool3d)
 from .roi import roi_pool
+from .roi_align import ps_roi_align, roi_align
 from .unpool import max_unpool1d, max_unpool2d, max_unpool3d
 from . import nn
-from .nn import convert
+from ._functional_mode import functional
+from .nn import convert, unconvert
 
 __all__ = [
     "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
     "lp_pool1d", "lp_pool2d", "lp_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
     "max_unpool1d", "max_unpool2d", "max_unpool3d", "roi_pool", "fractional_max_pool2d", "fractional_max_pool3d",
-    "convert",
+    "convert", "unconvert", "functional",
 ]
+__all__ += ["roi_align", "ps_roi_align"]

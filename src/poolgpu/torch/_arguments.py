@@ -17,6 +17,7 @@ import torch
 
 from ..arguments import COORDINATE_MAX, flag, integer, is_integer, per_dimension, shown
 from ..errors import ValidationError
+from ..shapes import ceil_mode_extension
 
 
 def checked(function: str, check: Callable, *args, **kwargs):
@@ -28,7 +29,7 @@ def checked(function: str, check: Callable, *args, **kwargs):
         raise exc.renamed(exc.field, f"{function}: ") from None
 
 
-def _from_tensor(value: Any) -> Any:
+def from_tensor(value: Any) -> Any:
     """An integer torch tensor as PyTorch's parser reads it: one of no dimensions as its int,
     one of one dimension as a tuple of ints; anything else unchanged."""
     if isinstance(value, torch.Tensor) and not (value.is_floating_point() or value.is_complex()) \
@@ -52,7 +53,7 @@ def return_flag(value: Any, function: str) -> bool:
 
 def integer_arg(value: Any, name: str, function: str, *, minimum: Optional[int] = None) -> int:
     """An ``int`` argument (``divisor_override``)."""
-    return checked(function, integer, _from_tensor(value), name, minimum=minimum)
+    return checked(function, integer, from_tensor(value), name, minimum=minimum)
 
 
 def sizes_arg(value: Any, dims: int, name: str, function: str, *, minimum: int = 1,
@@ -60,10 +61,10 @@ def sizes_arg(value: Any, dims: int, name: str, function: str, *, minimum: int =
     """An ``int[]`` argument: an int, or a tuple or list of 1 or ``dims`` ints (``lengths``
     where given: the lengths a sequence may have), as ``dims`` ints of at least ``minimum``
     and at most 2**31 - 1 (PyTorch's pooling reads them as 32-bit ints)."""
-    value = _from_tensor(value)
+    value = from_tensor(value)
     lengths = (1, dims) if lengths is None else lengths
     if isinstance(value, (tuple, list)) and lengths:
-        value = tuple(_from_tensor(v) for v in value)
+        value = tuple(from_tensor(v) for v in value)
         if len(value) not in lengths:
             want = " or ".join(str(n) for n in sorted(set(lengths)))
             raise ValidationError(name, f"{function}: expected an int or a tuple of {want} ints, got {shown(value)}")
@@ -92,11 +93,9 @@ def geometry(function: str, spatial: tuple, kernel: tuple, stride: tuple, paddin
     out, end = [], []
     for n, k, s, p, d in zip(spatial, kernel, stride, padding, dilation):
         extent = (k - 1) * d + 1
-        o = (n + 2 * p - extent + (s - 1 if ceil_mode else 0)) // s + 1
-        if ceil_mode and (o - 1) * s >= n + p:  # the last window would start in the end padding
-            o -= 1
+        o, extra = ceil_mode_extension(n, p, p, extent, s) if ceil_mode else ((n + 2 * p - extent) // s + 1, 0)
         out.append(o)
-        end.append(p + max(0, (o - 1) * s + extent - n - 2 * p))  # ceil_mode's extra end padding
+        end.append(p + extra)
     if any(o < 1 for o in out):
         raise ValidationError("kernel_size", f"{function}: the input's spatial sizes {spatial} are too small for "
                                              f"kernel_size {kernel} with padding {padding} and dilation {dilation} "

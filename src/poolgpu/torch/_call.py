@@ -105,6 +105,9 @@ class Call:
                  ranks: Optional[tuple] = None):
         self.function = function
         if isinstance(input, torch.Tensor):
+            if input.is_quantized:  # (the functions taking them do before a Call)
+                raise ValidationError("input", f"{function} takes no quantized tensors (max_pool2d, avg_pool2d and "
+                                               f"adaptive_avg_pool2d do): dequantize it first, input.dequantize()")
             kind, name, shape = "torch", str(input.dtype).rpartition(".")[2], tuple(input.shape)
         elif isinstance(input, Tensor):
             kind, name, shape = "tensor", input.dtype.name, input.sizes

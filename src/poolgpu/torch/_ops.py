@@ -63,10 +63,13 @@ def device_of(key: Optional[int], function: str) -> Optional[Device]:
 
 
 class Operator(NamedTuple):
-    """A public function's operator: the function's name (for messages) and its plan."""
+    """A public function's operator: the function's name (for messages), its plan, and the
+    torch function an ONNX export records in its place (the operator's arguments but
+    ``device_key``)."""
 
     function: str
     plan: Callable[..., Plan]
+    exported: Callable
 
 
 OPERATORS: Dict[str, Operator] = {}  # name -> what serves the public functions
@@ -87,11 +90,24 @@ def call(name: str, *args):
 
 def dispatch(name: str, input, *arguments, device: Any):
     """A public function's call of operator ``name``: through the operator for a torch input,
-    the plan directly for a NumPy array or a pg.Tensor."""
+    the plan directly for a NumPy array or a pg.Tensor.
+
+    Under ``torch.onnx.export`` (either exporter) a torch input goes to the torch function of
+    the same results instead, which the exporters write as ONNX's pooling nodes: the exported
+    model runs without poolgpu, as the model before ``convert`` would export."""
     op = OPERATORS[name]
     if isinstance(input, torch.Tensor):
+        if torch.onnx.is_in_onnx_export():
+            return op.exported(input, *arguments)
         return call(name, input, *arguments, device_key(device, op.function))
     return _one(op.plan(op.function, input, *arguments, device=device).run())
+
+
+def torch_function(form: str, **fixed) -> Callable:
+    """``torch.nn.functional.<form>`` given ``fixed`` (e.g. ``return_indices``): an operator's
+    ``exported`` where it takes the operator's arguments as they are."""
+    function = getattr(torch.nn.functional, form)
+    return lambda *arguments: function(*arguments, **fixed)
 
 
 def _one(results: tuple):
@@ -153,14 +169,17 @@ def _no_double_backward(ctx, *grads):
 
 
 def define_family(family: str, parameters: str, plan: Callable[..., Plan], gradient: Callable[..., Plan],
-                  with_indices: bool = False, one_form: bool = False, dims: tuple = (1, 2, 3)) -> None:
+                  exported: Callable[[str, bool], Callable], with_indices: bool = False, one_form: bool = False,
+                  dims: tuple = (1, 2, 3)) -> None:
     """Register a family's operators (see the module's docstring).
 
     ``parameters``: the schema's arguments, ``device_key`` last; ``plan(function,
     *arguments, device=)`` checks a call and plans its results (``return_indices=`` too
     where ``with_indices``); ``gradient(function, grad_output, *arguments, device=)`` plans
-    the input's gradient.  ``one_form``: one operator named ``family`` (``roi_pool``), not
-    the forms of ``dims`` spatial dimensions (1d, 2d and 3d)."""
+    the input's gradient; ``exported(form, return_indices)``: the torch function of a form
+    (e.g. ``max_pool2d``) that ONNX exports record, taking the operator's arguments but
+    ``device_key``.  ``one_form``: one operator named ``family`` (``roi_pool``), not the
+    forms of ``dims`` spatial dimensions (1d, 2d and 3d)."""
     if one_form:
         forms, function = [family], (lambda arguments: family)
     else:
@@ -173,7 +192,7 @@ def define_family(family: str, parameters: str, plan: Callable[..., Plan], gradi
             planned = functools.partial(plan, return_indices=indices) if with_indices else plan
             returns = "(Tensor, Tensor)" if indices else "Tensor"
             _define(name, function, f"({parameters}) -> {returns}", planned, _setup_context, formula)
-            OPERATORS[name] = Operator(form, planned)
+            OPERATORS[name] = Operator(form, planned, exported(form, indices))
 
 
 def _calling(overload) -> Callable:
@@ -197,7 +216,7 @@ def _fold(overload) -> Callable:
     def rule(info, in_dims, *args):
         size = info.batch_size
         first = next(i for i, a in enumerate(args) if isinstance(a, torch.Tensor))
-        roi = overload.name() == "poolgpu::roi_pool"
+        roi = overload.name() in ("poolgpu::roi_pool", "poolgpu::roi_align", "poolgpu::ps_roi_align")
         samples = next((i for i in reversed(range(len(args))) if isinstance(args[i], torch.Tensor)), None) \
             if "fractional_max_pool" in overload.name() else None
         batched = args[first].dim() - (in_dims[first] is not None) == _dims(args) + 2

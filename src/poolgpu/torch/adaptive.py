@@ -13,10 +13,11 @@ from ..descs import AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc
 from ..device import Device
 from ..dtypes import DataType
 from ..errors import ValidationError
+from . import _quantized as quantized
 from ._arguments import return_flag, sizes_arg
 from ._call import FLOATS, MAX_TYPES, Call, Input, Output, Plan, Result, gradient_plan, plane_indices
 from ._forms import function_forms
-from ._ops import define_family, dispatch
+from ._ops import define_family, dispatch, torch_function
 
 __all__ = ["adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d"]
@@ -24,10 +25,15 @@ __all__ = ["adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
 OutputSize = Union[int, Sequence[Optional[int]]]
 
 
+#: In the operators' ``output_size``: the input's size (a None of the public functions).  An
+#: ``int?[]`` argument would keep None, but torch.jit.trace records no list of optionals.
+KEEP = -1
+
+
 def _output_size_arg(dims: int, function: str, output_size: Any) -> list:
     """PyTorch's output_size forms: adaptive_*_pool1d's is an int[1] (an int or one int); 2d
     and 3d take an int (a Python int) or a tuple or list of ``dims`` entries, each an int or
-    None (the input's size, read in the plan)."""
+    None (the input's size, read in the plan: KEEP)."""
     f = function
     if dims == 1 or (isinstance(output_size, int) and not isinstance(output_size, bool)):
         return list(sizes_arg(output_size, dims, "output_size", f, minimum=0, lengths=(1,) if dims == 1 else None))
@@ -35,7 +41,7 @@ def _output_size_arg(dims: int, function: str, output_size: Any) -> list:
         given = [s for s in output_size if s is not None]
         checked = iter(sizes_arg(given, len(given), "output_size", f, minimum=0, lengths=(len(given),))) if given \
             else iter(())
-        return [None if s is None else next(checked) for s in output_size]
+        return [KEEP if s is None else next(checked) for s in output_size]
     raise ValidationError("output_size", f"{f}: expected an int or a tuple of {dims} ints or Nones, "
                                          f"got {shown(output_size)}")
 
@@ -49,7 +55,7 @@ def _plan(types: tuple):
         if any(n == 0 for n in call.sizes[2:]):
             raise ValidationError("input", f"{function}: the input's spatial sizes must be positive, "
                                            f"got {call.sizes[2:]}")
-        sizes = tuple(n if s is None else s for s, n in zip(output_size, call.sizes[2:]))
+        sizes = tuple(n if s == KEEP else s for s, n in zip(output_size, call.sizes[2:]))
         out_sizes = call.sizes[:2] + sizes
         call.check_output(out_sizes, "output_size")
         if types == FLOATS:
@@ -83,10 +89,16 @@ def _adaptive_avg_gradient(function, grad_output, input, output_size, *, device)
     return gradient_plan(plan, lambda: (_functional.adaptive_average_pool_grad(call.upload(grad_output), call.sizes),))
 
 
-define_family("adaptive_max_pool", "Tensor input, int?[] output_size, int? device_key", _plan(MAX_TYPES),
-              _adaptive_max_gradient, with_indices=True)
-define_family("adaptive_avg_pool", "Tensor input, int?[] output_size, int? device_key", _plan(FLOATS),
-              _adaptive_avg_gradient)
+def _exported(form: str, indices: bool):
+    """``torch.nn.functional.<form>`` with the operator's arguments (what ONNX exports record)."""
+    function = torch_function(form, **(dict(return_indices=indices) if form.startswith("adaptive_max") else {}))
+    return lambda input, output_size: function(input, [None if s == KEEP else s for s in output_size])
+
+
+define_family("adaptive_max_pool", "Tensor input, int[] output_size, int? device_key", _plan(MAX_TYPES),
+              _adaptive_max_gradient, _exported, with_indices=True)
+define_family("adaptive_avg_pool", "Tensor input, int[] output_size, int? device_key", _plan(FLOATS),
+              _adaptive_avg_gradient, _exported)
 
 
 def _adaptive_max_form(dims: int):
@@ -103,7 +115,10 @@ def _adaptive_max_form(dims: int):
 def _adaptive_avg_form(dims: int):
     def adaptive_avg_pool(input: Input, output_size: OutputSize, *, device: Optional[Device] = None) -> Output:
         f = f"adaptive_avg_pool{dims}d"
-        return dispatch(f, input, _output_size_arg(dims, f, output_size), device=device)
+        sizes = _output_size_arg(dims, f, output_size)
+        if dims == 2 and quantized.is_quantized(input):
+            return quantized.adaptive_avg_pool2d(input, sizes, device)
+        return dispatch(f, input, sizes, device=device)
 
     return adaptive_avg_pool
 

@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
 
 from ..arguments import number, sequence, shown
 from ..descs import FractionalMaxPoolingDesc, FractionalMaxPoolingGradDesc
+from ..descs.fractional import SAMPLE_ORDER, window_starts
 from ..device import Device
 from ..dtypes import DataType
 from ..errors import ValidationError
 from ..tensor import Tensor
 from ..tensor_desc import TensorDesc
 from ._arguments import checked, return_flag, sizes_arg
-from ._call import FLOATS, BFLOAT16_BITS, Call, Input, Plan, Result, Size, gradient_plan, host_values, plane_indices
+from ._call import (FLOATS, BFLOAT16_BITS, Call, Input, Plan, Result, Size, as_float, gradient_plan, host_values,
+                    of_type, plane_indices)
 from ._forms import function_forms
-from ._ops import define_family, dispatch
+from ._ops import define_family, dispatch, torch_function
 
 __all__ = ["fractional_max_pool2d", "fractional_max_pool3d"]
 
@@ -61,7 +63,8 @@ def _plan(function, input, kernel, output_size, samples, *, device, return_indic
                                                  f"as PyTorch checks)")
     out_sizes = call.sizes[:2] + tuple(output_size)
 
-    def uploaded_samples() -> Tensor:
+    def uploaded_samples() -> Tuple[Tensor, bool]:
+        """(the samples on the device, whether all lie in [0, 1)), PyTorch's windows checked."""
         host = samples.detach().cpu() if isinstance(samples, torch.Tensor) else samples
         if isinstance(host, torch.Tensor):
             host = host.view(torch.int16).numpy().view(BFLOAT16_BITS) if host.dtype == torch.bfloat16 else host.numpy()
@@ -69,10 +72,11 @@ def _plan(function, input, kernel, output_size, samples, *, device, return_indic
             host = host_values(host)
         elif host.dtype.name == "bfloat16":
             host = host.view(BFLOAT16_BITS)
-        return call.upload_host(np.ascontiguousarray(host[:call.sizes[0]]))
+        host = np.ascontiguousarray(host[:call.sizes[0]])
+        return call.upload_host(host), _windows_inside(function, call, as_float(host), kernel, output_size)
 
     def forward():
-        x, s = call.tensor(), uploaded_samples()
+        x, (s, _) = call.tensor(), uploaded_samples()
         desc = FractionalMaxPoolingDesc(x.desc, s.desc, output_indices=DataType.UINT32 if return_indices else None,
                                         window_size=tuple(kernel), output_size=tuple(output_size))
         result = call.device.compile(desc)(x, s)
@@ -84,21 +88,74 @@ def _plan(function, input, kernel, output_size, samples, *, device, return_indic
     return Plan(call, ((out_sizes, call.dtype),) + indices, forward), uploaded_samples
 
 
+_DATA_TYPES = {np.dtype(np.float32): DataType.FLOAT32, np.dtype(np.float16): DataType.FLOAT16,
+               BFLOAT16_BITS: DataType.BFLOAT16}
+
+
+def _windows_inside(function: str, call: Call, samples: np.ndarray, kernel, output_size) -> bool:
+    """Whether every sample lies in [0, 1), torch.rand's range, where poolgpu's gradient
+    gather applies.  PyTorch applies its formula to any sample, and so does poolgpu; where
+    a window would leave the input, PyTorch's CPU kernel stops with an internal assertion,
+    and this is a ValidationError."""
+    if ((samples >= 0) & (samples < 1)).all():
+        return True
+    dims = len(kernel)
+    for axis, n, k, o in zip("dhw"[3 - dims:], call.sizes[2:], kernel, output_size):
+        u = samples[..., SAMPLE_ORDER[dims][axis]]
+        starts = window_starts(u, n, k, o, _DATA_TYPES[call.dtype])
+        outside = (starts < 0) | (starts > n - k)
+        if outside.any():
+            where = tuple(int(i) for i in np.argwhere(outside)[0])
+            raise ValidationError("_random_samples", f"{function}: the sample {u[where[:2]]:g} (plane {where[:2]}) "
+                                                     f"puts window {where[2]} along {axis.upper()} at {starts[where]}, "
+                                                     f"outside the input's {n} (PyTorch's CPU kernel stops with an "
+                                                     f"internal assertion there); samples in [0, 1) always fit")
+    return False
+
+
+def _added_at(indices: np.ndarray, dy: np.ndarray, sizes: tuple, dtype: np.dtype) -> np.ndarray:
+    """The input gradient: each dy added at its per-plane index, in the outputs' order and in
+    dy's type, each sum rounded to it (PyTorch's CPU backward: ``gradInput[index] +=
+    gradOutput``, plane by plane)."""
+    planes, plane = sizes[0] * sizes[1], math.prod(sizes[2:])
+    at = indices.reshape(planes, -1) + np.arange(planes)[:, None] * plane
+    if dtype != BFLOAT16_BITS:
+        dx = np.zeros(planes * plane, dtype)
+        np.add.at(dx, at.ravel(), dy.reshape(planes, -1).ravel())
+        return dx.reshape(sizes)
+    dx, values = np.zeros(planes * plane, np.float32), as_float(dy.reshape(planes, -1)).astype(np.float32)
+    for o in range(at.shape[1]):   # (each plane's o-th output at once: their indices differ)
+        dx[at[:, o]] = as_float(of_type(dx[at[:, o]] + values[:, o], BFLOAT16_BITS))
+    return of_type(dx, BFLOAT16_BITS).reshape(sizes)
+
+
 def _gradient(function, grad_output, input, kernel, output_size, samples, *, device):
     plan, uploaded_samples = _plan(function, input, kernel, output_size, samples, device=device)
     call = plan.call
 
     def compute():
-        x, s, dy = call.tensor(), uploaded_samples(), call.upload(grad_output)
+        s, inside = uploaded_samples()
+        if not inside:  # poolgpu's gather bounds the windows covering an input for samples in [0, 1)
+            indices = _plan(function, input, kernel, output_size, samples, device=device,
+                            return_indices=True)[0].forward()[1]
+            return (_added_at(indices, call.host_of(grad_output), call.sizes, call.dtype),)
+        x, dy = call.tensor(), call.upload(grad_output)
         return (call.device.compile(FractionalMaxPoolingGradDesc(x.desc, s.desc, dy.desc, window_size=tuple(kernel)))(
             x, s, dy),)
 
     return gradient_plan(plan, compute)
 
 
+def _exported(form: str, indices: bool):
+    """``torch.nn.functional.<form>`` with the operator's arguments (what ONNX exports record;
+    they have no fractional pooling and say so)."""
+    function = torch_function(form, return_indices=indices)
+    return lambda input, kernel, output_size, samples: function(input, kernel, output_size, _random_samples=samples)
+
+
 define_family("fractional_max_pool", "Tensor input, int[] kernel_size, int[] output_size, Tensor samples, "
                                      "int? device_key", lambda *a, **k: _plan(*a, **k)[0], _gradient,
-              with_indices=True, dims=(2, 3))
+              _exported, with_indices=True, dims=(2, 3))
 
 
 def _draw_samples(input, dims: int):

@@ -1,5 +1,6 @@
 """``torch.nn``'s pooling modules on poolgpu: ``poolgpu.torch.nn.MaxPool2d`` and the rest,
-and :func:`convert`, which puts them into a model in place of torch's.
+and :func:`convert`, which puts them into a model in place of torch's (and :func:`unconvert`,
+which puts torch's back).
 
 Each module is a subclass of torch's (``isinstance(m, torch.nn.MaxPool2d)`` holds) with its
 constructor arguments, defaults, attributes and ``repr``, and a keyword-only ``device=`` (a
@@ -11,21 +12,29 @@ take the ``_random_samples`` buffer), so that a seeded model gives torch's resul
 
 from __future__ import annotations
 
+import ast
 import copy
+import functools
 import inspect
-from typing import Any, Dict, Optional, Sequence
+import logging
+import textwrap
+from typing import Any, Callable, Dict, Optional, Sequence
 
 import torch
 
 from ..device import Device
 from . import adaptive, fractional, pooling, unpool
+from .roi_modules import MultiScaleRoIAlign, PSRoIAlign, RoIAlign, RoIPool, torchvision_swaps
+from .roi_modules import swapped as torchvision_replacement
 from ._call import Input, Output, Result, checked_device
 from ._forms import DEVICE, fields
+from ._functional_mode import POOLINGS
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
            "LPPool1d", "LPPool2d", "LPPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
-           "FractionalMaxPool2d", "FractionalMaxPool3d", "convert"]
+           "FractionalMaxPool2d", "FractionalMaxPool3d", "convert", "unconvert"]
+__all__ += ["RoIAlign", "RoIPool", "PSRoIAlign", "MultiScaleRoIAlign"]
 
 
 class _Pooling:
@@ -223,9 +232,14 @@ def convert(model: torch.nn.Module, device: Optional[Device] = None) -> torch.nn
     """Put poolgpu's pooling modules in place of torch's in ``model``: porting a model in one line.
 
     Every module of exactly one of torch's pooling classes (``torch.nn.MaxPool2d``, ...; not a
-    subclass of one, whose ``forward`` may differ) becomes poolgpu's, with the same
-    attributes (and hooks); a poolgpu pooling module already there gets ``device`` where one
-    is given.
+    subclass of one, whose ``forward`` may differ), or of torchvision's ROI modules
+    (``RoIAlign``, ``RoIPool``, ``PSRoIAlign``, ``MultiScaleRoIAlign``, where torchvision is
+    imported), becomes poolgpu's, with the same attributes (and hooks); a poolgpu pooling
+    module already there gets ``device`` where one is given.  What it swapped is logged
+    (logger ``poolgpu.torch``, INFO), and what it left on torch as a warning: the
+    subclasses, and the modules whose own methods call ``torch.nn.functional``'s pooling
+    (e.g. ``F.avg_pool2d`` in ``forward``), which :func:`poolgpu.torch.functional` sends to
+    poolgpu.  :func:`unconvert` undoes it.
 
     Parameters
     ----------
@@ -246,27 +260,164 @@ def convert(model: torch.nn.Module, device: Optional[Device] = None) -> torch.nn
         ``device`` is not a pg.Device.
     """
     device = checked_device(device, "convert")
-    replaced: Dict[int, torch.nn.Module] = {}  # a module used twice is replaced by one
 
-    def replacement(module: torch.nn.Module) -> Optional[torch.nn.Module]:
-        cls = _MODULES.get(type(module))
+    swaps = {**_MODULES, **torchvision_swaps()}
+
+    def swap(module: torch.nn.Module) -> Optional[torch.nn.Module]:
+        cls = swaps.get(type(module))
+        if cls is not None and cls not in _MODULES.values():   # torchvision's ROI modules
+            return torchvision_replacement(module, cls, device)
         if cls is None:
-            if isinstance(module, _Pooling) and device is not None:
+            if isinstance(module, (_Pooling, RoIAlign, RoIPool, PSRoIAlign, MultiScaleRoIAlign)) and device is not None:
                 module.device = device
             return None
+        new = cls.__new__(cls)
+        new.__dict__.update(vars(module))
+        new.device = device
+        return new
+
+    model, swapped = _swap(model, swap)
+    if swapped:
+        _LOG.info("convert: %d pooling modules now run on poolgpu: %s", len(swapped), _listed(swapped))
+    count, left = _left_on_torch(model)
+    if left:
+        _LOG.warning("convert: %d poolings left on torch: %s (convert swaps torch.nn's pooling modules; run the model "
+                     "inside poolgpu.torch.functional() to send torch.nn.functional's pooling calls to poolgpu)",
+                     count, "; ".join(left))
+    return model
+
+
+def unconvert(model: torch.nn.Module) -> torch.nn.Module:
+    """Put torch's pooling modules back in place of poolgpu's in ``model``: :func:`convert`
+    undone.
+
+    Every module of exactly one of poolgpu's pooling classes becomes torch's (its ROI
+    modules torchvision's, where torchvision is imported), with the same attributes (and
+    hooks) but ``device``; what it swapped is logged (logger ``poolgpu.torch``, INFO).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Changed in place (its pooling children replaced).
+
+    Returns
+    -------
+    torch.nn.Module
+        ``model``; where ``model`` itself is one of poolgpu's pooling modules, its torch
+        replacement.
+    """
+    back = {**_TORCH_MODULES, **{ours: theirs for theirs, ours in torchvision_swaps().items()}}
+
+    def swap(module: torch.nn.Module) -> Optional[torch.nn.Module]:
+        cls = back.get(type(module))
+        if cls is None:
+            return None
+        new = cls.__new__(cls)
+        new.__dict__.update((k, v) for k, v in vars(module).items() if k != "_poolgpu_device")
+        return new
+
+    model, swapped = _swap(model, swap)
+    if swapped:
+        _LOG.info("unconvert: %d pooling modules back on torch: %s", len(swapped), _listed(swapped))
+    return model
+
+
+_LOG = logging.getLogger("poolgpu.torch")
+_TORCH_MODULES = {ours: theirs for theirs, ours in _MODULES.items()}  # poolgpu's class -> torch's
+
+
+def _swap(model: torch.nn.Module, swap: Callable) -> tuple:
+    """Replace, in place, each module of ``model`` that ``swap`` gives a replacement for (one
+    replacement for a module used twice): (``model``, or its own replacement; [(name, the
+    replaced module)])."""
+    replaced: Dict[int, Optional[torch.nn.Module]] = {}
+    swapped = []
+    order = {id(m): i for i, m in enumerate(model.modules())}
+
+    def replacement(module: torch.nn.Module, name: str) -> Optional[torch.nn.Module]:
         if id(module) not in replaced:
-            new = cls.__new__(cls)
-            new.__dict__.update(vars(module))
-            new.device = device
-            replaced[id(module)] = new
+            replaced[id(module)] = swap(module)
+            if replaced[id(module)] is not None:
+                swapped.append((name, module))
         return replaced[id(module)]
 
-    top = replacement(model)
+    top = replacement(model, "")
     if top is not None:
-        return top
-    for parent in list(model.modules()):
+        return top, swapped
+    for parent_name, parent in list(model.named_modules()):
         for name, child in list(parent.named_children()):
-            new = replacement(child)
+            new = replacement(child, f"{parent_name}.{name}" if parent_name else name)
             if new is not None:
                 setattr(parent, name, new)
-    return model
+    return model, sorted(swapped, key=lambda s: order[id(s[1])])
+
+
+def _listed(swapped: list) -> str:
+    """``name (Class)`` of each swapped module (``(model)`` for the model itself)."""
+    return ", ".join(f"{name or '(model)'} ({type(module).__name__})" for name, module in swapped)
+
+
+def _left_on_torch(model: torch.nn.Module) -> tuple:
+    """What of ``model`` pools on torch after convert: (how many poolings: modules and call
+    sites, [a line for each subclass of a torch pooling class and each module whose
+    class's own methods call torch.nn.functional's pooling functions])."""
+    count, left = 0, []
+    for name, module in model.named_modules():
+        where = f"{name or '(model)'} ({type(module).__name__})"
+        if isinstance(module, tuple(_MODULES)) and not isinstance(module, _Pooling):
+            count += 1
+            left.append(f"{where} is a subclass of torch.nn.{_torch_base(type(module)).__name__}")
+        calls = _functional_calls(type(module))
+        if calls:
+            count += len(calls)
+            left.append(f"{where} calls {', '.join(calls)}")
+    return count, left
+
+
+def _torch_base(cls: type) -> type:
+    return next(c for c in cls.__mro__ if c in _MODULES)
+
+
+@functools.lru_cache(maxsize=None)
+def _functional_calls(cls: type) -> tuple:
+    """The torch.nn.functional pooling calls written in ``cls``'s own methods and its bases'
+    (not torch's or poolgpu's classes), as written (``F.avg_pool2d``), once per call site.
+    Read from the source: names resolved in each method's module, so that ``F``,
+    ``torch.nn.functional`` and a function imported by name all count."""
+    calls = []
+    for base in cls.__mro__:
+        if base.__module__.split(".")[0] in ("torch", "poolgpu", "builtins"):
+            continue
+        for attribute in vars(base).values():
+            function = getattr(attribute, "__func__", attribute)
+            if not inspect.isfunction(function):
+                continue
+            try:
+                tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+            except (OSError, TypeError, SyntaxError):  # no source (e.g. made by exec)
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and _is_pooling(_resolved(node.func, function.__globals__)):
+                    calls.append(ast.unparse(node.func))
+    return tuple(calls)
+
+
+def _resolved(expression: ast.expr, names: dict) -> Any:
+    """The object a name or attribute chain (``F.max_pool2d``) denotes in a module's globals;
+    None where it is anything else (``self.pool``, a call's result, a missing name)."""
+    if isinstance(expression, ast.Name):
+        return names.get(expression.id)
+    if isinstance(expression, ast.Attribute):
+        owner = _resolved(expression.value, names)
+        try:
+            return None if owner is None else getattr(owner, expression.attr, None)
+        except Exception:  # (a property of some global that fails when read: not a pooling)
+            return None
+    return None
+
+
+def _is_pooling(function: Any) -> bool:
+    try:
+        return function in POOLINGS
+    except TypeError:  # (unhashable)
+        return False

@@ -15,11 +15,12 @@ from ..device import Device
 from ..dtypes import DataType
 from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
+from . import _quantized as quantized
 from ._arguments import boolean, checked, integer_arg, return_flag, sizes_arg, window_args
 from ._call import (FLOATS, MAX_TYPES, Call, Input, Output, Plan, Result, Size, as_float, gradient_plan, negated,
                     of_type, plane_indices)
 from ._forms import function_forms
-from ._ops import define_family, dispatch
+from ._ops import define_family, dispatch, torch_function
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
            "lp_pool1d", "lp_pool2d", "lp_pool3d"]
@@ -61,7 +62,8 @@ def _max_pool_gradient(function, grad_output, input, kernel, stride, padding, di
 
 
 define_family("max_pool", f"Tensor input, {_WINDOW}, int[] dilation, bool ceil_mode, int? device_key",
-              _max_pool_plan, _max_pool_gradient, with_indices=True)
+              _max_pool_plan, _max_pool_gradient,
+              lambda form, indices: torch_function(form, return_indices=indices), with_indices=True)
 
 
 def _max_pool_form(dims: int):
@@ -70,6 +72,9 @@ def _max_pool_form(dims: int):
                  device: Optional[Device] = None) -> Result:
         f = f"max_pool{dims}d"
         window = window_args(dims, f, kernel_size, stride, padding, dilation, ceil_mode)
+        if dims == 2 and quantized.is_quantized(input):
+            quantized.check_two_values(f, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation)
+            return quantized.max_pool2d(input, *window, return_flag(return_indices, f), device)
         suffix = "_with_indices" if return_flag(return_indices, f) else ""
         return dispatch(f + suffix, input, *window, device=device)
 
@@ -145,8 +150,17 @@ def _avg_pool_gradient(function, grad_output, input, *arguments, device):
     return gradient_plan(plan, compute)
 
 
+def _exported_avg_pool(form: str, _):
+    function = torch_function(form)
+    if form == "avg_pool1d":  # (no divisor_override there)
+        return lambda input, kernel, stride, padding, ceil_mode, count_include_pad, _: function(
+            input, kernel, stride, padding, ceil_mode, count_include_pad)
+    return function
+
+
 define_family("avg_pool", f"Tensor input, {_WINDOW}, bool ceil_mode, bool count_include_pad, int? divisor_override, "
-                          f"int? device_key", lambda *a, **k: _avg_pool_plan(*a, **k)[0], _avg_pool_gradient)
+                          f"int? device_key", lambda *a, **k: _avg_pool_plan(*a, **k)[0], _avg_pool_gradient,
+              _exported_avg_pool)
 
 
 def _avg_pool(dims, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, device):
@@ -156,8 +170,11 @@ def _avg_pool(dims, input, kernel_size, stride, padding, ceil_mode, count_includ
         divisor_override = integer_arg(divisor_override, "divisor_override", f, minimum=-(2**32 - 1))
         if divisor_override == 0:
             raise ValidationError("divisor_override", f"{f}: divisor_override must not be 0")
-    return dispatch(f, input, kernel, strides, padding, ceil_mode,
-                    boolean(count_include_pad, "count_include_pad", f), divisor_override, device=device)
+    count_include_pad = boolean(count_include_pad, "count_include_pad", f)
+    if dims == 2 and quantized.is_quantized(input):
+        return quantized.avg_pool2d(input, kernel, strides, padding, ceil_mode, count_include_pad, divisor_override,
+                                    device)
+    return dispatch(f, input, kernel, strides, padding, ceil_mode, count_include_pad, divisor_override, device=device)
 
 
 def _avg_pool_form(dims: int):
@@ -272,8 +289,15 @@ def _lp_pool_gradient(function, grad_output, input, p, kernel, stride, ceil_mode
     return gradient_plan(plan, compute)
 
 
+def _exported_lp_pool(form: str, _):
+    function = torch_function(form)
+    if form == "lp_pool1d":  # (its kernel_size an int: it multiplies by it)
+        return lambda input, p, kernel, stride, ceil_mode: function(input, p, kernel[0], stride, ceil_mode)
+    return function
+
+
 define_family("lp_pool", "Tensor input, float norm_type, int[] kernel_size, int[] stride, bool ceil_mode, "
-                         "int? device_key", _lp_pool_plan, _lp_pool_gradient)
+                         "int? device_key", _lp_pool_plan, _lp_pool_gradient, _exported_lp_pool)
 
 
 def _lp_pool_form(dims: int):

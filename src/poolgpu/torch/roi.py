@@ -230,5 +230,19 @@ def _gradient(function, grad_output, input, boxes, output_size, spatial_scale, *
     return gradient_plan(plan, compute)
 
 
+def _torchvision_exported(form: str, _):
+    """torchvision's ``form`` (``roi_pool``, ``roi_align``, ...), what ONNX exports record in
+    place of poolgpu's (ONNX's MaxRoiPool, RoiAlign), imported when an export calls it."""
+    def of_torchvision(*arguments):
+        try:
+            import torchvision.ops
+        except ImportError as exc:
+            raise ImportError(f"{form}: torch.onnx.export records torchvision.ops.{form} in its place: install "
+                              f"torchvision (it did not import: {exc})") from exc
+        return getattr(torchvision.ops, form)(*arguments)
+
+    return of_torchvision
+
+
 define_family("roi_pool", "Tensor input, Tensor boxes, int[] output_size, float spatial_scale, int? device_key", _plan,
-              _gradient, one_form=True)
+              _gradient, _torchvision_exported, one_form=True)

@@ -9,16 +9,16 @@ import numpy as np
 import torch
 
 from .. import functional as _functional
-from ..arguments import shown
+from ..arguments import is_integer, shown
 from ..descs import MaxUnpoolingDesc
 from ..device import Device
 from ..errors import ValidationError
 from ..tensor import Tensor
 from ..tensor_desc import TensorDesc
-from ._arguments import sizes_arg
+from ._arguments import from_tensor, sizes_arg
 from ._call import MAX_TYPES, Call, Input, Output, Plan, Size, gradient_plan
 from ._forms import function_forms
-from ._ops import define_family, dispatch
+from ._ops import define_family, dispatch, torch_function
 
 __all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d"]
 
@@ -86,7 +86,8 @@ def _gradient(function, grad_output, input, *arguments, device):
 
 
 define_family("max_unpool", "Tensor input, Tensor indices, int[] kernel_size, int[] stride, int[] padding, "
-                            "int[]? output_size, int? device_key", lambda *a, **k: _plan(*a, **k)[0], _gradient)
+                            "int[]? output_size, int? device_key", lambda *a, **k: _plan(*a, **k)[0], _gradient,
+              lambda form, _: torch_function(form))
 
 
 def _max_unpool_form(dims: int):
@@ -98,12 +99,13 @@ def _max_unpool_form(dims: int):
         kernel = sizes_arg(kernel_size, dims, "kernel_size", f, lengths=one_each)
         strides = kernel if stride is None else sizes_arg(stride, dims, "stride", f, lengths=one_each)
         padding = sizes_arg(padding, dims, "padding", f, minimum=0, lengths=one_each)
-        if output_size is not None:  # PyTorch: a sequence of dims (or dims + 2) Python ints
-            if not isinstance(output_size, (tuple, list)) or len(output_size) not in (dims, dims + 2) \
-                    or not all(isinstance(s, int) and not isinstance(s, bool) for s in output_size):
+        if output_size is not None:  # PyTorch: a sequence of dims (or dims + 2) ints
+            # (while tracing, a tensor's sizes are 0-d tensors: read as the numbers they are)
+            sizes = [from_tensor(s) for s in output_size] if isinstance(output_size, (tuple, list)) else None
+            if sizes is None or len(sizes) not in (dims, dims + 2) or not all(is_integer(s) for s in sizes):
                 raise ValidationError("output_size", f"{f}: expected a tuple of {dims} or {dims + 2} ints "
                                                      f"(e.g. the pooled input's shape), got {shown(output_size)}")
-            output_size = list(output_size[-dims:])
+            output_size = [int(s) for s in sizes[-dims:]]
         return dispatch(f, input, _indices_arg(indices, input, f), kernel, strides, padding, output_size,
                         device=device)
 

@@ -1,16 +1,8 @@
 // Average pooling: DirectML AVERAGE_POOLING and AVERAGE_POOLING1 (dilations).
 // The accumulator of the window walks (common/window_geometry.wgsl): a compensated f32 sum
 // of the window's input elements (common/compensated_sum.wgsl), divided by the number of
-// input elements the window covers, or with INCLUDE_PADDING by its element count.  ONNX's
-// ceil_mode can extend the last window past the declared end padding; those taps are not
-// counted (CLIP_DIVISOR, with the declared end padding in ED, EH, EW).  PyTorch's
-// divisor_override divides every window by one number (DIVISOR_OVERRIDE; 0: none).
-
-override INCLUDE_PADDING: bool = false;
-override CLIP_DIVISOR: bool = false;
-override ED: u32 = 0u;  override EH: u32 = 0u;  override EW: u32 = 0u;
-override DIVISOR_OVERRIDE: u32 = 0u;
-override WIDE_DIVISOR: bool = false;   // windows of more than 2^32 - 1 elements, padding counted
+// input elements the window covers, or with INCLUDE_PADDING by its element count, or by
+// DIVISOR_OVERRIDE (the constants: common/average_divisor_constants.wgsl).
 
 alias Tap = f32;
 fn tap_of(raw: Raw) -> Tap { return to_f32(raw); }
@@ -20,6 +12,8 @@ struct Acc { sum: CompensatedSum, count: u32 }
 fn acc_new() -> Acc {
     return Acc(CompensatedSum(0.0, 0.0), 0u);
 }
+// The accumulator of output `at`'s window before its first tap (the general walk's).
+fn acc_for(at: Out) -> Acc { return acc_new(); }
 
 fn acc_add(acc: Acc, t: Tap, index: u32, inside: bool) -> Acc {
     return Acc(compensated_add(acc.sum, select(0.0, t, inside)), acc.count + u32(inside));

@@ -8,47 +8,38 @@
 // and for float16 and bfloat16 every step rounded to the type (rounded(), through the value
 // snippet's from_f32, round to nearest even).  alpha arrives computed (Params alpha_*: its
 // f32 bits, worked out by poolgpu.kernels in the same arithmetic).  Additions and products
-// of f32 are correctly rounded in WGSL; the conversion of i is done exactly (f32_of).  A
-// sample below 0 (or NaN) counts as 0, one of 1 or more as the largest f32 below 1, and a
-// start is clamped to [0, in - k], so no window leaves the input whatever the samples.
+// of f32 are correctly rounded in WGSL; the conversion of i is done exactly (f32_of,
+// common/exact_f32.wgsl).  Any sample value is taken, as PyTorch takes it: int() is C's
+// 32-bit conversion as x86-64 does it (truncated()) and the difference wraps as C's int does
+// there.  A start is clamped to [0, in - k], so no window leaves the input whatever the
+// samples (PyTorch stops with an internal assertion where one would).
 //
 // One invocation per plane and entry t of its row: t = 0 writes the source batch (n), the
 // others one window's (start, start + k) along D, then H, then W.
 //
 // Prepended by poolgpu.kernels: the samples' value type (to_f32, from_f32) and the tensors
-// samples (samples_load) and bins (bins_store); library: flat_index.wgsl.
+// samples (samples_load) and bins (bins_store); library: flat_index.wgsl, exact_f32.wgsl (f32_of).
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
 fn rounded(v: f32) -> f32 { return to_f32(from_f32(v)); }
 
-// v as the nearest f32, ties to even (WGSL leaves the rounding of larger u32 open).
-fn f32_of(v: u32) -> f32 {
-    if (v < 0x1000000u) { return f32(v); }
-    let shift = 8u - countLeadingZeros(v);   // keeps 24 significant bits
-    let kept = v >> shift;
-    let rest = v & ((1u << shift) - 1u);
-    let half = 1u << (shift - 1u);
-    let up = rest > half || (rest == half && (kept & 1u) == 1u);
-    return f32(kept + u32(up)) * f32(1u << shift);   // (both exact)
-}
-
-// int(v) of a non-negative v (C's truncation); 0 for NaN.
+// C's int(v) as x86-64 computes it (cvttss2si), as u32 bits: toward zero; NaN and values
+// outside i32's range (undefined in C++) give i32's minimum.
 fn truncated(v: f32) -> u32 {
-    return select(0u, u32(min(v, 4294967040.0)), v > 0.0);
+    return select(0x80000000u, bitcast<u32>(i32(v)), abs(v) < 2147483648.0);
 }
 
 // The start of window i of `out` along a dimension (in, k: sizes; alpha: its f32 bits).
 fn window_start(i: u32, u_raw: Raw, size_in: u32, k: u32, out: u32, alpha_bits: u32) -> u32 {
     let last = size_in - k;
     if (i + 1u >= out) { return last; }
-    // u in [0, 1), on the bits: a negative sample or NaN gives 0, one of 1 or more the largest f32 below 1
-    let bits = bitcast<u32>(to_f32(u_raw));
-    let u = bitcast<f32>(select(0u, min(bits, 0x3f7fffffu), bits <= 0x7f800000u));
+    let u = to_f32(u_raw);
     let alpha = bitcast<f32>(alpha_bits);
     let a = truncated(rounded(rounded(rounded(f32_of(i)) + u) * alpha));
     let b = truncated(rounded(u * alpha));
-    return min(select(0u, a - b, a > b), last);
+    let start = bitcast<i32>(a - b);   // (u32 arithmetic wraps, as int's does on x86-64)
+    return u32(clamp(start, 0, i32(last)));
 }
 
 @compute @workgroup_size(WG_X)

@@ -42,6 +42,9 @@ fn acc_new() -> Acc {
     return Acc(CompensatedSum(0.0, 0.0), MIN_EXPONENT, power_of_two(-MIN_EXPONENT));
 }
 
+// The accumulator of output `at`'s window before its first tap (the general walk's).
+fn acc_for(at: Out) -> Acc { return acc_new(); }
+
 fn power_p(v: f32) -> f32 {   // v >= 0 or NaN
     if (P == 1.0) { return v; }
     if (P == 2.0) { return v * v; }

@@ -1,14 +1,8 @@
 // The divisor of an average window, per dimension, for the gradients' gathers: the
 // window's size when padding counts (or no window reaches padding), else the number of
-// its taps inside the input.  ONNX's and PyTorch's ceil_mode extend the end padding without
-// counting the extension (CLIP_DIVISOR: padding counts only up to the counted end padding,
-// passed per dimension as `end`: ED, EH, EW).  PyTorch's divisor_override replaces the
-// whole product (DIVISOR_OVERRIDE; 0: none), see window_divisor.
-override INCLUDE_PADDING: bool = false;
-override CLIP_DIVISOR: bool = false;
-override ED: u32 = 0u;  override EH: u32 = 0u;  override EW: u32 = 0u;
-override DIVISOR_OVERRIDE: u32 = 0u;
-override WIDE_DIVISOR: bool = false;   // windows of more than 2^32 - 1 elements, padding counted
+// its taps inside the input; its constants: common/average_divisor_constants.wgsl (the
+// counted end padding passed per dimension as `end`: ED, EH, EW).  PyTorch's
+// divisor_override replaces the whole product, see window_divisor.
 
 // How many of window o's taps along one dimension fall inside the input [0, size) (with
 // INCLUDE_PADDING: inside [-pad, size + end)).  The window covers the element being

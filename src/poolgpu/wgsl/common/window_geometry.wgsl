@@ -6,6 +6,7 @@
 // accumulator:
 //     struct Tap; fn tap_of(raw: Raw) -> Tap;      // once per loaded input element
 //     struct Acc; fn acc_new() -> Acc;
+//     fn acc_for(at: Out) -> Acc;                  // the general walk's start of output at's window
 //     fn acc_add(acc: Acc, t: Tap, index: u32, inside: bool) -> Acc;
 //     fn acc_value(acc: Acc, at: Out) -> Raw;  fn acc_index(acc: Acc) -> u32;
 // where `inside` says the tap is input data (not padding: its Tap is then a clamped

@@ -24,10 +24,15 @@ const UNROLLED = 4u;
 // fastest), one invocation walks one part of one output's window and saves its accumulator
 // (acc_save, into tensor `part`: ACC_WORDS words for each of the output's PARTS parts) for
 // the merge pass (window_walk_merge.wgsl).  Parts are only cut along looping dimensions.
+// An accumulator whose result depends on the order of its taps (a float32 sum in the window's
+// order: common/quantized_accumulator.wgsl's) is CHAINED instead: one pass per part, part
+// params.chain_part of every window, each continuing from the accumulator the pass before
+// saved (one per output in `part`) and the last storing the outputs.
 override PARTS_D: u32 = 1u;
 override PARTS_H: u32 = 1u;
 override PARTS_W: u32 = 1u;
 override PARTS: u32 = 1u;   // their product (computed by poolgpu.kernels)
+override CHAINED: bool = false;
 
 // Where acc_save (common/*_partials.wgsl) puts a part's words.
 fn save_word(e: u32, v: u32) { part_word_store(e, v); }
@@ -75,15 +80,15 @@ fn plane_at(acc: Acc, x_plane: u32, logical_plane: u32, d: Coord, h0: i32, hs: T
     return a;
 }
 
-// The accumulator of part `part` of output `at`'s window (x_plane: its input plane's first
-// element), its taps in increasing flat index.
-fn window_of(at: Out, part: u32, x_plane: u32, logical_plane: u32) -> Acc {
+// The accumulator `acc` of output `at`'s window with the taps of its part `part` added
+// (x_plane: its input plane's first element), in increasing flat index.
+fn window_from(acc: Acc, at: Out, part: u32, x_plane: u32, logical_plane: u32) -> Acc {
     let d0 = i32(at.d * SD) - i32(PD);
     let h0 = i32(at.h * SH) - i32(PH);
     let w0 = i32(at.w * SW) - i32(PW);
     let ws = taps_part(taps_inside(w0, KW, LW, params.in_w), part % PARTS_W, PARTS_W);
     let hs = taps_part(taps_inside(h0, KH, LH, params.in_h), (part / PARTS_W) % PARTS_H, PARTS_H);
-    var a = acc_new();
+    var a = acc;
     if (KD > UNROLLED) {
         let ds = taps_part(taps_inside(d0, KD, LD, params.in_d), part / (PARTS_W * PARTS_H), PARTS_D);
         for (var kd = ds.first; kd < ds.end; kd++) {
@@ -96,6 +101,12 @@ fn window_of(at: Out, part: u32, x_plane: u32, logical_plane: u32) -> Acc {
     if (KD > 2u) { a = plane_at(a, x_plane, logical_plane, coord(d0, 2u, LD, params.in_d), h0, hs, w0, ws); }
     if (KD > 3u) { a = plane_at(a, x_plane, logical_plane, coord(d0, 3u, LD, params.in_d), h0, hs, w0, ws); }
     return a;
+}
+
+// The accumulator of part `part` of output `at`'s window (acc_for: the operator's accumulator
+// of that window, before its first tap).
+fn window_of(at: Out, part: u32, x_plane: u32, logical_plane: u32) -> Acc {
+    return window_from(acc_for(at), at, part, x_plane, logical_plane);
 }
 
 // Outputs `at` and the next along W.
@@ -114,17 +125,29 @@ fn store_two(at: Out, acc: Acc, next: Out, acc_next: Acc) {
 
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let pos = grid_position(wg, lid);   // (ow / OUTPUTS, oh, ((n, c, od), part))
+    let pos = grid_position(wg, lid);   // (ow / OUTPUTS, oh, ((n, c, od), part)); CHAINED: (ow, oh, (n, c, od))
     if (pos.x >= params.columns) { return; }
-    let part = pos.z % PARTS;
-    let plane = pos.z / PARTS;   // (n, c, od)
+    let part = select(pos.z % PARTS, params.chain_part, CHAINED);
+    let plane = select(pos.z / PARTS, pos.z, CHAINED);   // (n, c, od)
     let od = plane % params.out_d;
     let nc = plane / params.out_d;
     let at = Out(nc / params.channels, nc % params.channels, od, pos.y, OUTPUTS * pos.x);
     let x_plane = params.x_base + at.n * params.x_n + at.c * params.x_c;
     let logical_plane = nc * params.in_d * params.in_h * params.in_w;
+    let output = (plane * params.out_h + at.h) * params.out_w + at.w;
+    if (CHAINED) {
+        let saved = params.part_base + output * ACC_WORDS;
+        var acc = acc_for(at);
+        if (part > 0u) { acc = acc_load(saved); }
+        acc = window_from(acc, at, part, x_plane, logical_plane);
+        if (part + 1u < PARTS) {
+            acc_save(saved, acc);
+        } else {
+            store_one(at, acc);
+        }
+        return;
+    }
     if (PARTS > 1u) {
-        let output = (plane * params.out_h + at.h) * params.out_w + at.w;
         acc_save(params.part_base + (output * PARTS + part) * ACC_WORDS, window_of(at, part, x_plane, logical_plane));
         return;
     }

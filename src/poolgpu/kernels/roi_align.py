@@ -1,0 +1,285 @@
+"""ROI align (DirectML's ROI_ALIGN, ROI_ALIGN1 and ROI_ALIGN_GRAD): a regions pass writes each
+ROI's row of the region table (wgsl/roi_align_regions.wgsl, common/roi_align_table.wgsl),
+then the walk samples each output's bin (wgsl/roi_align.wgsl), split into parts and merged
+(wgsl/roi_align_merge.wgsl) where an output's samples are more than one invocation may
+visit.  The gradients are in .roi_gather."""
+
+from __future__ import annotations
+
+import math
+import struct
+from functools import partial
+
+from ..dtypes import DataType
+from ..tensor_desc import TensorDesc
+from ..tuning import Tuning
+from .core import Kernel, Pass, Program, Slot, Split
+from .grids import FLAT_GRID, flat_grid, flat_regrid, sorted_constants, stride_fields
+from .registry import register
+from .split import fewest_parts, iterations, loop_total
+
+
+def f32_bits(value: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", value))[0]
+
+
+def visit_bound(desc, size: int) -> int:
+    """The most samples inside [-1, size] one output visits along an axis of ``size``
+    elements: at most the samples per output, and where those are ceil(bin) or fewer,
+    spaced at least half an element apart (so at most 2 * size + 3 inside; 3 more for
+    rounding), else the minimum."""
+    return max(1, min(desc.maximum_samples_per_output, max(desc.minimum_samples_per_output, 2 * size + 6)))
+
+
+def _regions_loops(constants: dict, params: dict) -> dict:
+    """roi_align_regions.wgsl: two binary searches of 32 probes, the header's two axes."""
+    return {"probe": iterations(2, 32), "axis": iterations(1, 2)}
+
+
+# The table's readers' Params: sizes, output_offset's bits
+TABLE_PARAMS = ("channels", "in_n", "in_h", "in_w", "out_h", "out_w", "out_offset")
+REGIONS = Kernel(
+    "roi_align_regions.wgsl", (Slot("roi", False), Slot("batch", False, snippet="batch_words_{storage}.wgsl"),
+                               Slot("table", True, snippet="words_write.wgsl")), value_slot="roi",
+    library=("roi_align_table.wgsl", "flat_index.wgsl", "as_written.wgsl"),
+    params=("total", "channels", "batch_r", "roi_r", "roi_k", "in_n", "in_h", "in_w", "out_h", "out_w", "out_offset",
+            "scale_x", "scale_y", "in_offset", "min_region", "min_samples", "max_samples", "opaque_zero"),
+    loops=_regions_loops,
+)
+
+
+def _walk_loops(constants: dict, params: dict) -> dict:
+    """roi_align.wgsl: the inside samples of its part along Y, and along X for each."""
+    y = -(-params["visit_y"] // constants.get("PARTS_Y", 1))
+    x = -(-params["visit_x"] // constants.get("PARTS_X", 1))
+    return {"iy": iterations(1, y), "ix": iterations(y, x)}
+
+
+_SAMPLE_LIBRARY = ("roi_align_table.wgsl", "roi_align_reduce.wgsl", "roi_align_sample.wgsl")
+WALK = Kernel(
+    "roi_align.wgsl", (Slot("x", False), Slot("table", False, snippet="words_read.wgsl"), Slot("y", True),
+                       Slot("part", True, snippet="words_write.wgsl"), Slot("arg", True, snippet="words_write.wgsl")),
+    value_slot="x", library=_SAMPLE_LIBRARY + ("taps.wgsl", "flat_index.wgsl", "as_written.wgsl"),
+    params=FLAT_GRID + TABLE_PARAMS + ("oob", "source_first", "source_count", "opaque_zero")
+    + stride_fields("x", "y", axes="nchw"),
+    loops=_walk_loops,
+)
+MERGE = Kernel(
+    "roi_align_merge.wgsl", (Slot("part", False, snippet="words_read.wgsl"),
+                             Slot("merged", True, snippet="words_write.wgsl"),
+                             Slot("table", False, snippet="words_read.wgsl"), Slot("y", True),
+                             Slot("arg", True, snippet="words_write.wgsl")),
+    value_slot="y", library=("roi_align_table.wgsl", "roi_align_reduce.wgsl", "flat_index.wgsl", "as_written.wgsl"),
+    params=FLAT_GRID + TABLE_PARAMS + ("oob", "opaque_zero") + stride_fields("y", axes="nchw"),
+    loops=lambda constants, params: {"p": iterations(1, constants["GROUP"])},
+)
+PART_WORDS = 5  # roi_align_reduce.wgsl
+ARG_WORDS = 3   # the argmax sample of an output: iy, ix, corner
+
+
+def region_table(desc) -> TensorDesc:
+    rois = desc.roi.sizes[-2]
+    out_h, out_w = desc.output_size
+    return TensorDesc(DataType.UINT32, (1, rois, 7 + 4 * (out_h + out_w)))
+
+
+def sample_constants(desc) -> dict:
+    """The override constants of how samples are read and reduced."""
+    return {"REDUCE_MAX": desc.reduction_function == "max", "NEAREST": desc.interpolation_mode == "nearest_neighbor",
+            "WEIGHTED": desc.weighted_corner_max, "ALIGN_CORNERS": desc.align_regions_to_corners}
+
+
+def table_params(desc, input_sizes: tuple) -> dict:
+    n, c, in_h, in_w = input_sizes
+    out_h, out_w = desc.output_size
+    return {"channels": c, "in_n": n, "in_h": in_h, "in_w": in_w, "out_h": out_h, "out_w": out_w,
+            "out_offset": f32_bits(desc.output_pixel_offset)}
+
+
+def regions_pass(desc, input_sizes: tuple, wg_x: int) -> Pass:
+    """The pass writing ``desc``'s region table (scratch "table")."""
+    rois = desc.roi.sizes[-2]
+    out_h, out_w = desc.output_size
+    region = desc.minimum_region_size
+    params = {
+        **table_params(desc, input_sizes), "total": rois * (1 + out_h + out_w),
+        "batch_r": desc.batch_indices.strides[-1], "roi_r": desc.roi.strides[-2], "roi_k": desc.roi.strides[-1],
+        "scale_x": f32_bits(desc.spatial_scale_x), "scale_y": f32_bits(desc.spatial_scale_y),
+        "in_offset": f32_bits(desc.input_pixel_offset), "min_region": f32_bits(region or 0.0),
+        "min_samples": desc.minimum_samples_per_output, "max_samples": desc.maximum_samples_per_output,
+    }
+    constants = {"WG_X": wg_x, "BATCH_SIGNED32": desc.batch_indices.data_type == DataType.INT32,
+                 "HAS_MIN_REGION": region is not None, "ALIGN_CORNERS": desc.align_regions_to_corners}
+    return Pass(REGIONS, ("roi", "batch_indices", "table"), sorted_constants(constants), params,
+                flat_grid(params["total"], wg_x))
+
+
+def _source_planes(first: int, planes: int, *_) -> dict:
+    """roi_align.wgsl's filter: only outputs reading input planes in [first, first + planes)
+    are written (and those of invalid ROIs by the first range)."""
+    return {"source_first": first, "source_count": planes}
+
+
+def walk_passes(desc, output: str, argmax, tuning: Tuning) -> tuple:
+    """(the walk computing ``desc``'s outputs into role ``output`` (None: only the argmax,
+    into scratch ``argmax`` where given), and its merges, the scratch they add)."""
+    rois, c = desc.roi.sizes[-2], desc.input.sizes[1]
+    out_h, out_w = desc.output_size
+    outputs = rois * c * out_h * out_w
+    wg_x = tuning.flat_workgroup
+    params = {**table_params(desc, desc.input.sizes), "oob": f32_bits(desc.out_of_bounds_input_value),
+              **_source_planes(0, 2**32 - 1),
+              **{f"x_{a}": s for a, s in zip("nchw", desc.input.strides)}}
+    out_desc = getattr(desc, "output", None)
+    params.update({f"y_{a}": s for a, s in zip("nchw", out_desc.strides if output else (0, 0, 0, 0))})
+    bounds = {"visit_y": visit_bound(desc, desc.input.sizes[2]), "visit_x": visit_bound(desc, desc.input.sizes[3])}
+    base = sample_constants(desc)
+
+    def trips(parts: tuple) -> int:
+        return loop_total(WALK, {**base, "PARTS_Y": parts[0], "PARTS_X": parts[1]}, bounds)
+
+    parts = fewest_parts(trips, (bounds["visit_y"], bounds["visit_x"]), tuning.loop_budget)
+    count = math.prod(parts)
+    constants = {**base, "WG_X": wg_x, "PARTS": count, "PARTS_Y": parts[0], "PARTS_X": parts[1]}
+    regrid = partial(flat_regrid, wg_x)
+    split = Split(out_h * out_w * count, regrid, whole=("table",), gather="input", filter=_source_planes)
+    walk_params = {**params, **bounds, "total": outputs * count, "origin": 0}
+    roles = ("input", "table") + ((output, None, argmax) if count == 1 else (None, "part", None))
+    walk = Pass(WALK, roles, sorted_constants(constants), walk_params, flat_grid(outputs * count, wg_x), split)
+    if count == 1:
+        return (walk,), ()
+    merge_params = {key: params[key] for key in TABLE_PARAMS + ("oob",) + stride_fields("y", axes="nchw")}
+    passes, scratch = [walk], [("part", TensorDesc(DataType.UINT32, (rois, c, out_h * out_w * count * PART_WORDS)))]
+    group = max(1, tuning.loop_budget - 1)
+    source, target = "part", "merged"
+    while True:
+        groups = -(-count // group)
+        final = groups == 1
+        level = {"REDUCE_MAX": base["REDUCE_MAX"], "ALIGN_CORNERS": base["ALIGN_CORNERS"], "WG_X": wg_x, "PARTS": count, "GROUP": min(group, count), "FINAL": final}
+        roles = (source, None, "table", output, argmax) if final else (source, target, "table", None, None)
+        split = Split(out_h * out_w * groups, regrid, whole=("table",))
+        passes.append(Pass(MERGE, roles, sorted_constants(level), {**merge_params, "total": outputs * groups,
+                                                                    "origin": 0},
+                           flat_grid(outputs * groups, wg_x), split, value_type=desc.input.data_type))
+        if final:
+            return tuple(passes), tuple(scratch)
+        if len(scratch) == 1:
+            scratch.append(("merged", TensorDesc(DataType.UINT32, (rois, c, out_h * out_w * groups * PART_WORDS))))
+        count, source, target = groups, target, source
+
+
+@register("roi_align")
+def _roi_align_program(desc, tuning: Tuning) -> Program:
+    regions = regions_pass(desc, desc.input.sizes, tuning.flat_workgroup)
+    passes, scratch = walk_passes(desc, "output", None, tuning)
+    return Program((regions,) + passes, scratch=(("table", region_table(desc)),) + scratch)
+
+
+# The gradients: a mask pass (which ROIs reach each tile of the input) and the gather.
+TILES = Kernel(
+    "roi_align_tiles.wgsl", (Slot("table", False, snippet="words_read.wgsl"),
+                             Slot("mask", True, snippet="words_write.wgsl")), value_slot="table",
+    library=("roi_align_table.wgsl", "tile_masks.wgsl", "flat_index.wgsl", "as_written.wgsl"),
+    params=("total", "rois", "channels", "out_h", "out_w", "out_offset", "tile", "tiles", "tiles_x", "mask_words", "opaque_zero"),
+    loops=lambda constants, params: {"k": iterations(1, 32), "oh": iterations(32, params["out_h"]),
+                                     "ow": iterations(32, params["out_w"])},
+)
+
+
+def _gather_loops(constants: dict, params: dict) -> dict:
+    """roi_align_grad.wgsl: the mask words and bits of its part's ROIs, and in each ROI its
+    part's outputs, the average's sample runs along Y (per output row) and X (per output)."""
+    rois = -(-params["rois"] // constants.get("PARTS_D", 1))
+    out_h = -(-params["out_h"] // constants.get("PARTS_H", 1))
+    out_w = -(-params["out_w"] // constants.get("PARTS_W", 1))
+    words = -(-rois // 32) + 1
+    average = not constants.get("REDUCE_MAX", False)
+    return {"word": iterations(1, words), "bit": iterations(words, 32), "oh": iterations(rois, out_h),
+            "ow": iterations(rois * out_h, out_w),
+            "i": (iterations(rois * out_h, params["visit_y"]) + iterations(rois * out_h * out_w, params["visit_x"]))
+            if average else 0}
+
+
+GATHER = Kernel(
+    "roi_align_grad.wgsl", (Slot("dy", False), Slot("arg", False, snippet="words_read.wgsl"),
+                            Slot("table", False, snippet="words_read.wgsl"),
+                            Slot("mask", False, snippet="words_read.wgsl"), Slot("dx", True),
+                            Slot("part", True, snippet="words_write.wgsl")), value_slot="dy",
+    library=("roi_align_table.wgsl", "tile_masks.wgsl", "taps.wgsl", "gather_parts.wgsl", "flat_index.wgsl",
+             "as_written.wgsl"),
+    params=FLAT_GRID + ("rois", "channels", "in_h", "in_w", "out_h", "out_w", "out_offset", "tile", "tiles",
+                        "tiles_x", "mask_words", "opaque_zero") + stride_fields("dy", "dx", axes="nchw"),
+    loops=_gather_loops,
+)
+#: The most words of tile masks a gradient's program allocates: tiles grow until they fit.
+MASK_WORDS = 1 << 22
+
+
+def tile_layout(images: int, height: int, width: int, rois: int) -> dict:
+    """The tiles' params: the smallest side from 8 (doubling) whose masks fit MASK_WORDS."""
+    words = -(-rois // 32)
+    tile = 8
+    while True:
+        tiles_x, tiles_y = -(-width // tile), -(-height // tile)
+        if images * tiles_x * tiles_y * words <= MASK_WORDS or tile >= max(height, width):
+            return {"tile": tile, "tiles_x": tiles_x, "tiles": tiles_x * tiles_y, "mask_words": words}
+        tile *= 2
+
+
+def gradient_passes(desc, tiles: dict, tuning: Tuning) -> tuple:
+    """(the mask pass, the gather and its merges, the scratch they add) of ``desc``'s input
+    gradient (RoiAlignGradDesc), after its regions pass (and argmax walk for the maximum)."""
+    from .split import gradient_merge_passes
+    n, c, in_h, in_w = desc.input_sizes
+    rois = desc.roi.sizes[-2]
+    out_h, out_w = desc.output_size
+    wg_x = tuning.flat_workgroup
+    masks = n * tiles["tiles"] * tiles["mask_words"]
+    mask_pass = Pass(TILES, ("table", "mask"), sorted_constants({"WG_X": wg_x, "ALIGN_CORNERS":
+                                                                  desc.align_regions_to_corners}),
+                     {"total": masks, "rois": rois, "channels": c, "out_h": out_h, "out_w": out_w,
+                      "out_offset": f32_bits(desc.output_pixel_offset), **tiles}, flat_grid(masks, wg_x))
+    dx, dy = desc.output_gradient, desc.input_gradient
+    params = {"rois": rois, "channels": c, "in_h": in_h, "in_w": in_w, "out_h": out_h, "out_w": out_w,
+              "out_offset": f32_bits(desc.output_pixel_offset), **tiles,
+              "visit_y": visit_bound(desc, in_h), "visit_x": visit_bound(desc, in_w),
+              **{f"dy_{a}": s for a, s in zip("nchw", dy.strides)}, **{f"dx_{a}": s for a, s in zip("nchw", dx.strides)}}
+    base = {k: v for k, v in sample_constants(desc).items()}
+
+    def trips(parts: tuple) -> int:
+        return loop_total(GATHER, {**base, "PARTS_D": parts[0], "PARTS_H": parts[1], "PARTS_W": parts[2]}, params)
+
+    parts = fewest_parts(trips, (rois, out_h, out_w), tuning.loop_budget)
+    if trips(parts) > tuning.loop_budget:
+        from ..errors import ValidationError
+        raise ValidationError("maximum_samples_per_output", f"an output row of {out_w} outputs of up to "
+                              f"{params['visit_x']} samples each is more than one invocation may visit; "
+                              f"limit the samples (maximum_samples_per_output, sampling_ratio)")
+    count = math.prod(parts)
+    elements = n * c * in_h * in_w
+    constants = {**base, "WG_X": wg_x, "PARTS": count, "PARTS_D": parts[0], "PARTS_H": parts[1], "PARTS_W": parts[2]}
+    split = Split(in_h * in_w * count, partial(flat_regrid, wg_x), whole=("input_gradient", "argmax", "table", "mask"))
+    roles = ("input_gradient", "argmax" if desc.reduction_function == "max" else None, "table", "mask",
+             "output_gradient" if count == 1 else None, "dx_part" if count > 1 else None)
+    gather = Pass(GATHER, roles, sorted_constants(constants), {**params, "total": elements * count, "origin": 0},
+                  flat_grid(elements * count, wg_x), split)
+    scratch = (("mask", TensorDesc(DataType.UINT32, (1, 1, masks))),)
+    if count == 1:
+        return (mask_pass, gather), scratch
+    merges, merge_scratch = gradient_merge_passes(dx, count, tuning.lines_workgroup, tuning.loop_budget)
+    return (mask_pass, gather) + merges, scratch + merge_scratch
+
+
+@register("roi_align_grad")
+def _roi_align_grad_program(desc, tuning: Tuning) -> Program:
+    regions = regions_pass(desc, desc.input_sizes, tuning.flat_workgroup)
+    passes, scratch = (regions,), [("table", region_table(desc))]
+    if desc.reduction_function == "max":
+        argmax, walk_scratch = walk_passes(desc, None, "argmax", tuning)
+        rois, c = desc.roi.sizes[-2], desc.input_sizes[1]
+        passes += argmax
+        scratch += [("argmax", TensorDesc(DataType.UINT32, (rois, c, math.prod(desc.output_size) * ARG_WORDS)))]
+        scratch += list(walk_scratch)
+    n, _, in_h, in_w = desc.input_sizes
+    gather, gather_scratch = gradient_passes(desc, tile_layout(n, in_h, in_w, desc.roi.sizes[-2]), tuning)
+    return Program(passes + gather, scratch=tuple(scratch) + gather_scratch)
