@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 import poolgpu as pg
 import reference
 import test_scale
-from helpers import (CPU_TAKEN, VARIANT_FIELDS, forward_walk, layout_strides, random_values, same_bits, sentinel_input,
-                     tuned_for, with_variants)
+from helpers import (CPU_TAKEN, VARIANT_FIELDS, assert_canaries_intact, canary_tensor, forward_walk, layout_strides,
+                     random_values, same_bits, sentinel_input, tuned_for, with_variants)
 
 PRESETS = ("cpu", "gpu")
 
@@ -330,3 +330,31 @@ def test_packed_planes_fall_back_where_planes_are_not_contiguous(device, preset)
     y, idx = (t.numpy() for t in pg.Op(device, desc, packed)(sentinel_input(device, x, lead_bytes=12)))
     assert same_bits(y, y_ref)
     np.testing.assert_array_equal(idx, i_ref)
+
+
+# The gradients of global pooling write each plane's dx in whole chunks and its end chunks
+# element by element (16-bit ones with word atomics): into a dx starting between chunks, its
+# planes apart, nothing outside its elements changes, and the bits are the unpacked kernels'.
+@pytest.mark.parametrize("data_type", [pg.DataType.FLOAT32, pg.DataType.FLOAT16])
+def test_packed_plane_gradients_write_only_their_elements(device, data_type):
+    packed = pg.Tuning.for_cpu()
+    unpacked = dataclasses.replace(packed, packed_planes=False)
+    rng = np.random.default_rng(4)
+    shape = (2, 3, 5, 5)
+    x = random_values(data_type, shape, rng)
+    dy = random_values(data_type, (2, 3, 1, 1), rng, specials=False)
+    x_desc, dy_desc = pg.TensorDesc(data_type, shape), pg.TensorDesc(data_type, dy.shape)
+    dx_desc = pg.TensorDesc(data_type, shape, (3 * 27, 27, 5, 1))   # planes 2 elements apart
+    arrays = {"input": x, "input_gradient": dy}
+    for desc in (pg.MaxPoolingGradDesc(x_desc, dy_desc, dx_desc, window_size=(5, 5)),
+                 pg.AveragePoolingGradDesc(dy_desc, dx_desc, window_size=(5, 5)),
+                 pg.AdaptiveMaxPoolingGradDesc(x_desc, dy_desc, dx_desc),
+                 pg.AdaptiveAveragePoolingGradDesc(dy_desc, dx_desc)):
+        assert pg.kernels.program_for(desc, packed).passes[0].kernel in (
+            pg.kernels.planes.MAX_POOL_GRAD_PLANE, pg.kernels.planes.AVERAGE_POOL_GRAD_PLANE)
+        tensors = [device.upload(arrays[role]) for role, _ in desc.input_tensors()]
+        dx = canary_tensor(device, dx_desc, lead_bytes=6)   # (one or three elements in)
+        pg.Op(device, desc, packed)(*tensors, out=dx)
+        want = pg.Op(device, desc, unpacked)(*tensors).numpy()
+        assert same_bits(dx.numpy(), want), desc.kernel
+        assert_canaries_intact(dx)
