@@ -34,7 +34,11 @@ var<workgroup> lane_accs: array<Acc, PLANE_LANES_MAX>;
 // The group's unit (a plane, or a plane's part) among the dispatch's, numbered flat
 // (kernels.fold_groups over workgroups); past the end where it is >= params.planes.
 fn plane_slot(wg: vec3<u32>, lane: u32) -> u32 {
-    return (wg.y * 65535u + wg.x) * (WG_X / PLANE_LANES) + lane / PLANE_LANES;
+    let first = (wg.y * 65535u + wg.x) * (WG_X / PLANE_LANES);
+    // (a workgroup's one group: the same for every lane, so that a GPU's compiler keeps the
+    // plane's addressing in scalar registers)
+    if (PLANE_LANES == WG_X) { return first; }
+    return first + lane / PLANE_LANES;
 }
 
 // The chunk of binding elements [4 * q, 4 * q + 4), those in [first, end) as taps (element e
