@@ -240,6 +240,8 @@ class Data:
         quarter of the image's side (a detection head's proposals), integers."""
 
         def make():
+            if self.base is not None:
+                return self.repeated_boxes(self.base.boxes(count, scale))
             n, _, h, w = self.sizes
             rng = np.random.default_rng(count)
             side = np.array([w, h]) / scale
@@ -250,6 +252,26 @@ class Data:
 
         return self.memo(("boxes", count), make)
 
+    def repeated_boxes(self, boxes):
+        """The base Data's ``boxes`` again for each repetition, on its images."""
+        shifted = [boxes.copy() for _ in range(self.repeats)]
+        for k, copy in enumerate(shifted):
+            copy[:, 0] += k * self.base.sizes[0]
+        return np.concatenate(shifted)
+
+    def boxes_dy(self, sizes, integers: bool = False) -> np.ndarray:
+        """A gradient of the outputs of ``sizes[0]`` boxes (repeated Data: the base's again for
+        each repetition of its boxes); ``integers``: small integers, whose sums float32 holds
+        exactly in any order (a small input gathers hundreds of bins into one element)."""
+        if self.base is not None:
+            base_sizes = (sizes[0] // self.repeats,) + tuple(sizes[1:])
+            return self.memo(("boxes_dy", sizes, integers),
+                             lambda: self.tile(self.base.boxes_dy(base_sizes, integers)))
+        if integers:
+            return self.memo(("boxes_dy", sizes, integers), lambda: np.random.default_rng(sizes[0]).integers(
+                -4, 5, sizes).astype(self.dtype))
+        return self.memo(("boxes_dy", sizes, integers), lambda: self._rng.standard_normal(sizes).astype(self.dtype))
+
     def rois(self, count_per_image=8, scale=1 / 16):
         """Boxes ``[batch, x1, y1, x2, y2]`` in image coordinates (``spatial_scale`` maps
         them onto the feature map), integers so that every data type holds them exactly;
@@ -257,11 +279,7 @@ class Data:
 
         def make():
             if self.base is not None:
-                base = self.base.rois(count_per_image, scale)
-                shifted = [base.copy() for _ in range(self.repeats)]
-                for k, boxes in enumerate(shifted):
-                    boxes[:, 0] += k * self.base.sizes[0]
-                return np.concatenate(shifted)
+                return self.repeated_boxes(self.base.rois(count_per_image, scale))
             n, _, h, w = self.sizes
             boxes = []
             for b in range(n):
@@ -441,9 +459,7 @@ def _build(op: str, data: Data) -> Optional[Problem]:
     if op in ("roi_bwd100", "roi_bwd1000"):
         rois, pooled, scale = data.boxes(int(op[7:])), (7, 7), 1 / 16
         out = (len(rois), x_sizes[1]) + pooled
-        # small integers: every sum is exact in float32, whatever the order (a tiny input
-        # gathers hundreds of bins into one element)
-        dy = np.random.default_rng(len(rois)).integers(-4, 5, out).astype(dt)
+        dy = data.boxes_dy(out, integers=True)
         return Problem(
             op, {"x": data.x, "rois": rois.reshape(1, 1, -1, 5), "dy": dy},
             [Step(lambda t: pg.RoiPoolingGradDesc(input=t["x"], roi=t["rois"], input_gradient=t["dy"],
@@ -474,7 +490,7 @@ def _build(op: str, data: Data) -> Optional[Problem]:
                 ("y",), lambda: {"y": _float(roi_align_reference.roi_align(
                     x32, corners[0, 0].astype(np.float32), batch.ravel(), size, **reference_fields))},
                 problem_spec, packed=frozenset({"rois", "batch"}))
-        dy = data.dy(out)
+        dy = data.boxes_dy(out)
         return Problem(
             op, {**inputs, "dy": dy},
             [Step(lambda t: pg.RoiAlignGradDesc(None, t["dy"], t["rois"], t["batch"], t.new(dt, x_sizes), **fields),

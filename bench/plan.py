@@ -42,6 +42,7 @@ class _Shapes(Data):
     def __init__(self, case, dtype, tiny: bool, repeats: int):
         super().__init__(case, dtype, tiny, 0)
         self.sizes = (self.sizes[0] * repeats,) + tuple(self.sizes[1:])
+        self.shape_repeats = repeats
 
     def _stand_in(self, sizes, dtype=None):
         return np.broadcast_to(np.zeros(1, dtype or self.dtype), tuple(sizes))
@@ -52,6 +53,12 @@ class _Shapes(Data):
 
     def dy(self, sizes):
         return self._stand_in(sizes)
+
+    def boxes_dy(self, sizes, integers: bool = False):
+        return self._stand_in(sizes)
+
+    def boxes(self, count, scale=1 / 16):   # (repeated Data repeats its boxes)
+        return super().boxes(count * self.shape_repeats, scale)
 
     def max_pool(self, dilations=None):
         out = self.out_sizes(dilations)

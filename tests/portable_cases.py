@@ -264,6 +264,7 @@ PINNED = (
     Case("fractional_max", pg.DataType.FLOAT16, "odd", 3, "channels_last", "packed", "packed", "uint32", "cpu", 7),
     Case("lp_grad", pg.DataType.FLOAT32, "overlap", 2, "packed", "gaps", "packed", None, "cpu", 8),
     Case("roi_grad", pg.DataType.FLOAT32, "odd", 2, "packed", "packed", "packed", None, "cpu", 9),
+    Case("roi_grad", pg.DataType.FLOAT16, "overlap", 2, "packed", "packed", "packed", None, "split", 17),  # by parts
     # ROI align, forward and gradient, the average and the maximum, split where long
     Case("roi_align", pg.DataType.FLOAT32, "odd", 2, "channels_last", "packed", "packed", None, "cpu", 13),
     Case("roi_align", pg.DataType.FLOAT16, "long", 2, "packed", "gaps", "packed", None, "split", 14),

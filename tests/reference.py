@@ -658,6 +658,79 @@ def torchvision_roi_pool_grad(x, rois, dy, pooled_size, spatial_scale=1.0):
     return dx.reshape(np.shape(x))
 
 
+def _torchvision_ps_bins(roi, pooled_size, spatial_scale, height, width, last):
+    """torchvision's ps_roi_pool bins of one ROI: {(ph, pw): (h0, h1, w0, w1)}, clamped to
+    [0, height - 1] and [0, width - 1] (``last``: its forward) or to [0, height] and
+    [0, width] (its backward)."""
+    scale = np.float32(spatial_scale)
+    start_w, start_h, end_w, end_h = (int(_round_half_away(np.float32(np.float32(c) * scale))) for c in roi[1:])
+    pooled_h, pooled_w = pooled_size
+    bin_h = np.float32(max(end_h - start_h, 1)) / np.float32(pooled_h)   # no + 1, unlike roi_pool
+    bin_w = np.float32(max(end_w - start_w, 1)) / np.float32(pooled_w)
+    top_h, top_w = (height - 1, width - 1) if last else (height, width)
+    bins = {}
+    for ph in range(pooled_h):
+        for pw in range(pooled_w):
+            h0 = min(max(int(np.floor(np.float32(ph) * bin_h)) + start_h, 0), top_h)
+            h1 = min(max(int(np.ceil(np.float32(ph + 1) * bin_h)) + start_h, 0), top_h)
+            w0 = min(max(int(np.floor(np.float32(pw) * bin_w)) + start_w, 0), top_w)
+            w1 = min(max(int(np.ceil(np.float32(pw + 1) * bin_w)) + start_w, 0), top_w)
+            bins[ph, pw] = (h0, h1, w0, w1)
+    return bins
+
+
+def torchvision_ps_roi_pool(x, rois, pooled_size, spatial_scale=1.0):
+    """``torchvision.ops.ps_roi_pool`` as its CPU kernel (ps_roi_pool_kernel.cpp) computes
+    it, in float32: per ROI ``[batch, x1, y1, x2, y2]`` the corners ``round(c * spatial_scale)``,
+    region ``max(end - start, 1)``, bin size ``float32(region) / float32(pooled)``, bin
+    ``[floor(i * bin), ceil((i + 1) * bin))`` plus the start, clamped to [0, size - 1] (so the
+    last row and column are never read); output channel c of bin (ph, pw) the float32 sum of
+    input channel ``(c * pooled_h + ph) * pooled_w + pw`` over the bin (rows, then columns)
+    divided by its area, 0 for an empty bin."""
+    x = np.asarray(x, np.float32)
+    rois = np.asarray(rois, np.float32)
+    _, channels, height, width = x.shape
+    pooled_h, pooled_w = pooled_size
+    channels_out = channels // (pooled_h * pooled_w)
+    out = np.zeros((len(rois), channels_out, pooled_h, pooled_w), np.float32)
+    for r, roi in enumerate(rois):
+        batch = int(roi[0])
+        for (ph, pw), (h0, h1, w0, w1) in _torchvision_ps_bins(roi, pooled_size, spatial_scale, height, width,
+                                                               True).items():
+            if h1 <= h0 or w1 <= w0:
+                continue
+            for c in range(channels_out):
+                plane = x[batch, (c * pooled_h + ph) * pooled_w + pw]
+                total = np.float32(0)
+                for hh in range(h0, h1):
+                    for ww in range(w0, w1):
+                        total = np.float32(total + plane[hh, ww])
+                out[r, c, ph, pw] = total / np.float32((h1 - h0) * (w1 - w0))
+    return out
+
+
+def torchvision_ps_roi_pool_grad(input_sizes, rois, dy, pooled_size, spatial_scale=1.0):
+    """torchvision's ps_roi_pool backward as its CPU kernel computes it: each bin's dy divided
+    by the bin's area (float32) added to every element of the bin, the bins clamped to
+    [0, size] (not the forward's size - 1), in the order of its loops (ROIs, bins, channels)."""
+    rois = np.asarray(rois, np.float32)
+    dy = np.asarray(dy, np.float32)
+    _, channels, height, width = input_sizes
+    pooled_h, pooled_w = pooled_size
+    dx = np.zeros(input_sizes, np.float32)
+    for r, roi in enumerate(rois):
+        batch = int(roi[0])
+        for (ph, pw), (h0, h1, w0, w1) in _torchvision_ps_bins(roi, pooled_size, spatial_scale, height, width,
+                                                               False).items():
+            if h1 <= h0 or w1 <= w0:
+                continue
+            area = np.float32((h1 - h0) * (w1 - w0))
+            for c in range(dy.shape[1]):
+                plane = dx[batch, (c * pooled_h + ph) * pooled_w + pw]
+                plane[h0:h1, w0:w1] = (plane[h0:h1, w0:w1] + np.float32(dy[r, c, ph, pw] / area)).astype(np.float32)
+    return dx
+
+
 def roi_pool_grad(x, rois, dy, pooled_size, spatial_scale=1.0):
     """ROI pooling gradient (DirectML's bins, :func:`roi_pool`) in float64: zero except each
     bin's dy added at its argmax (forward max rule); empty bins and invalid ROIs add

@@ -1037,10 +1037,24 @@ def torch_roi_align_entries():
                                         int(kw["sampling_ratio"]), bool(kw["aligned"]))
         np.testing.assert_allclose(np.asarray(result), want, rtol=1e-5, atol=1e-6, equal_nan=True)
 
+    def ps_pool_case(rng):
+        kw = case(rng, True)
+        del kw["sampling_ratio"]
+        return kw
+
+    def ps_pool_check(kw, result):
+        size = kw["output_size"]
+        size = tuple(size) if np.ndim(size) else (size, size)
+        want = R.torchvision_ps_roi_pool(np.asarray(kw["input"]), np.asarray(kw["boxes"], np.float32), size,
+                                                 float(kw["spatial_scale"]))
+        np.testing.assert_array_equal(np.asarray(result), want)
+
     names = TORCH_NAMES | DESC_NAMES | {"sampling_ratio", "aligned", "batch_indices"}
     return {"torch.roi_align": ((lambda device, **kw: pgt.roi_align(**kw, device=device)), case, check, names),
             "torch.ps_roi_align": ((lambda device, **kw: pgt.ps_roi_align(**kw, device=device)),
-                                   lambda rng: case(rng, True), None, names)}
+                                   lambda rng: case(rng, True), None, names),
+            "torch.ps_roi_pool": ((lambda device, **kw: pgt.ps_roi_pool(**kw, device=device)), ps_pool_case,
+                                  ps_pool_check, names)}
 
 
 FUNCTIONS.update(torch_roi_align_entries())
@@ -1071,7 +1085,8 @@ def mutate(rng, case, device):
                     value = value.reshape(1, 1, -1, value.shape[-1]).astype(case["x"].dtype)
             if name == "batch_indices":   # (ROI align's: a {1, 1, R} tensor)
                 value = value.reshape(1, 1, -1)
-            kw[name] = device.upload(value)
+            if 3 <= value.ndim <= 5:   # (a tensor: scalars such as quantization scales stay arrays)
+                kw[name] = device.upload(value)
     return kw
 
 

@@ -40,6 +40,11 @@ def test_a_quick_tiny_run_measures_every_available_operator_and_records_everythi
     assert results["versions"]["poolgpu"] == pg.__version__
     for name in ("op_call", "numpy_round_trip", "batch_per_op"):
         assert 0 < results["host"][name]["min_us"] <= results["host"][name]["median_us"]
+    trips = results["host"]["round_trips"]
+    for name in ("floor_100kb", "numpy_100kb", "floor_stem", "numpy_stem", "upload_bare", "upload_poolgpu",
+                 "read_back_bare", "read_back_poolgpu"):
+        assert 0 < trips[name]["min_us"] <= trips[name]["median_us"], name
+    assert trips["numpy_100kb"]["vs_floor"] > 0 and trips["upload_poolgpu"]["gb_per_s"] > 0
 
     rows = results["rows"]
     expected = {(c.name, op) for c in cases.CASES.values() for op in c.ops}
@@ -255,7 +260,8 @@ def test_in_process_peers_agree_with_the_reference_wherever_they_run(peer, modul
     assert found.status is None, found.status
     ran = 0
     for case in cases.CASES.values():
-        data = cases.Data(case, "float32", tiny=True, seed=1)
+        integer = all(np.dtype(d).kind in "iu" for d in case.dtypes)   # (case Q: quantized values)
+        data = cases.Data(case, case.dtypes[0] if integer else "float32", tiny=True, seed=1)
         for op in case.ops:
             problem = cases.build(op, data)
             if problem is None:

@@ -139,6 +139,34 @@ def test_roi_pool_grad_splits_over_runs_of_rois(device):
         assert same_bits(whole, pg.roi_pool_grad(x, rois, dy, (3, 2), device=device))
 
 
+@pytest.mark.parametrize("data_type", FLOAT_TYPES + (pg.DataType.BFLOAT16,))
+def test_roi_pool_grad_of_many_rois_by_blocks(device, data_type, monkeypatch):
+    """1,500 ROIs over two 19 x 27 images (blocks of 8 x 8 cut at the edges): overlapping,
+    partly and wholly outside, inverted (empty bins), bins smaller than an element; against
+    the reference, bit for bit (integer dy: exact sums), and the same bits run after run; then
+    with tiles of 16 and 32 (masks capped), each holding several blocks."""
+    from poolgpu.kernels import roi_align as roi_align_kernels
+    dtype = data_type.numpy
+    rng = np.random.default_rng(15)
+    x = (rng.permutation(2 * 3 * 19 * 27).reshape(2, 3, 19, 27) % 250).astype(np.float32).astype(dtype)
+    count = 1500
+    corner = rng.uniform(-10, 30, (count, 2))
+    rois = np.concatenate([rng.integers(0, 2, (count, 1)), corner, corner + rng.uniform(-3, 12, (count, 2))],
+                          axis=1).astype(np.float32).astype(dtype)
+    dy = rng.integers(-4, 5, (count, 3, 3, 4)).astype(dtype)
+    want = reference.roi_pool_grad(x, rois, dy, (3, 4), 0.75)
+    got = pg.roi_pool_grad(x, rois, dy, (3, 4), 0.75, device=device)
+    assert same_bits(got, want.astype(dtype))
+    assert same_bits(got, pg.roi_pool_grad(x, rois, dy, (3, 4), 0.75, device=device))
+    for cap in (2 * 8 * 47, 2 * 3 * 47):   # words of masks: tiles of 16, then 32
+        monkeypatch.setattr(roi_align_kernels, "MASK_WORDS", cap)
+        tiles = roi_align_kernels.tile_layout(2, 19, 27, count)["tile"]
+        assert tiles == (16 if cap > 300 else 32)
+        wider = np.concatenate([x, x[:, :, :, :1]], axis=3) if cap > 300 else np.concatenate([x, x[:, :, :1]], axis=2)
+        rows = reference.roi_pool_grad(wider, rois, dy, (3, 4), 0.75)   # (a new shape: a new op, with those tiles)
+        assert same_bits(pg.roi_pool_grad(wider, rois, dy, (3, 4), 0.75, device=device), rows.astype(dtype))
+
+
 def test_roi_pool_with_indices(device):
     x = np.arange(2 * 16, dtype=np.float32).reshape(1, 2, 4, 4)
     roi = device.upload(np.array([[[[0, 0, 0, 3, 3], [0, 5, 5, 6, 6]]]], np.float32))   # the second: empty bins

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import torch
 import torchvision
-from torchvision.ops import MultiScaleRoIAlign, ps_roi_align, roi_align, roi_pool
+from torchvision.ops import MultiScaleRoIAlign, ps_roi_align, ps_roi_pool, roi_align, roi_pool
 
 import poolgpu as pg
 import poolgpu.torch as pgt
@@ -58,6 +58,11 @@ for ratio in (-1, 2):
     close(torch.autograd.grad(got, xs, dy)[0], torch.autograd.grad(want, xs, dy)[0], "  its gradient")
 want, got = roi_pool(x, boxes, (2, 3), 0.5), pgt.roi_pool(x, boxes, (2, 3), 0.5, device=device)
 close(got, want, "roi_pool", 0)
+for scale in (1.0, 0.5):
+    want, got = ps_roi_pool(xs, inverted_too, 3, scale), pgt.ps_roi_pool(xs, inverted_too, 3, scale, device=device)
+    close(got, want, f"ps_roi_pool scale={scale}", 0)
+    dy = torch.randn_like(want)
+    close(torch.autograd.grad(got, xs, dy)[0], torch.autograd.grad(want, xs, dy)[0], "  its gradient", 0)
 
 # A Mask R-CNN-style box and mask head: MultiScaleRoIAlign over a feature pyramid, random weights.
 class Head(torch.nn.Module):

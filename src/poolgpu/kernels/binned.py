@@ -379,17 +379,20 @@ def _adaptive_average_pool_grad_program(desc, tuning: Tuning) -> Program:
 
 
 def roi_gather_loops(constants: dict, params: dict) -> dict:
-    """roi_pool_grad.wgsl's loops: the mask words and bits of its part's ROIs, in each ROI four
-    searches (the runs of H and W bins covering the element) and at most every bin."""
+    """roi_pool_grad.wgsl's loops: the mask words and bits of its part's ROIs, in each
+    ROI four searches (the runs of H and W bins meeting the block) and at most every bin, then
+    the block's elements."""
     rois = -(-params["rois"] // constants.get("PARTS", 1))
     words = -(-rois // 32) + 1
     pooled_h, pooled_w = params["pooled_h"], params["pooled_w"]
     probes = search_probes(2 * rois, pooled_h) + search_probes(2 * rois, pooled_w)
     return {"word": iterations(1, words), "bit": iterations(words, 32), "probe": probes,
-            "oh": iterations(rois, pooled_h), "ow": iterations(rois * pooled_h, pooled_w)}
+            "oh": iterations(rois, pooled_h), "ow": iterations(rois * pooled_h, pooled_w),
+            "k": iterations(1, ROI_BLOCK * ROI_BLOCK)}
 
 
 TILE_PARAMS = ("tile", "tiles", "tiles_x", "mask_words")  # roi_align.tile_layout's
+ROI_BLOCK = 8  # roi_pool_grad.wgsl's BLOCK: its blocks lie in tile_layout's tiles (8 x 2^k)
 ROI_POOL_GRAD = Kernel(
     "roi_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("bins", False),
                            Slot("mask", False, snippet="words_read.wgsl"), Slot("dx", True), PART),
@@ -407,18 +410,20 @@ ROI_POOL_TILES = Kernel(
 
 
 def _roi_gather_pass(desc, wg_x: int, tiles: dict, parts: int = 1) -> Pass:
-    """One invocation per dx element, or with ``parts`` per part of the ROIs, in chunks of
-    dx's planes (dy, the argmax and the masks, read at the ROIs' planes, are bound whole)."""
+    """One invocation per ROI_BLOCK x ROI_BLOCK block of dx's planes, or with ``parts`` per
+    part of the ROIs, in chunks of dx's planes (dy, the argmax and the masks, read at the
+    ROIs' planes, are bound whole)."""
     dx = desc.output_gradient
     n, c, in_h, in_w = dx.sizes
     pooled_h, pooled_w = desc.pooled_size
-    total = dx.element_count * parts
+    blocks = -(-in_h // ROI_BLOCK) * -(-in_w // ROI_BLOCK)
+    total = n * c * blocks * parts
     params = {"total": total, "origin": 0, "channels": c, "in_h": in_h, "in_w": in_w, "rois": desc.roi.sizes[2],
               "pooled_h": pooled_h, "pooled_w": pooled_w, **tiles}
     for slot, tensor in (("dy", desc.input_gradient), ("arg", desc.forward.output_indices), ("dx", dx)):
         params.update({f"{slot}_{axis}": stride for axis, stride in zip("nchw", tensor.strides)})
     constants = sorted_constants({"WG_X": wg_x, "PARTS": parts})
-    split = Split(in_h * in_w * parts, partial(flat_regrid, wg_x), whole=("bins", "input_gradient", "argmax", "mask"))
+    split = Split(blocks * parts, partial(flat_regrid, wg_x), whole=("bins", "input_gradient", "argmax", "mask"))
     roles = ("input_gradient", "argmax", "bins", "mask", "output_gradient", "dx_part" if parts > 1 else None)
     return Pass(ROI_POOL_GRAD, roles, constants, params, flat_grid(total, wg_x), split)
 
@@ -427,8 +432,8 @@ def _roi_gather_pass(desc, wg_x: int, tiles: dict, parts: int = 1) -> Pass:
 def _roi_pool_grad_program(desc, tuning: Tuning) -> Program:
     """ROI pooling's argmax of every bin into scratch (the forward binned pass, writing only
     indices), the masks of the ROIs reaching each tile of the input, then the gather adding
-    each bin's dy at its argmax, split over runs of ROIs where there are more than one
-    invocation may visit."""
+    each bin's dy at its argmax, block by block, split over runs of ROIs where there are more
+    than one invocation may visit."""
     from .roi_align import tile_layout
     forward, wg_x = desc.forward, tuning.flat_workgroup
     bins_pass, table = _roi_bins_pass(forward, wg_x)

@@ -36,11 +36,15 @@ def _per_tensor(value, name: str, kind: str, data_type: Optional[DataType]):
     """A per-tensor scale or zero point as ONNX Runtime takes it (a scalar or a 1-D tensor of
     one element): the value (read back from a Tensor), or None for an absent zero point."""
     if value is None:
+        if kind == "scale":
+            raise ValidationError(name, "required: the scale of a quantized tensor (a positive float), got None")
         return None
     values = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
     if values.size != 1 or values.ndim > 1:
         raise ValidationError(name, f"expected a scalar or a 1-D tensor of one element (ONNX Runtime's {kind}s are "
                                     f"per tensor), got shape {values.shape}")
+    if values.dtype.kind not in "iuf":
+        raise ValidationError(name, f"expected a real number (an integer or a float), got {values.dtype} {value!r}")
     return values.reshape(()) if kind == "zero point" else values.reshape(()).astype(np.float32)
 
 

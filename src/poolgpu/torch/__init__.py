@@ -42,6 +42,7 @@ from .pooling import (avg_pool1d, avg_pool2d, avg_pool3d, lp_pool1d, lp_pool2d, 
                       max_pool3d)
 from .roi import roi_pool
 from .roi_align import ps_roi_align, roi_align
+from .ps_roi_pool import ps_roi_pool
 from .unpool import max_unpool1d, max_unpool2d, max_unpool3d
 from . import nn
 from ._functional_mode import functional
@@ -54,4 +55,4 @@ __all__ = [
     "max_unpool1d", "max_unpool2d", "max_unpool3d", "roi_pool", "fractional_max_pool2d", "fractional_max_pool3d",
     "convert", "unconvert", "functional",
 ]
-__all__ += ["roi_align", "ps_roi_align"]
+__all__ += ["roi_align", "ps_roi_align", "ps_roi_pool"]

@@ -216,7 +216,8 @@ def _fold(overload) -> Callable:
     def rule(info, in_dims, *args):
         size = info.batch_size
         first = next(i for i, a in enumerate(args) if isinstance(a, torch.Tensor))
-        roi = overload.name() in ("poolgpu::roi_pool", "poolgpu::roi_align", "poolgpu::ps_roi_align")
+        roi = overload.name() in ("poolgpu::roi_pool", "poolgpu::roi_align", "poolgpu::ps_roi_align",
+                                    "poolgpu::ps_roi_pool")
         samples = next((i for i in reversed(range(len(args))) if isinstance(args[i], torch.Tensor)), None) \
             if "fractional_max_pool" in overload.name() else None
         batched = args[first].dim() - (in_dims[first] is not None) == _dims(args) + 2

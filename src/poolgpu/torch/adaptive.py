@@ -117,7 +117,7 @@ def _adaptive_avg_form(dims: int):
         f = f"adaptive_avg_pool{dims}d"
         sizes = _output_size_arg(dims, f, output_size)
         if dims == 2 and quantized.is_quantized(input):
-            return quantized.adaptive_avg_pool2d(input, sizes, device)
+            return quantized.adaptive_avg_pool2d(input, [None if s == KEEP else s for s in sizes], device)
         return dispatch(f, input, sizes, device=device)
 
     return adaptive_avg_pool

@@ -24,7 +24,7 @@ import torch
 
 from ..device import Device
 from . import adaptive, fractional, pooling, unpool
-from .roi_modules import MultiScaleRoIAlign, PSRoIAlign, RoIAlign, RoIPool, torchvision_swaps
+from .roi_modules import MultiScaleRoIAlign, PSRoIAlign, PSRoIPool, RoIAlign, RoIPool, torchvision_swaps
 from .roi_modules import swapped as torchvision_replacement
 from ._call import Input, Output, Result, checked_device
 from ._forms import DEVICE, fields
@@ -34,7 +34,7 @@ __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "Avg
            "LPPool1d", "LPPool2d", "LPPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
            "FractionalMaxPool2d", "FractionalMaxPool3d", "convert", "unconvert"]
-__all__ += ["RoIAlign", "RoIPool", "PSRoIAlign", "MultiScaleRoIAlign"]
+__all__ += ["RoIAlign", "RoIPool", "PSRoIAlign", "PSRoIPool", "MultiScaleRoIAlign"]
 
 
 class _Pooling:
@@ -233,7 +233,7 @@ def convert(model: torch.nn.Module, device: Optional[Device] = None) -> torch.nn
 
     Every module of exactly one of torch's pooling classes (``torch.nn.MaxPool2d``, ...; not a
     subclass of one, whose ``forward`` may differ), or of torchvision's ROI modules
-    (``RoIAlign``, ``RoIPool``, ``PSRoIAlign``, ``MultiScaleRoIAlign``, where torchvision is
+    (``RoIAlign``, ``RoIPool``, ``PSRoIAlign``, ``PSRoIPool``, ``MultiScaleRoIAlign``, where torchvision is
     imported), becomes poolgpu's, with the same attributes (and hooks); a poolgpu pooling
     module already there gets ``device`` where one is given.  What it swapped is logged
     (logger ``poolgpu.torch``, INFO), and what it left on torch as a warning: the
@@ -268,7 +268,7 @@ def convert(model: torch.nn.Module, device: Optional[Device] = None) -> torch.nn
         if cls is not None and cls not in _MODULES.values():   # torchvision's ROI modules
             return torchvision_replacement(module, cls, device)
         if cls is None:
-            if isinstance(module, (_Pooling, RoIAlign, RoIPool, PSRoIAlign, MultiScaleRoIAlign)) and device is not None:
+            if isinstance(module, (_Pooling, RoIAlign, RoIPool, PSRoIAlign, PSRoIPool, MultiScaleRoIAlign)) and device is not None:
                 module.device = device
             return None
         new = cls.__new__(cls)

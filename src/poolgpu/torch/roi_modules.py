@@ -1,5 +1,5 @@
-"""torchvision.ops' ROI modules on poolgpu: ``RoIAlign``, ``RoIPool``, ``PSRoIAlign`` and
-``MultiScaleRoIAlign`` with torchvision's constructors, attributes and ``repr``, and the table
+"""torchvision.ops' ROI modules on poolgpu: ``RoIAlign``, ``RoIPool``, ``PSRoIAlign``,
+``PSRoIPool`` and ``MultiScaleRoIAlign`` with torchvision's constructors, attributes and ``repr``, and the table
 :func:`poolgpu.torch.convert` uses to put them in place of torchvision's.  torchvision is not
 imported: where it is installed and imported, its classes are swapped by name."""
 
@@ -13,10 +13,11 @@ import torch
 
 from ..device import Device
 from ._call import checked_device
+from .ps_roi_pool import ps_roi_pool
 from .roi import roi_pool
 from .roi_align import ps_roi_align, roi_align
 
-__all__ = ["RoIAlign", "RoIPool", "PSRoIAlign", "MultiScaleRoIAlign", "torchvision_swaps", "swapped"]
+__all__ = ["RoIAlign", "RoIPool", "PSRoIAlign", "PSRoIPool", "MultiScaleRoIAlign", "torchvision_swaps", "swapped"]
 
 
 class _Roi(torch.nn.Module):
@@ -77,15 +78,9 @@ class RoIAlign(_Roi):
                 f"sampling_ratio={self.sampling_ratio}, aligned={self.aligned})")
 
 
-class RoIPool(_Roi):
-    """``torchvision.ops.RoIPool`` on poolgpu (:func:`poolgpu.torch.roi_pool`).
-
-    Parameters
-    ----------
-    output_size : int or tuple of int
-    spatial_scale : float
-    device : pg.Device, optional, keyword-only
-    """
+class _RoiPooling(_Roi):
+    """torchvision's ROI pooling modules' constructor and ``repr``: ``output_size`` and
+    ``spatial_scale``; ``_function`` pools."""
 
     def __init__(self, output_size: Union[int, Tuple[int, int]], spatial_scale: float, *,
                  device: Optional[Device] = None) -> None:
@@ -93,7 +88,7 @@ class RoIPool(_Roi):
         self.output_size, self.spatial_scale = output_size, spatial_scale
 
     def forward(self, input: torch.Tensor, rois: Union[torch.Tensor, List[torch.Tensor]]) -> torch.Tensor:
-        """ROI max pooling of ``input`` over ``rois``, as torchvision's.
+        """The pooling of ``input`` over ``rois``, as torchvision's.
 
         Parameters
         ----------
@@ -106,10 +101,37 @@ class RoIPool(_Roi):
         -------
         torch.Tensor
         """
-        return roi_pool(input, rois, self.output_size, self.spatial_scale, device=self.device)
+        return type(self)._function(input, rois, self.output_size, self.spatial_scale, device=self.device)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(output_size={self.output_size}, spatial_scale={self.spatial_scale})"
+
+
+class RoIPool(_RoiPooling):
+    """``torchvision.ops.RoIPool`` on poolgpu (:func:`poolgpu.torch.roi_pool`): ROI max pooling.
+
+    Parameters
+    ----------
+    output_size : int or tuple of int
+    spatial_scale : float
+    device : pg.Device, optional, keyword-only
+    """
+
+    _function = roi_pool
+
+
+class PSRoIPool(_RoiPooling):
+    """``torchvision.ops.PSRoIPool`` on poolgpu (:func:`poolgpu.torch.ps_roi_pool`):
+    position-sensitive ROI (average) pooling.
+
+    Parameters
+    ----------
+    output_size : int or tuple of int
+    spatial_scale : float
+    device : pg.Device, optional, keyword-only
+    """
+
+    _function = ps_roi_pool
 
 
 class PSRoIAlign(_Roi):
@@ -235,7 +257,7 @@ def torchvision_swaps() -> Dict[type, type]:
     ops = sys.modules.get("torchvision.ops")
     if ops is None:
         return {}
-    names = ("RoIAlign", "RoIPool", "PSRoIAlign", "MultiScaleRoIAlign")
+    names = ("RoIAlign", "RoIPool", "PSRoIAlign", "PSRoIPool", "MultiScaleRoIAlign")
     return {getattr(ops, n): globals()[n] for n in names if hasattr(ops, n)}
 
 

@@ -2,7 +2,7 @@
 // of TILE x TILE elements of each image), as bit masks (word w of tile t: ROIs 32 w to
 // 32 w + 31), a bit set where the ROI's bins (roi_bins.wgsl's table: clamped, their starts and
 // ends never decreasing) meet the tile.  The gather (roi_pool_grad.wgsl) then visits, for each
-// element, only the ROIs of its tile's mask.  One invocation per (image, tile, word).
+// block of the tile, only the ROIs of its tile's mask.  One invocation per (image, tile, word).
 //
 // Prepended by poolgpu.kernels: the value type (unused) and the tensors bins (bins_load) and
 // mask (mask_word_store); library: tile_masks.wgsl, flat_index.wgsl.
