@@ -10,7 +10,7 @@ Two worker processes, on the Mesa that scripts/mesa25.sh unpacks into .cache/mes
 2. that Mesa's RADV, on its null device (``RADV_FORCE_FAMILY``: an AMD GPU without the
    hardware), compiles each SPIR-V and reports its statistics (bench/pipeline_stats.py).
 
-    python -m bench.shader_stats --cases A,B --ops max,avg --tuned-for gpu [--variant wholewg] [--family navi21] [--json PATH]
+    python -m bench.shader_stats --cases A,B --ops max,avg --tuned-for gpu [--variant packed1] [--family navi21] [--json PATH]
 
 Nothing runs on a GPU: these are the compiler's counts, a signal to track (a change that adds
 spills, scratch or instructions shows), not times.
@@ -43,7 +43,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--layout", default="nchw", help="nchw, nhwc or both, comma-separated (default: %(default)s)")
     p.add_argument("--tuned-for", default="gpu", choices=("cpu", "gpu"), help="the Tuning preset (default: %(default)s)")
     p.add_argument("--variant", default="current", help="a kernel variant of the preset (bench/variants.py's names, "
-                                                         "'+' composing them; default: %(default)s)")
+                                                         "e.g. packed1, '+' composing them; default: %(default)s)")
     p.add_argument("--family", default="navi21", help="the AMD GPU RADV compiles for (RADV_FORCE_FAMILY: navi21, "
                                                       "navi31, gfx90a ...; default: %(default)s)")
     p.add_argument("--tiny", action="store_true", help="the cases' tiny shapes (kernels chosen for them)")

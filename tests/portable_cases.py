@@ -13,7 +13,7 @@ import random
 import numpy as np
 
 import poolgpu as pg
-from helpers import ALL_TYPES, FLOAT_TYPES, layout_strides, random_values, with_variants
+from helpers import ALL_TYPES, FLOAT_TYPES, PLANE_WORKGROUPS, layout_strides, random_values, with_variants
 from poolgpu.dispatches import Planner
 
 OPERATORS = ("max", "average", "lp", "max_grad", "average_grad", "unpool", "unpool_grad", "adaptive_max",
@@ -30,7 +30,8 @@ TUNINGS = {"cpu": pg.Tuning.for_cpu(), "gpu": pg.Tuning.for_gpu(),
 SAMPLED_TUNINGS = tuple(TUNINGS)  # (the fixed sample's: adding one would redraw it)
 # the GPU kernel variants (helpers.VARIANT_FIELDS): pinned cases only, each always taken
 # (their code paths are override constants of kernels other cases reach)
-VARIANT_TUNINGS = {"cpu-variants": with_variants("cpu"), "gpu-variants": with_variants("gpu")}
+VARIANT_TUNINGS = {"cpu-variants": with_variants("cpu"), "gpu-variants": with_variants("gpu"),
+                   "cpu-workgroups": with_variants("cpu", plane_workgroups=PLANE_WORKGROUPS)}
 TUNINGS.update(VARIANT_TUNINGS)
 IN_LAYOUTS = ("packed", "channels_last", "gaps", "broadcast")
 OUT_LAYOUTS = ("packed", "channels_last", "gaps", "wide")
@@ -275,9 +276,15 @@ PINNED = (
     Case("roi_align_grad", pg.DataType.FLOAT32, "odd", 2, "packed", "packed", "gaps", None, "cpu", 15),
     Case("roi_align_grad", pg.DataType.BFLOAT16, "overlap", 2, "packed", "channels_last", "packed", None, "split",
          16),
-    # the GPU kernel variants: the plane walk in steps of chunks, the channels walk written out,
-    # grids numbered flat (whole workgroups)
+    # the GPU kernel variants: the plane walk in steps of chunks, the channels walk written
+    # out, grids numbered flat (whole workgroups), packed planes under the GPU preset (planes
+    # of 192 and 16 elements in groups of 64 and 8 lanes, and the gradients over them), and
+    # planes cut for a number of workgroups
     Case("max", pg.DataType.FLOAT32, "global", 3, "packed", "packed", "packed", "uint32", "cpu-variants", 10),
+    Case("lp", pg.DataType.FLOAT32, "global", 3, "packed", "packed", "packed", None, "cpu-workgroups", 16),
+    Case("average", pg.DataType.FLOAT16, "global", 2, "packed", "gaps", "packed", None, "gpu-variants", 13),
+    Case("max_grad", pg.DataType.FLOAT16, "global", 1, "packed", "gaps", "packed", None, "gpu-variants", 14),
+    Case("average_grad", pg.DataType.FLOAT32, "global", 2, "packed", "packed", "packed", None, "gpu-variants", 15),
     Case("average", pg.DataType.FLOAT16, "overlap", 2, "channels_last", "channels_last", "packed", None, "gpu-variants",
          11),
     Case("unpool", pg.DataType.FLOAT16, "odd", 2, "packed", "wide", "packed", "uint64", "gpu-variants", 12),

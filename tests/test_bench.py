@@ -298,6 +298,18 @@ def test_kernel_variants_are_checked_then_timed_and_leave_the_tuning_as_it_was(d
         variants.variant("out2+nonsense", gpu)
 
 
+def test_kernel_variants_in_both_layouts_are_timed_in_the_same_rounds(device):
+    if "timestamp-query" not in device.features:
+        pytest.skip(f"{device.name} has no timestamp-query")
+    problem = cases.build("avg", cases.Data(cases.CASES["C"], "float32", True, 0))
+    with tuned_for(device, "cpu"):
+        results = variants.compare_problem(device, problem, ("nchw", "nhwc"), ["current", "nopacked"], rounds=2)
+    # packed planes change the NCHW kernels only: channels-last planes are not contiguous
+    assert results.pop("nopacked nhwc") == "same kernels as current nhwc"
+    assert set(results) == {"copy", "current nchw", "nopacked nchw", "current nhwc"}
+    assert all(isinstance(r, tuple) and 0 < r[0] <= r[1] for r in results.values())
+
+
 def test_scale_runs_the_gpu_cases_repeated_along_n_first_and_measures_the_ceiling(device, tmp_path):
     if device.backend != "vulkan":  # (the plumbing is the adapter's no more than the other rows')
         pytest.skip("--scale is for GPUs, reached through Vulkan: its plumbing is tested on the Vulkan adapter")

@@ -16,7 +16,7 @@ import pytest
 import poolgpu as pg
 from poolgpu import kernels
 from poolgpu.kernels.split import LOOP_LIMIT, loop_total
-from helpers import with_variants
+from helpers import PLANE_WORKGROUPS, with_variants
 
 F32, F16, BF16, U8, I64 = "float32", "float16", "bfloat16", "uint8", "int64"
 
@@ -119,6 +119,8 @@ TUNINGS = {
     "general-32768": dataclasses.replace(pg.Tuning.for_cpu(), walk="general", loop_budget=32768),
     # the GPU kernel variants (helpers.VARIANT_FIELDS) under both presets
     "cpu-variants": with_variants("cpu"), "gpu-variants-1000": with_variants("gpu", loop_budget=1000, plane_part=1024),
+    "cpu-workgroups-1000": with_variants("cpu", loop_budget=1000, plane_workgroups=PLANE_WORKGROUPS),
+    "cpu-planes-256": dataclasses.replace(pg.Tuning.for_cpu(), loop_budget=256, plane_lane_chunks=4096),
 }
 
 
