@@ -145,6 +145,13 @@ def legend(results: dict) -> list:
             "per op of 100 in one batch() {:.1f} us (medians).".format(
                 host["op_call"]["median_us"], host["numpy_round_trip"]["median_us"], host["batch_per_op"]["median_us"])
         )
+        trips = host.get("round_trips")
+        if trips:
+            calls = "; ".join(f"{name} {row['median_us']:.0f} us ({row['vs_floor']:.2f}x the floor)"
+                              for name, row in trips.items() if "vs_floor" in row)
+            moves = "; ".join(f"{name} {row['gb_per_s']:.2f} GB/s ({row['vs_bare']:.2f}x bare wgpu's time)"
+                              for name, row in trips.items() if "vs_bare" in row)
+            lines.append(f"Host round trips: {calls}. 3.2 MB: {moves} (medians).")
     return lines
 
 

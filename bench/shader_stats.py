@@ -10,7 +10,7 @@ Two worker processes, on the Mesa that scripts/mesa25.sh unpacks into .cache/mes
 2. that Mesa's RADV, on its null device (``RADV_FORCE_FAMILY``: an AMD GPU without the
    hardware), compiles each SPIR-V and reports its statistics (bench/pipeline_stats.py).
 
-    python -m bench.shader_stats --cases A,B --ops max,avg --tuned-for gpu [--family navi21] [--json PATH]
+    python -m bench.shader_stats --cases A,B --ops max,avg --tuned-for gpu [--variant packed1] [--family navi21] [--json PATH]
 
 Nothing runs on a GPU: these are the compiler's counts, a signal to track (a change that adds
 spills, scratch or instructions shows), not times.
@@ -39,9 +39,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.shader_stats", description=__doc__.split("\n\n")[0])
     p.add_argument("--cases", default="A,B,G,1D,3D", help="comma-separated (default: %(default)s)")
     p.add_argument("--ops", default="*", help="operator names or patterns (default: every one)")
-    p.add_argument("--dtype", default="float32", help="float32, float16 or both (default: %(default)s)")
-    p.add_argument("--layout", default="nchw", help="nchw, nhwc or both (default: %(default)s)")
+    p.add_argument("--dtype", default="float32", help="float32, float16 or both, comma-separated (default: %(default)s)")
+    p.add_argument("--layout", default="nchw", help="nchw, nhwc or both, comma-separated (default: %(default)s)")
     p.add_argument("--tuned-for", default="gpu", choices=("cpu", "gpu"), help="the Tuning preset (default: %(default)s)")
+    p.add_argument("--variant", default="current", help="a kernel variant of the preset (bench/variants.py's names, "
+                                                         "e.g. packed1, '+' composing them; default: %(default)s)")
     p.add_argument("--family", default="navi21", help="the AMD GPU RADV compiles for (RADV_FORCE_FAMILY: navi21, "
                                                       "navi31, gfx90a ...; default: %(default)s)")
     p.add_argument("--tiny", action="store_true", help="the cases' tiny shapes (kernels chosen for them)")
@@ -70,7 +72,9 @@ def capture(args) -> None:
     from .cases import Data, build
     from .poolgpu_run import descriptions
 
-    device = pg.Device(backend="vulkan", tuning=pg.Tuning.preset(args.tuned_for))
+    from .variants import variant
+
+    device = pg.Device(backend="vulkan", tuning=variant(args.variant, pg.Tuning.preset(args.tuned_for)))
     directory, seen, manifest = args.capture, {}, []
 
     def dumped():
@@ -112,7 +116,8 @@ def compile_all(args) -> None:
 
 def _worker(args, mode: str, directory: Path, env: dict) -> None:
     argv = [sys.executable, "-m", "bench.shader_stats", f"--{mode}", str(directory), "--cases", args.cases,
-            "--ops", args.ops, "--dtype", args.dtype, "--layout", args.layout, "--tuned-for", args.tuned_for]
+            "--ops", args.ops, "--dtype", args.dtype, "--layout", args.layout, "--tuned-for", args.tuned_for,
+            "--variant", args.variant]
     done = subprocess.run(argv + (["--tiny"] if args.tiny else []), env=dict(os.environ, **env),
                           cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
@@ -144,12 +149,12 @@ def main(argv=None) -> int:
         captured = json.loads((directory / "manifest.json").read_text())
         compiled = json.loads((directory / "stats.json").read_text())
     results = {"compiler": compiled["device"], "spirv_from": f"{captured['device']}, {captured['description']}",
-               "tuned_for": args.tuned_for, "tiny": args.tiny, "entries": captured["entries"]}
+               "tuned_for": args.tuned_for, "variant": args.variant, "tiny": args.tiny, "entries": captured["entries"]}
     for entry in results["entries"]:
         for kernel in entry["passes"]:
             kernel["stats"] = compiled["stats"][kernel.pop("spirv")]
     print(f"{results['compiler']} (RADV_FORCE_FAMILY={args.family}), SPIR-V by naga for {results['spirv_from']}; "
-          f"kernels for {args.tuned_for}")
+          f"kernels for {args.tuned_for}" + ("" if args.variant == "current" else f", variant {args.variant}"))
     head = ["case", "op", "type", "layout", "kernel"] + list(COLUMNS.values())
     body = [[e["case"], e["op"], e["dtype"][-2:], e["layout"], k["kernel"].removesuffix(".wgsl")]
             + [str(k["stats"].get(name, "")) for name in COLUMNS] for e in results["entries"] for k in e["passes"]]

@@ -1,7 +1,7 @@
 """Kernel variants side by side on one device, for tuning (a developer's tool, not the bench).
 
     python3 -m bench.variants --cases A,B --dtype float32,float16 --ops max,avg,max_idx \\
-        --variants current,out1,wg256 [--layout nhwc] [--tuned-for gpu]
+        --variants current,out1,wg256 [--layout nhwc | nchw,nhwc] [--tuned-for gpu]
 
 Each variant changes one choice of the device's ``pg.Tuning`` for the ops compiled under
 it (they compose with '+': ``out1+wg256``); every variant's result is checked against the reference
@@ -41,13 +41,21 @@ VARIANTS = {
     "partN": "the plane walk's workgroups reduce runs of at most N elements (Tuning.plane_part)",
     "budgetN": "at most N loop iterations per invocation before windows split (Tuning.loop_budget)",
     "planechunksN": "the plane walk's lanes load N chunks per step, written out (Tuning.plane_chunks)",
+    "packedN": "global pooling and its gradients on planes of any size by the plane walk, lanes sized to the plane, "
+               "at most N chunks each (Tuning.packed_planes, plane_lane_chunks)",
+    "nopacked": "the plane walk only for planes of at least a workgroup's lanes, one to a workgroup "
+                "(Tuning.packed_planes off)",
+    "planewgN": "the plane walk cuts planes, or gives packed planes more lanes, for at least N workgroups "
+                "(Tuning.plane_workgroups)",
     "channelsout": "the channels walk's rows and columns written out (Tuning.channels_written_out)",
     "wholewg": "the (column, line, plane) grids numbered flat: every lane busy (Tuning.whole_workgroups)",
+    "unpoolgather": "unpooling as a gather over the output, atomics only for strays (Tuning.unpool_gather)",
+    "fractionalwalk": "fractional max pooling and its gradient by the fractional walks (Tuning.fractional_walks)",
 }
 # The values the sweep (bench/sweep.py) tries for each variant taking a number; a variant
 # without values here is left out of it (say which).
 SWEEP = {"outN": (1, 2), "wgN": (64, 128, 256), "rowsN": (4,), "planeN": (64, 128, 256), "partN": (4096, 65536),
-         "planechunksN": (2, 4)}
+         "planechunksN": (2, 4), "packedN": (1, 2, 4, 16), "planewgN": (528, 2112)}
 
 
 def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
@@ -71,10 +79,20 @@ def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
         return replace(tuning, loop_budget=int(digits))
     if name == "planechunks" and digits:
         return replace(tuning, plane_chunks=int(digits))
+    if name == "packed" and digits:
+        return replace(tuning, packed_planes=True, plane_lane_chunks=int(digits))
+    if part == "nopacked":
+        return replace(tuning, packed_planes=False)
+    if name == "planewg" and digits:
+        return replace(tuning, plane_workgroups=int(digits))
     if part == "channelsout":
         return replace(tuning, channels_written_out=True)
     if part == "wholewg":
         return replace(tuning, whole_workgroups=True)
+    if part == "unpoolgather":
+        return replace(tuning, unpool_gather=True)
+    if part == "fractionalwalk":
+        return replace(tuning, fractional_walks=True)
     if part == "blockgather":
         return replace(tuning, row_gathers=False)
     if part == "tapsfirst":
@@ -115,44 +133,50 @@ def kernels_of(device, problem, layout: str, tuning: pg.Tuning) -> list:
     return planned
 
 
-def compare(device, case: str, dtype: str, op: str, variants: list, layout: str, rounds: int,
+def compare(device, case: str, dtype: str, op: str, variants: list, layout, rounds: int,
             tiny: bool = False) -> dict:
     """{variant: (min, median) seconds per dispatch, or the reason it was not timed}, and
-    "copy": the copy roofline's, for one operator on one case."""
+    "copy": the copy roofline's, for one operator on one case (``layout``: one, or several
+    timed side by side; see compare_problem)."""
     problem = build(op, Data(CASES[case], dtype, tiny, 0))
     return {} if problem is None else compare_problem(device, problem, layout, variants, rounds)
 
 
-def compare_problem(device, problem, layout: str, variants: list, rounds: int, warmup_s: float = 0.0) -> dict:
+def compare_problem(device, problem, layout, variants: list, rounds: int, warmup_s: float = 0.0) -> dict:
     """compare()'s results for ``problem``: every variant's runs share ROTATE uploads of the
     inputs; one compiling to the kernels of a variant before it is "same kernels as" that
-    one; after at least ``warmup_s`` seconds of untimed rounds, ``rounds`` timed ones."""
+    one; after at least ``warmup_s`` seconds of untimed rounds, ``rounds`` timed ones.
+    ``layout``: "nchw" or "nhwc", or a sequence of them, every variant timed in each, in
+    the same rounds (results keyed "<variant> <layout>")."""
     results, runs_of, planned = {}, {}, {}
     base = device.tuning
-    input_sets = [upload_inputs(device, problem, layout) for _ in range(ROTATE)]
-    for name in variants:
-        tuning = variant(name, base)
-        try:
-            kernels = kernels_of(device, problem, layout, tuning)
-            same = next((other for other, theirs in planned.items() if theirs == kernels), None)
-            if same is not None:
-                results[name] = f"same kernels as {same}"
+    layouts = (layout,) if isinstance(layout, str) else tuple(layout)
+    for each in layouts:
+        input_sets = [upload_inputs(device, problem, each) for _ in range(ROTATE)]
+        for variant_name in variants:
+            name = variant_name if len(layouts) == 1 else f"{variant_name} {each}"
+            tuning = variant(variant_name, base)
+            try:
+                kernels = kernels_of(device, problem, each, tuning)
+                same = next((other for other, theirs in planned.items() if theirs == kernels), None)
+                if same is not None:
+                    results[name] = f"same kernels as {same}"
+                    continue
+                planned[name] = kernels
+                device.tuning = tuning
+                runs = rotating_runs(device, problem, each, input_sets=input_sets)
+                for run in runs:
+                    run.record()
+                mismatch = check(runs[0].outputs(), problem)
+            except Exception as exc:  # reported, never hiding the other variants
+                results[name] = f"error: {error_reason(exc)}"
                 continue
-            planned[name] = kernels
-            device.tuning = tuning
-            runs = rotating_runs(device, problem, layout, input_sets=input_sets)
-            for run in runs:
-                run.record()
-            mismatch = check(runs[0].outputs(), problem)
-        except Exception as exc:  # reported, never hiding the other variants
-            results[name] = f"error: {error_reason(exc)}"
-            continue
-        finally:
-            device.tuning = base
-        if mismatch:
-            results[name] = f"check failed: {mismatch}"
-        else:
-            runs_of[name] = runs
+            finally:
+                device.tuning = base
+            if mismatch:
+                results[name] = f"check failed: {mismatch}"
+            else:
+                runs_of[name] = runs
     if not runs_of:
         return results
     first = next(iter(runs_of.values()))[0]
@@ -173,7 +197,8 @@ def main(argv=None) -> int:
     p.add_argument("--cases", default="A,B")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--ops", default="max,avg")
-    p.add_argument("--layout", default="nchw", choices=("nchw", "nhwc"))
+    p.add_argument("--layout", default="nchw", help="nchw, nhwc, or both (nchw,nhwc): every variant in each, "
+                                                    "timed in the same rounds")
     p.add_argument("--variants", default="current")
     p.add_argument("--rounds", type=int, default=16, help="timed passes per variant (default 16)")
     p.add_argument("--tuned-for", choices=("cpu", "gpu"), help="compile for this class of device (default: its own)")
@@ -184,18 +209,21 @@ def main(argv=None) -> int:
         raise SystemExit(f"{device.name} has no timestamp-query: variants are timed with GPU timestamps")
     if args.tuned_for:
         device.tuning = pg.Tuning.preset(args.tuned_for)
-    variants = args.variants.split(",")
+    variants, layouts = args.variants.split(","), args.layout.split(",")
+    if not set(layouts) <= {"nchw", "nhwc"}:
+        raise SystemExit(f"--layout: expected nchw, nhwc or both, got {args.layout!r}")
+    columns = variants if len(layouts) == 1 else [f"{v} {layout}" for layout in layouts for v in variants]
     print(f"{device.name}, kernels for {device.tuned_for}; us per dispatch, fastest/median pass, % of copy")
-    print("case op dtype | copy | " + " | ".join(variants))
+    print("case op dtype | copy | " + " | ".join(columns))
     for case in args.cases.split(","):
         for dtype in args.dtype.split(","):
             for op in args.ops.split(","):
-                results = compare(device, case, dtype, op, variants, args.layout, args.rounds, args.tiny)
+                results = compare(device, case, dtype, op, variants, layouts, args.rounds, args.tiny)
                 if not results:
                     continue
                 copy = results.get("copy", (float("nan"),))[0]
                 cells = []
-                for name in variants:
+                for name in columns:
                     r = results[name]
                     cells.append(r if isinstance(r, str) else f"{r[0] * 1e6:.1f}/{r[1] * 1e6:.1f} ({100 * copy / r[0]:.0f}%)")
                 print(f"{case} {op} {dtype} | {copy * 1e6:.1f} | " + " | ".join(cells), flush=True)

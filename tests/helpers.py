@@ -169,10 +169,16 @@ def forward_walk(desc, tuning=None):
                  for walk, k in family.items() if k == kernel), "bins")  # (else adaptive pooling's bins)
 
 
-#: The GPU kernel variants (Tuning fields that both presets leave at the kernels they had
+#: The GPU kernel variants (Tuning fields that Tuning.for_gpu() leaves at the kernels they had
 #: until a GPU measures them, docs/performance.md) at a value that takes each: the tests run
-#: them under both presets.
-VARIANT_FIELDS = dict(plane_chunks=4, channels_written_out=True, whole_workgroups=True)
+#: them under both presets.  Tuning.for_cpu() leaves them off too, but those in CPU_TAKEN, which
+#: it took on lavapipe's measurements.
+VARIANT_FIELDS = dict(plane_chunks=4, channels_written_out=True, whole_workgroups=True, packed_planes=True,
+                      unpool_gather=True, fractional_walks=True)
+CPU_TAKEN = ("packed_planes",)
+#: Tuning.plane_workgroups, a variant too, at a value that cuts the planes of small tensors
+#: (taken apart from the others, which it would hide: small planes get whole workgroups).
+PLANE_WORKGROUPS = 512
 
 
 def with_variants(tuning, **fields):

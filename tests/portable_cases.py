@@ -13,7 +13,7 @@ import random
 import numpy as np
 
 import poolgpu as pg
-from helpers import ALL_TYPES, FLOAT_TYPES, layout_strides, random_values, with_variants
+from helpers import ALL_TYPES, FLOAT_TYPES, PLANE_WORKGROUPS, layout_strides, random_values, with_variants
 from poolgpu.dispatches import Planner
 
 OPERATORS = ("max", "average", "lp", "max_grad", "average_grad", "unpool", "unpool_grad", "adaptive_max",
@@ -30,7 +30,8 @@ TUNINGS = {"cpu": pg.Tuning.for_cpu(), "gpu": pg.Tuning.for_gpu(),
 SAMPLED_TUNINGS = tuple(TUNINGS)  # (the fixed sample's: adding one would redraw it)
 # the GPU kernel variants (helpers.VARIANT_FIELDS): pinned cases only, each always taken
 # (their code paths are override constants of kernels other cases reach)
-VARIANT_TUNINGS = {"cpu-variants": with_variants("cpu"), "gpu-variants": with_variants("gpu")}
+VARIANT_TUNINGS = {"cpu-variants": with_variants("cpu"), "gpu-variants": with_variants("gpu"),
+                   "cpu-workgroups": with_variants("cpu", plane_workgroups=PLANE_WORKGROUPS)}
 TUNINGS.update(VARIANT_TUNINGS)
 IN_LAYOUTS = ("packed", "channels_last", "gaps", "broadcast")
 OUT_LAYOUTS = ("packed", "channels_last", "gaps", "wide")
@@ -43,6 +44,10 @@ GEOMETRIES = {
     "global": ((5, 12, 16), 4, (5, 12, 16), (1, 1, 1), 0, 1),
     "long": ((3, 4, 300), 2, (2, 3, 70), (1, 1, 9), 0, 1),  # long windows
     "dense": ((4, 6, 400), 2, (3, 4, 300), (1, 1, 1), 0, 1),  # each element in hundreds of windows
+}
+# Pinned cases' only (not sampled: adding a geometry to GEOMETRIES would redraw the sample)
+PINNED_GEOMETRIES = {
+    "quads": ((4, 8, 16), 4, (3, 3, 5), (1, 1, 1), 0, 1),  # fractional outputs 4 x 8: whole 4-element chunks
 }
 
 
@@ -97,7 +102,7 @@ def describe(case: Case, with_arrays: bool = True):
 
 def _described(case: Case):
     """(description, role -> function of a random generator making that input's array)."""
-    spatial, channels, window, strides, padding, dilation = GEOMETRIES[case.geometry]
+    spatial, channels, window, strides, padding, dilation = {**GEOMETRIES, **PINNED_GEOMETRIES}[case.geometry]
     d, dt, op = case.dims, case.data_type, case.operator
     sizes = (2 if case.geometry != "long" else 1, channels) + spatial[3 - d:]
     geometry = dict(window_size=window[3 - d:], strides=strides[3 - d:], start_padding=(padding,) * d,
@@ -141,7 +146,8 @@ def _described(case: Case):
         big = sizes[:2] + tuple(2 * s for s in sizes[2:])
         count = math.prod(big)
         index_type = case.indices or "uint32"
-        index_desc = pg.TensorDesc(index_type, sizes)
+        # (laid out as the input where it is channels-last: unpooling reads them four channels per load)
+        index_desc = _desc(index_type, sizes, "channels_last" if case.in_layout == "channels_last" else "packed")
 
         def indices(rng):  # some outside the output
             return rng.integers(0, count + count // 8 + 1, size=sizes).astype(index_type)
@@ -273,12 +279,34 @@ PINNED = (
     Case("roi_align_grad", pg.DataType.FLOAT32, "odd", 2, "packed", "packed", "gaps", None, "cpu", 15),
     Case("roi_align_grad", pg.DataType.BFLOAT16, "overlap", 2, "packed", "channels_last", "packed", None, "split",
          16),
-    # the GPU kernel variants: the plane walk in steps of chunks, the channels walk written out,
-    # grids numbered flat (whole workgroups)
+    # the GPU kernel variants: the plane walk in steps of chunks, the channels walk written
+    # out, grids numbered flat (whole workgroups), packed planes under the GPU preset (planes
+    # of 192 and 16 elements in groups of 64 and 8 lanes, and the gradients over them), and
+    # planes cut for a number of workgroups
     Case("max", pg.DataType.FLOAT32, "global", 3, "packed", "packed", "packed", "uint32", "cpu-variants", 10),
+    Case("lp", pg.DataType.FLOAT32, "global", 3, "packed", "packed", "packed", None, "cpu-workgroups", 16),
+    Case("average", pg.DataType.FLOAT16, "global", 2, "packed", "gaps", "packed", None, "gpu-variants", 13),
+    Case("max_grad", pg.DataType.FLOAT16, "global", 1, "packed", "gaps", "packed", None, "gpu-variants", 14),
+    Case("average_grad", pg.DataType.FLOAT32, "global", 2, "packed", "packed", "packed", None, "gpu-variants", 15),
     Case("average", pg.DataType.FLOAT16, "overlap", 2, "channels_last", "channels_last", "packed", None, "gpu-variants",
          11),
     Case("unpool", pg.DataType.FLOAT16, "odd", 2, "packed", "wide", "packed", "uint64", "gpu-variants", 12),
+    # unpooling's gather (runs of one element (output rows with gaps), four along W, four
+    # channels with their indices one by one and in chunks); the fractional walks: one output,
+    # four from chunks, stored in one store; the gradient's gather over dx one element and four
+    # per invocation
+    Case("unpool", pg.DataType.BFLOAT16, "aligned", 2, "packed", "gaps", "packed", "uint32", "cpu-variants", 13),
+    Case("unpool", pg.DataType.FLOAT32, "aligned", 3, "packed", "channels_last", "packed", "uint32", "gpu-variants",
+         14),
+    Case("unpool", pg.DataType.INT8, "aligned", 2, "channels_last", "channels_last", "packed", "uint64", "cpu-variants",
+         15),
+    Case("fractional_max", pg.DataType.FLOAT32, "overlap", 2, "packed", "packed", "packed", "uint64", "cpu-variants",
+         16),
+    Case("fractional_max_grad", pg.DataType.FLOAT16, "odd", 3, "packed", "packed", "packed", None, "gpu-variants", 17),
+    Case("fractional_max", pg.DataType.BFLOAT16, "quads", 2, "packed", "packed", "packed", "uint32", "gpu-variants",
+         18),
+    Case("fractional_max_grad", pg.DataType.FLOAT32, "quads", 3, "packed", "packed", "packed", None, "cpu-variants",
+         19),
     # quantized average pooling's walks under each rounding (seed % 4: directml, onnxruntime,
     # pytorch, onnxruntime_global), and the integer adaptive average's split bins
     Case("quantized_average", pg.DataType.INT8, "aligned", 1, "packed", "packed", "packed", None, "cpu", 2),

@@ -185,7 +185,7 @@ class Mixed:
         def refuse(*args, **kwargs):
             raise wgpu.GPUOutOfMemoryError("Out of Memory")
 
-        d.wgpu_device.create_buffer_with_data = refuse  # (this wgpu device only)
+        d.wgpu_device.create_buffer = refuse  # (this wgpu device only)
         try:
             pg.max_pool(np.ones((1, 1, 4), np.float32), (2,), device=d)
         except pg.DeviceError as exc:
@@ -194,7 +194,7 @@ class Mixed:
         else:
             self.fail(f"out of memory on {backend} did not raise DeviceError")
         finally:
-            del d.wgpu_device.create_buffer_with_data
+            del d.wgpu_device.create_buffer
         if d.lost:
             self.fail(f"out of memory made the {backend} Device lost")
         self.check(d, rng, f"a {backend} Device after running out of memory")

@@ -40,6 +40,11 @@ def test_a_quick_tiny_run_measures_every_available_operator_and_records_everythi
     assert results["versions"]["poolgpu"] == pg.__version__
     for name in ("op_call", "numpy_round_trip", "batch_per_op"):
         assert 0 < results["host"][name]["min_us"] <= results["host"][name]["median_us"]
+    trips = results["host"]["round_trips"]
+    for name in ("floor_100kb", "numpy_100kb", "floor_stem", "numpy_stem", "upload_bare", "upload_poolgpu",
+                 "read_back_bare", "read_back_poolgpu"):
+        assert 0 < trips[name]["min_us"] <= trips[name]["median_us"], name
+    assert trips["numpy_100kb"]["vs_floor"] > 0 and trips["upload_poolgpu"]["gb_per_s"] > 0
 
     rows = results["rows"]
     expected = {(c.name, op) for c in cases.CASES.values() for op in c.ops}
@@ -291,6 +296,18 @@ def test_kernel_variants_are_checked_then_timed_and_leave_the_tuning_as_it_was(d
     assert variants.variant("out1+wg128", gpu) == dataclasses.replace(gpu, outputs_per_invocation=1, lines_workgroup=128)
     with pytest.raises(SystemExit, match="unknown variant"):
         variants.variant("out2+nonsense", gpu)
+
+
+def test_kernel_variants_in_both_layouts_are_timed_in_the_same_rounds(device):
+    if "timestamp-query" not in device.features:
+        pytest.skip(f"{device.name} has no timestamp-query")
+    problem = cases.build("avg", cases.Data(cases.CASES["C"], "float32", True, 0))
+    with tuned_for(device, "cpu"):
+        results = variants.compare_problem(device, problem, ("nchw", "nhwc"), ["current", "nopacked"], rounds=2)
+    # packed planes change the NCHW kernels only: channels-last planes are not contiguous
+    assert results.pop("nopacked nhwc") == "same kernels as current nhwc"
+    assert set(results) == {"copy", "current nchw", "nopacked nchw", "current nhwc"}
+    assert all(isinstance(r, tuple) and 0 < r[0] <= r[1] for r in results.values())
 
 
 def test_scale_runs_the_gpu_cases_repeated_along_n_first_and_measures_the_ceiling(device, tmp_path):

@@ -3,6 +3,8 @@ reference and PyTorch's CPU kernels: values bit-exact, indices exact, in 2D and 
 data type, samples of float32, float16 and bfloat16, any layout; the gradient a
 deterministic gather (PyTorch's autograd in tests/test_torch_fractional.py)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -134,9 +136,11 @@ def test_samples_outside_0_1_follow_pytorchs_formula_inside_the_input(device):
     u = np.array([[[-1, 2], [np.nan, np.inf], [4.9624, -0.713]], [[5, 0.5], [35087244, -0.0], [1e30, -2.3e7]]],
                  np.float32)   # (35087244 along W: window 2 would start past the input; 1e30: C's int overflows)
     for window, out in ((1, 8), (2, 5), (3, 4)):
-        y, i = pg.fractional_max_pool(x, window, out, u, return_indices=True, device=device)
         y_ref, i_ref = reference.fractional_max_pool(x, (window, window), (out, out), u)
-        assert same_bits(y, y_ref) and np.array_equal(i, i_ref), (window, out)
+        for tuning in (device.tuning, walks_tuning("cpu"), walks_tuning("gpu")):   # (the bins walk, the walks)
+            with tuned_for(device, tuning):
+                y, i = pg.fractional_max_pool(x, window, out, u, return_indices=True, device=device)
+            assert same_bits(y, y_ref) and np.array_equal(i, i_ref), (window, out, tuning)
     dy = np.ones((2, 3, 4, 4), np.float32)
     with pytest.raises(pg.ValidationError, match="samples in .0, 1.") as e:
         pg.fractional_max_pool_grad(x, dy, 3, u, device=device)
@@ -197,3 +201,97 @@ def test_gradient_is_deterministic_and_splits(device):
     assert len(pg.kernels.program_for(desc, tuning, None).passes) > 3   # split and merged
     with tuned_for(device, tuning):
         assert same_bits(first, pg.fractional_max_pool_grad(x, dy, (16, 15), u, device=device))
+
+
+# -- the fractional walks (Tuning.fractional_walks) ------------------------------------------
+
+def walks_tuning(preset):
+    return dataclasses.replace(pg.Tuning.preset(preset), fractional_walks=True)
+
+
+@st.composite
+def walk_cases(draw):
+    """fractional_cases of every type, under either preset, with rows of 4 to 24 elements
+    (four outputs per invocation from chunks, stored four at a time or one by one)."""
+    case = draw(fractional_cases())
+    spatial = case["sizes"][2:-1] + (draw(st.sampled_from([4, 8, 9, 16, 24])),)
+    window = case["window_size"][:-1] + (draw(st.integers(1, min(6, spatial[-1]))),)
+    output = case["output_size"][:-1] + (draw(st.integers(1, spatial[-1] - window[-1] + 1)),)
+    output = tuple(min(o, s - k + 1) for o, s, k in zip(output, spatial, window))
+    return dict(case, sizes=case["sizes"][:2] + spatial, window_size=window, output_size=output,
+                preset=draw(st.sampled_from(["cpu", "gpu"])))
+
+
+@GPU_SETTINGS
+@given(case=walk_cases())
+def test_fractional_walks_give_the_bins_walks_bits(device, case):
+    rng = np.random.default_rng(case["seed"])
+    x = random_values(case["data_type"], case["sizes"], rng)
+    u = samples_of(case, rng)
+    x_desc = pg.TensorDesc(case["data_type"], x.shape, layout_strides(x.shape, case["in_layout"]))
+    out_sizes = x.shape[:2] + case["output_size"]
+    output = pg.TensorDesc(case["data_type"], out_sizes, layout_strides(out_sizes, case["out_layout"]))
+    indices = pg.TensorDesc(case["indices"] or "uint32", out_sizes, layout_strides(out_sizes, case["out_layout"]))
+    samples = device.upload(u)
+    desc = pg.FractionalMaxPoolingDesc(x_desc, samples.desc, output, indices, window_size=case["window_size"])
+    walks = walks_tuning(case["preset"])
+    assert pg.kernels.program_for(desc, walks).passes[1].kernel.file == "fractional_max_pool.wgsl"
+    results = []
+    for tuning in (pg.Tuning.preset(case["preset"]), walks):
+        outs = (canary_tensor(device, output), canary_tensor(device, indices, lead_bytes=40))
+        pg.Op(device, desc, tuning)(sentinel_input(device, x, x_desc.strides), samples, out=outs)
+        for t in outs:
+            assert_canaries_intact(t)
+        results.append([t.numpy() for t in outs])
+    y_ref, i_ref = reference.fractional_max_pool(x, case["window_size"], case["output_size"], u.astype(np.float32),
+                                                 case["sample_type"])
+    for y, i in results:
+        assert same_bits(y, y_ref)
+        np.testing.assert_array_equal(i, i_ref.astype(np.uint32))
+    # the gradient: the same sums in the same order (exact where dy holds small integers)
+    if case["data_type"].is_float:
+        dy = rng.integers(-8, 9, out_sizes).astype(x.dtype)
+        noisy = rng.standard_normal(out_sizes).astype(x.dtype)
+        grad = pg.FractionalMaxPoolingGradDesc(x_desc, samples.desc, pg.TensorDesc(case["data_type"], out_sizes),
+                                               pg.TensorDesc(case["data_type"], x.shape), window_size=case["window_size"])
+        assert pg.kernels.program_for(grad, walks).passes[-1].kernel.file == "fractional_max_pool_grad.wgsl"
+        expected = reference.fractional_max_pool_grad(x, dy, case["window_size"], u.astype(np.float32),
+                                                      case["sample_type"]).astype(x.dtype)
+        xt = sentinel_input(device, x, x_desc.strides)
+        got = [[pg.Op(device, grad, tuning)(xt, samples, device.upload(d)).numpy() for d in (dy, noisy)]
+               for tuning in (pg.Tuning.preset(case["preset"]), walks)]
+        assert same_bits(got[0][0], expected) and same_bits(got[1][0], expected)
+        assert same_bits(got[1][1], got[0][1])
+
+
+@pytest.mark.parametrize("preset", ["cpu", "gpu"])
+def test_fractional_walks_fall_back_at_other_offsets_and_past_the_loop_budget(device, preset):
+    # rows of 16 (chunks, outputs of 8: four per store); x and the outputs at offsets that
+    # are not multiples of 4 elements take the one-output walk; heavily overlapping windows
+    # past a small loop budget take the bins walk
+    rng = np.random.default_rng(21)
+    x = random_values(pg.DataType.FLOAT32, (2, 3, 12, 16), rng)
+    u = rng.random((2, 3, 2)).astype(np.float32)
+    desc = pg.FractionalMaxPoolingDesc(pg.TensorDesc("float32", x.shape), pg.TensorDesc("float32", u.shape),
+                                       pg.TensorDesc("float32", (2, 3, 6, 8)), pg.TensorDesc("uint32", (2, 3, 6, 8)),
+                                       window_size=(3, 3))
+    tuning = walks_tuning(preset)
+    program = pg.kernels.program_for(desc, tuning)
+    walks = pg.kernels.fractional
+    if preset == "cpu":   # (the GPU preset has no rows walks: one output per invocation)
+        assert program.passes[1].kernel is walks.FRACTIONAL_WALK_ROWS
+        assert program.fallback.passes[1].kernel is walks.FRACTIONAL_WALK
+    else:
+        assert program.passes[1].kernel is walks.FRACTIONAL_WALK
+    y_ref, i_ref = reference.fractional_max_pool(x, (3, 3), (6, 8), u)
+    op, samples = pg.Op(device, desc, tuning), device.upload(u)
+    for lead in (0, 1, 2, 4):
+        xt = sentinel_input(device, x, lead_bytes=16 + 4 * lead)
+        outs = (canary_tensor(device, desc.output, lead_bytes=32 + 4 * lead),
+                canary_tensor(device, desc.output_indices, lead_bytes=48 + 4 * lead))
+        op(xt, samples, out=outs)
+        assert same_bits(outs[0].numpy(), y_ref) and np.array_equal(outs[1].numpy(), i_ref), lead
+    dense = pg.FractionalMaxPoolingGradDesc(pg.TensorDesc("float32", (1, 2, 40, 40)), pg.TensorDesc("float32", (1, 2, 2)),
+                                            pg.TensorDesc("float32", (1, 2, 25, 26)), window_size=(16, 15))
+    small = dataclasses.replace(tuning, loop_budget=256)
+    assert "fractional_max_pool_grad.wgsl" not in [p.kernel.file for p in pg.kernels.program_for(dense, small).passes]

@@ -16,7 +16,7 @@ import pytest
 import poolgpu as pg
 from poolgpu import kernels
 from poolgpu.kernels.split import LOOP_LIMIT, loop_total
-from helpers import with_variants
+from helpers import PLANE_WORKGROUPS, with_variants
 
 F32, F16, BF16, U8, I64 = "float32", "float16", "bfloat16", "uint8", "int64"
 
@@ -89,7 +89,8 @@ def _descriptions():
                                     spatial_scale=0.5, pooled_size=pooled)
     for sizes, window, out in (((2, 3, 12, 17), (2, 3), (6, 8)), ((1, 2, 300, 300), (290, 250), (11, 51)),
                                ((1, 1, 9, 20, 30), (2, 3, 4), (8, 18, 27)), ((1, 1, 2000, 30), (2, 2), (1999, 29)),
-                               ((1, 1, 70000, 1), (1, 1), (70000, 1))):
+                               ((1, 1, 70000, 1), (1, 1), (70000, 1)), ((1, 2, 12, 16), (3, 3), (6, 9)),
+                               ((1, 2, 12, 16), (3, 3), (6, 8))):
         for samples in (F32, F16, BF16):   # (the gathers' covering bounds differ with the samples' rounding)
             x = pg.TensorDesc(F32, sizes)
             s = pg.TensorDesc(samples, sizes[:2] + (len(window),))
@@ -106,6 +107,9 @@ def _descriptions():
         yield pg.MaxUnpoolingDesc(pg.TensorDesc(F16, out.sizes), scattered, pg.TensorDesc(F16, (2, 8, 12, 16)))
         rows = pg.TensorDesc(F16, (2, 8, 12, 16), (6144, 768, 32, 1))   # (rows with gaps between them)
         yield pg.MaxUnpoolingDesc(pg.TensorDesc(F16, out.sizes), pg.TensorDesc(indices, out.sizes), rows)
+        last = kernels.grids.channels_last_desc(F16, (2, 8, 12, 16))   # (unpooling's gather along C)
+        yield pg.MaxUnpoolingDesc(pg.TensorDesc(F16, out.sizes), pg.TensorDesc(indices, out.sizes), last)
+        yield pg.MaxUnpoolingDesc(pg.TensorDesc(F16, out.sizes), scattered, last)
 
 
 TUNINGS = {
@@ -115,6 +119,8 @@ TUNINGS = {
     "general-32768": dataclasses.replace(pg.Tuning.for_cpu(), walk="general", loop_budget=32768),
     # the GPU kernel variants (helpers.VARIANT_FIELDS) under both presets
     "cpu-variants": with_variants("cpu"), "gpu-variants-1000": with_variants("gpu", loop_budget=1000, plane_part=1024),
+    "cpu-workgroups-1000": with_variants("cpu", loop_budget=1000, plane_workgroups=PLANE_WORKGROUPS),
+    "cpu-planes-256": dataclasses.replace(pg.Tuning.for_cpu(), loop_budget=256, plane_lane_chunks=4096),
 }
 
 

@@ -166,10 +166,10 @@ def test_loss_and_out_of_memory_while_other_threads_work(device):
         with pytest.raises(pg.DeviceError, match="lost"):
             pg.max_pool(x, (3, 2), strides=(2, 1), device=lost)
         full = fresh_device(device)
-        full.wgpu_device.create_buffer_with_data = out_of_memory  # (this wgpu device only)
+        full.wgpu_device.create_buffer = full.wgpu_device.create_buffer_with_data = out_of_memory  # (this one only)
         with pytest.raises(pg.DeviceError, match="out of GPU memory"):
             pg.max_pool(x, (3, 2), strides=(2, 1), device=full)
-        del full.wgpu_device.create_buffer_with_data
+        del full.wgpu_device.create_buffer, full.wgpu_device.create_buffer_with_data
         assert same_bits(pg.max_pool(x, (3, 2), strides=(2, 1), device=full), expected) and not full.lost
     finally:
         stop.set()

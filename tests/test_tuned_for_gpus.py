@@ -135,7 +135,7 @@ def test_global_max_pooling_gradient(gpu_tuned):
 
 
 def test_the_plane_walks_workgroup_memory_holds_the_most_lanes_a_tuning_takes():
-    assert "const PLANE_LANES_MAX: u32 = 256u;" in kernels.read_wgsl("common/window_walk_plane.wgsl")
+    assert "const PLANE_LANES_MAX: u32 = 256u;" in kernels.read_wgsl("common/plane_reduce.wgsl")
     pg.Tuning(plane_lanes=256)
     with pytest.raises(pg.ValidationError, match="plane_lanes"):
         pg.Tuning(plane_lanes=512)

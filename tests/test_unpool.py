@@ -2,6 +2,8 @@
 indices: against the independent NumPy reference (bit-exact), PyTorch's max_unpool*d, the
 round trip through max pooling, determinism, layouts and untouched canaries."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -236,6 +238,135 @@ def test_max_unpool_tensor_in_tensor_out_and_signed_numpy_indices(device):
     out = pg.max_unpool(np.array([5.0, 6.0, 7.0], np.float16).reshape(1, 1, 3),
                         np.array([2, -1, 0], np.int64).reshape(1, 1, 3), (4,), device=device)
     np.testing.assert_array_equal(out.ravel(), [7, 0, 5, 0])
+
+
+# -- the gather over the output (Tuning.unpool_gather) ----------------------------------------
+
+def gather_tuning(preset="cpu"):
+    return dataclasses.replace(pg.Tuning.preset(preset), unpool_gather=True)
+
+
+def unpool_both_ways(device, desc, arrays, layouts, preset):
+    """``desc`` run with the atomic winners (the preset's kernels) and as the gather: (the
+    two outputs, the gather's kernel files)."""
+    results = []
+    for tuning in (pg.Tuning.preset(preset), gather_tuning(preset)):
+        op = pg.Op(device, desc, tuning)
+        y = canary_tensor(device, desc.output)
+        op(*(upload(device, a, layout) for a, layout in zip(arrays, layouts)), out=y)
+        assert_canaries_intact(y)
+        results.append(y.numpy())
+    return results, [p.kernel.file for p in pg.kernels.program_for(desc, gather_tuning(preset)).passes]
+
+
+@st.composite
+def pooled_unpool_cases(draw):
+    """Indices written by max pooling (inside their windows: the gather's bands), of any
+    geometry, some overwritten by strays (elsewhere in the plane, in other planes, past the
+    output) or by repeats of a neighbour's (ties: the largest j wins), unpooled into the
+    default output size or a larger one."""
+    dims = draw(st.integers(1, 3))
+    window = tuple(draw(st.integers(1, 4)) for _ in range(dims))
+    strides = tuple(draw(st.integers(1, 3)) for _ in range(dims))
+    padding = tuple(draw(st.integers(0, (k - 1) // 2)) for k in window)
+    spatial = tuple(draw(st.integers(k, 3 * k + 4)) for k in window)
+    return dict(
+        sizes=(draw(st.integers(1, 2)), draw(st.sampled_from([1, 3, 4, 8]))) + spatial,
+        window=window, strides=strides, padding=padding,
+        extra=tuple(draw(st.sampled_from([0, 0, 1, 3])) for _ in range(dims)),
+        strays=draw(st.sampled_from([0.0, 0.0, 0.05, 0.5])), ties=draw(st.sampled_from([0.0, 0.2])),
+        data_type=draw(st.sampled_from([pg.DataType.FLOAT32, pg.DataType.FLOAT16, pg.DataType.BFLOAT16,
+                                        pg.DataType.INT8, pg.DataType.INT64])),
+        index_type=draw(st.sampled_from(INDEX_TYPES)),
+        layout=draw(st.sampled_from(["packed", "packed", "channels_last", "gaps", "reversed"])),
+        preset=draw(st.sampled_from(["cpu", "gpu"])),
+        seed=draw(st.integers(0, 2**31)),
+    )
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=pooled_unpool_cases())
+def test_unpool_gather_gives_the_atomic_winners_bits(device, case):
+    rng = np.random.default_rng(case["seed"])
+    dt, sizes = case["data_type"], case["sizes"]
+    x = random_values(dt, sizes, rng)
+    geometry = dict(window_size=case["window"], strides=case["strides"], start_padding=case["padding"],
+                    end_padding=case["padding"])
+    y_ref, idx = reference.max_pool(x, **geometry)
+    out_sizes = sizes[:2] + tuple(s + e for s, e in zip(sizes[2:], case["extra"]))
+    if any(case["extra"]):  # the same positions, counted in the larger output
+        coords = np.unravel_index(idx.astype(np.int64), sizes)
+        idx = np.ravel_multi_index(coords, out_sizes)
+    idx = idx.astype(case["index_type"])
+    flat = idx.ravel()
+    pick = rng.random(flat.size)
+    flat[pick < case["strays"]] = rng.integers(0, np.prod(out_sizes) + 4, (pick < case["strays"]).sum())
+    ties = (pick >= case["strays"]) & (pick < case["strays"] + case["ties"])
+    flat[ties] = flat[np.maximum(np.flatnonzero(ties) - 1, 0)]
+    layout = case["layout"]
+    desc = pg.MaxUnpoolingDesc(pg.TensorDesc(dt, y_ref.shape, layout_strides(y_ref.shape, layout)),
+                               pg.TensorDesc(case["index_type"], idx.shape, layout_strides(idx.shape, layout)),
+                               pg.TensorDesc(dt, out_sizes, layout_strides(out_sizes, layout)))
+    (atomic, gathered), files = unpool_both_ways(device, desc, (y_ref, idx), (layout, layout), case["preset"])
+    assert files[:2] == ["max_unpool_strays.wgsl", "max_unpool_gather.wgsl"]
+    want = reference.max_unpool(y_ref, idx, out_sizes)
+    assert same_bits(atomic, want)
+    assert same_bits(gathered, want)
+
+
+@pytest.mark.parametrize("preset", ["cpu", "gpu"])
+@pytest.mark.parametrize("layout", ["packed", "channels_last"])
+def test_unpool_gather_runs_of_four_and_their_fallback_at_any_offset(device, layout, preset):
+    # rows of 16 (runs of four along W) or 8 channels (four along C, their indices in
+    # chunks): at offsets that are not multiples of 4 elements the runs of one read the
+    # same candidates; strays left in the scratch by one call never reach the next
+    rng = np.random.default_rng(13)
+    sizes, out_sizes = (2, 8, 6, 8), (2, 8, 12, 16)
+    x = random_values(pg.DataType.FLOAT16, (2, 8, 12, 16), rng)
+    y, pooled = reference.max_pool(x, (3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1))
+    pooled = pooled.astype(np.uint32)
+    stray = pooled.copy()
+    stray.ravel()[::7] = rng.integers(0, np.prod(out_sizes), stray.size)[::7]
+    strides = layout_strides(sizes, layout)
+    desc = pg.MaxUnpoolingDesc(pg.TensorDesc("float16", sizes, strides), pg.TensorDesc("uint32", sizes, strides),
+                               pg.TensorDesc("float16", out_sizes, layout_strides(out_sizes, layout)))
+    tuning = gather_tuning(preset)
+    program = pg.kernels.program_for(desc, tuning)
+    assert dict(program.passes[1].constants)["RUN"] == 4 and program.fallback is not None
+    assert dict(program.fallback.passes[1].constants)["RUN"] == 1
+    op = pg.Op(device, desc, tuning)
+    xt = upload(device, y, layout)
+    for lead in (0, 2, 4, 6):
+        for idx in (stray, pooled, stray):
+            it = canary_tensor(device, desc.indices, lead_bytes=32 + 4 * lead)
+            device.wgpu_device.queue.write_buffer(it.buffer, it.offset, _packed_as(idx, it.desc.strides))
+            out = canary_tensor(device, desc.output, lead_bytes=32 + 2 * lead)
+            op(xt, it, out=out)
+            assert same_bits(out.numpy(), reference.max_unpool(y, idx, out_sizes)), (lead, idx is pooled)
+            assert_canaries_intact(out)
+
+
+def _packed_as(array, strides):
+    """``array``'s bytes laid out at ``strides`` (elements, a permutation of packed ones)."""
+    order = np.argsort(strides)[::-1]
+    return np.ascontiguousarray(array.transpose(order)).tobytes()
+
+
+def test_unpool_gather_strays_into_other_planes_and_ties_across_them(device):
+    # every j of plane 0 names plane 1's elements and the reverse; plane 2 keeps its
+    # pooled indices; repeats across planes: the largest j wins wherever it lies
+    x = np.arange(1, 3 * 16 + 1, dtype=np.float32).reshape(1, 3, 4, 4)
+    pooled_x = np.zeros((1, 3, 8, 8), np.float32)
+    _, pooled = reference.max_pool(pooled_x, (2, 2), strides=(2, 2))
+    idx = pooled.astype(np.uint32).copy()
+    idx[0, 0], idx[0, 1] = pooled[0, 1], pooled[0, 0]
+    idx[0, 2, 0, 0] = idx[0, 0, 3, 3]   # plane 2's first names plane 1's last window too
+    want = reference.max_unpool(x, idx, (1, 3, 8, 8))
+    for preset in ("cpu", "gpu"):
+        out = pg.Op(device, pg.MaxUnpoolingDesc(pg.TensorDesc(F32, x.shape), pg.TensorDesc("uint32", x.shape),
+                                                pg.TensorDesc(F32, (1, 3, 8, 8))), gather_tuning(preset))(
+            device.upload(x), device.upload(idx))
+        assert same_bits(out.numpy(), want)
 
 
 # -- validation (no GPU) ---------------------------------------------------------------------

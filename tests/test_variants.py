@@ -1,7 +1,8 @@
-"""The GPU kernel variants: Tuning choices that both presets leave at the kernels they had
-until a GPU measures them (docs/performance.md, "Kernel variants"), run on every adapter
-under both presets against the NumPy reference, and where a variant promises it, with the
-same bits as the kernels it replaces (sums included)."""
+"""The GPU kernel variants: Tuning choices that the GPU preset leaves at the kernels they had
+until a GPU measures them (docs/performance.md, "Kernel variants"; the CPU preset took packed
+planes on lavapipe's measurements), run on every adapter under both presets against the
+NumPy reference, and where a variant promises it, with the same bits as the kernels it
+replaces (sums of whole planes within their last bits)."""
 
 import dataclasses
 
@@ -13,7 +14,8 @@ from hypothesis import strategies as st
 import poolgpu as pg
 import reference
 import test_scale
-from helpers import VARIANT_FIELDS, forward_walk, layout_strides, random_values, same_bits, tuned_for, with_variants
+from helpers import (CPU_TAKEN, VARIANT_FIELDS, assert_canaries_intact, canary_tensor, forward_walk, layout_strides,
+                     random_values, same_bits, sentinel_input, tuned_for, with_variants)
 
 PRESETS = ("cpu", "gpu")
 
@@ -26,17 +28,43 @@ def outputs(device, desc, arrays, tuning, strides=None) -> tuple:
     return tuple(t.numpy() for t in (result if isinstance(result, tuple) else (result,)))
 
 
-def test_the_variants_are_tuning_fields_both_presets_leave_off():
+def test_the_variants_are_tuning_fields_the_gpu_preset_leaves_off():
     for preset in PRESETS:
         tuning = pg.Tuning.preset(preset)
         for field, value in VARIANT_FIELDS.items():
-            assert getattr(tuning, field) != value, (preset, field)
+            if preset == "cpu" and field in CPU_TAKEN:
+                assert getattr(tuning, field) == value, field
+            else:
+                assert getattr(tuning, field) != value, (preset, field)
     with pytest.raises(pg.ValidationError, match="plane_chunks"):
         pg.Tuning(plane_chunks=3)
 
 
+def _merged_sums(desc) -> bool:
+    """Whether ``desc`` sums whole planes (average or Lp pooling to one output per plane):
+    tunings merging different lanes or parts of them may round its last bit differently
+    (docs/semantics.md)."""
+    sums = desc.kernel in ("average_pool", "lp_pool", "adaptive_average_pool")
+    return sums and all(s == 1 for s in desc.output.sizes[2:])
+
+
+def same_or_last_bits(got, expected) -> bool:
+    """The same bits, or for sums of whole planes the same within 2 ulp (NaN where NaN)."""
+    if same_bits(got, expected):
+        return True
+    nan = np.isnan(expected)
+    if not np.array_equal(np.isnan(got), nan):
+        return False
+    try:
+        np.testing.assert_array_max_ulp(got[~nan], expected[~nan], maxulp=2)
+    except AssertionError:
+        return False
+    return True
+
+
 # Every operator, small and in chunks of planes (tensors larger than a binding: the grids
-# restricted to a run of planes), with every variant taken: the preset's bits.
+# restricted to a run of planes), with every variant taken: the preset's bits (sums of whole
+# planes, which packed planes merge over other lanes, within their last bits).
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=test_scale.chunk_cases(), preset=st.sampled_from(PRESETS))
 def test_every_operator_with_the_variants_gives_the_presets_bits(device, case, preset):
@@ -52,7 +80,8 @@ def test_every_operator_with_the_variants_gives_the_presets_bits(device, case, p
     with tuned_for(small, with_variants(preset)):
         _, chunked = test_scale.run(small, desc, arrays)
     for a, b, c in zip(got, chunked, expected):
-        assert same_bits(a, c) and same_bits(b, c)
+        assert same_bits(a, b)
+        assert same_or_last_bits(a, c) if _merged_sums(desc) else same_bits(a, c)
 
 
 # The plane walk, each lane loading 2 or 4 chunks per step: planes whose lanes take several
@@ -131,3 +160,201 @@ def test_whole_workgroups_numbered_past_65535(device, preset):
     y_ref, i_ref = reference.max_pool(x, (1, 3), strides=(1, 1), start_padding=(0, 1), end_padding=(0, 1))
     assert same_bits(y, y_ref)
     np.testing.assert_array_equal(idx, i_ref)
+
+
+# Packed planes: global pooling and its gradients over planes of any size, groups of lanes
+# sized to the plane (one lane to a whole workgroup), many groups to a workgroup and a
+# ragged last one; planes starting between chunks (odd sizes, planes with gaps between them),
+# in chunks of planes (tensors larger than a binding).  Maxima and indices are the
+# reference's, sums within their rounding, the gradients the bits of the kernels packed
+# planes replace.
+PACKED_SHAPES = ((3, 7, 1, 1), (2, 3, 2), (5, 9, 7, 7), (2, 5, 13), (1, 3, 3, 3, 3), (2, 3, 20, 30))
+
+
+def _gradient_descs(x_desc, dy_desc, window):
+    yield pg.MaxPoolingGradDesc(x_desc, dy_desc, x_desc, window_size=window), ("input", "input_gradient")
+    yield pg.AveragePoolingGradDesc(dy_desc, x_desc, window_size=window, include_padding=True), ("input_gradient",)
+    yield pg.AveragePoolingGradDesc(dy_desc, x_desc, window_size=window, divisor_override=7), ("input_gradient",)
+    yield pg.AdaptiveMaxPoolingGradDesc(x_desc, dy_desc, x_desc), ("input", "input_gradient")
+    yield pg.AdaptiveAveragePoolingGradDesc(dy_desc, x_desc), ("input_gradient",)
+
+
+@pytest.mark.parametrize("preset, lane_chunks", [("cpu", 16), ("cpu", 1), ("gpu", 1), ("gpu", 4)])
+def test_packed_planes(device, preset, lane_chunks):
+    base = pg.Tuning.preset(preset)
+    tuning = dataclasses.replace(base, packed_planes=True, plane_lane_chunks=lane_chunks)
+    unpacked = dataclasses.replace(base, packed_planes=False)
+    rng = np.random.default_rng(lane_chunks)
+    groups = set()
+    for k, shape in enumerate(PACKED_SHAPES):
+        data_type = (pg.DataType.FLOAT32, pg.DataType.FLOAT16)[k % 2]
+        window = shape[2:]
+        layout = ("packed", "gaps")[k % 2 if len(shape) == 3 else 0]   # (gaps keep 1-D planes contiguous)
+        x = random_values(data_type, shape, rng)
+        x_desc = pg.TensorDesc(data_type, shape, layout_strides(shape, layout))
+        max_desc = pg.MaxPooling2Desc(x_desc, output_indices="uint32", window_size=window)
+        assert forward_walk(max_desc, tuning) == "plane"
+        groups.add(dict(pg.kernels.program_for(max_desc, tuning).passes[0].constants)["PLANE_LANES"])
+        y, idx = outputs(device, max_desc, (x,), tuning, x_desc.strides)
+        y_ref, i_ref = reference.max_pool(x, window)
+        assert same_bits(y, y_ref)
+        np.testing.assert_array_equal(idx, i_ref)
+        tolerance = dict(rtol=1e-5, atol=1e-6) if data_type == pg.DataType.FLOAT32 else dict(rtol=2e-3, atol=1e-6)
+        x_plain = random_values(data_type, shape, rng, specials=False)
+        for desc, expected in ((pg.AveragePooling1Desc(x_desc, window_size=window), reference.average_pool(x_plain, window)),
+                               (pg.LpPooling1Desc(x_desc, window_size=window, p=2), reference.lp_pool(x_plain, window, p=2)),
+                               (pg.AdaptiveAveragePoolingDesc(x_desc, output_size=(1,) * len(window)),
+                                reference.adaptive_average_pool(x_plain, (1,) * len(window)))):
+            got, = outputs(device, desc, (x_plain,), tuning, x_desc.strides)
+            np.testing.assert_allclose(got.astype(np.float64), expected, **tolerance)
+        dy = random_values(data_type, shape[:2] + (1,) * len(window), rng, specials=False)
+        dy_desc = pg.TensorDesc(data_type, dy.shape)
+        arrays = {"input": x, "input_gradient": dy}
+        for desc, roles in _gradient_descs(x_desc, dy_desc, window):
+            assert pg.kernels.program_for(desc, tuning).passes[0].kernel in (
+                pg.kernels.planes.MAX_POOL_GRAD_PLANE, pg.kernels.planes.AVERAGE_POOL_GRAD_PLANE)
+            op = pg.Op(device, desc, tuning)
+            got = op(*(device.upload(arrays[r], strides=t.strides) for r, t in desc.input_tensors())).numpy()
+            want = pg.Op(device, desc, unpacked)(*(device.upload(arrays[r], strides=t.strides)
+                                                   for r, t in desc.input_tensors())).numpy()
+            assert same_bits(got, want), (shape, type(desc).__name__)
+            small = test_scale.smallest_bounded(device, desc)   # (in chunks of planes)
+            chunked = pg.Op(small, desc, tuning)(*(small.upload(arrays[r], strides=t.strides)
+                                                   for r, t in desc.input_tensors())).numpy()
+            assert same_bits(chunked, want), (shape, type(desc).__name__)
+    assert len(groups) > 1
+
+
+def test_planes_cut_for_a_number_of_workgroups(device):
+    # few large planes: more runs merged (a plane of 9003 elements starting between chunks), and
+    # packed planes given more lanes
+    rng = np.random.default_rng(11)
+    for shape in ((1, 2, 9003), (1, 3, 7, 7)):
+        x = random_values(pg.DataType.FLOAT32, shape, rng, specials=False)
+        x_desc = pg.TensorDesc("float32", shape)
+        desc = pg.MaxPooling2Desc(x_desc, output_indices="uint32", window_size=shape[2:])
+        for preset in PRESETS:
+            base = dataclasses.replace(pg.Tuning.preset(preset), packed_planes=True)
+            tuning = dataclasses.replace(base, plane_workgroups=64)
+            before, after = (dict(pg.kernels.program_for(desc, t).passes[0].constants) for t in (base, tuning))
+            assert (after["PARTS"], after["PLANE_LANES"]) > (before["PARTS"], before["PLANE_LANES"])
+            y, idx = outputs(device, desc, (x,), tuning)
+            y_ref, i_ref = reference.max_pool(x, shape[2:])
+            assert same_bits(y, y_ref)
+            np.testing.assert_array_equal(idx, i_ref)
+            got, = outputs(device, pg.AveragePooling1Desc(x_desc, window_size=shape[2:]), (x,), tuning)
+            np.testing.assert_allclose(got, reference.average_pool(x, shape[2:]), rtol=1e-6)
+
+
+# Every operator reducing whole planes takes packed planes under the CPU preset, on planes of
+# odd sizes (one element, fewer than a chunk, 7 x 7, sizes starting planes between chunks,
+# around a power of two) in every float type: maxima and indices the reference's and the
+# unpacked kernels' bits, sums within their last bits of the unpacked kernels', gradients the
+# unpacked kernels' bits.
+ODD_PLANES = ((2, 3, 1), (3, 5, 3), (2, 4, 7, 7), (2, 3, 50), (1, 3, 255), (2, 2, 257), (1, 2, 5, 5, 5))
+
+
+def _run(device, desc, arrays, tuning):
+    tensors = (device.upload(arrays[role], strides=t.strides) for role, t in desc.input_tensors())
+    result = pg.Op(device, desc, tuning)(*tensors)
+    return tuple(t.numpy() for t in (result if isinstance(result, tuple) else (result,)))
+
+
+@pytest.mark.parametrize("data_type", [pg.DataType.FLOAT32, pg.DataType.FLOAT16, pg.DataType.BFLOAT16])
+def test_packed_planes_of_odd_sizes_under_the_cpu_preset(device, data_type):
+    packed = pg.Tuning.for_cpu()
+    assert packed.packed_planes
+    unpacked = dataclasses.replace(packed, packed_planes=False)
+    plane_kernels = (pg.kernels.planes.MAX_POOL_GRAD_PLANE, pg.kernels.planes.AVERAGE_POOL_GRAD_PLANE)
+    rng = np.random.default_rng(5)
+    for shape in ODD_PLANES:
+        window, ones = shape[2:], (1,) * (len(shape) - 2)
+        x_desc = pg.TensorDesc(data_type, shape)
+        dy_desc = pg.TensorDesc(data_type, shape[:2] + ones)
+        arrays = {"input": random_values(data_type, shape, rng),
+                  "input_gradient": random_values(data_type, dy_desc.sizes, rng, specials=False)}
+        plain = {"input": random_values(data_type, shape, rng, specials=False)}
+        forward = ((pg.MaxPooling2Desc(x_desc, output_indices="uint32", window_size=window), arrays),
+                   (pg.AdaptiveMaxPoolingDesc(x_desc, output_indices="uint32", output_size=ones), arrays),
+                   (pg.AveragePooling1Desc(x_desc, window_size=window), plain),
+                   (pg.LpPooling1Desc(x_desc, window_size=window, p=2), plain),
+                   (pg.AdaptiveAveragePoolingDesc(x_desc, output_size=ones), plain))
+        for desc, values in forward:
+            assert forward_walk(desc, packed) == "plane", (shape, desc.kernel)
+            got, want = _run(device, desc, values, packed), _run(device, desc, values, unpacked)
+            if desc.kernel in ("max_pool", "adaptive_max_pool"):
+                y_ref, i_ref = reference.max_pool(values["input"], window)
+                assert same_bits(got[0], y_ref) and same_bits(got[0], want[0]), (shape, desc.kernel)
+                np.testing.assert_array_equal(got[1], i_ref)
+                np.testing.assert_array_equal(got[1], want[1])
+            else:
+                assert same_or_last_bits(got[0], want[0]), (shape, desc.kernel, got[0], want[0])
+        for desc, _ in _gradient_descs(x_desc, dy_desc, window):
+            assert pg.kernels.program_for(desc, packed).passes[0].kernel in plane_kernels, (shape, desc.kernel)
+            got, want = _run(device, desc, arrays, packed), _run(device, desc, arrays, unpacked)
+            assert same_bits(got[0], want[0]), (shape, desc.kernel)
+
+
+# Planes that are not contiguous (channels-last, W strided) leave packed planes for the other
+# kernels, forward and gradients, with the same results; planes with gaps between them and a
+# tensor starting between chunks keep them.
+@pytest.mark.parametrize("preset", PRESETS)
+def test_packed_planes_fall_back_where_planes_are_not_contiguous(device, preset):
+    packed = dataclasses.replace(pg.Tuning.preset(preset), packed_planes=True)
+    unpacked = dataclasses.replace(packed, packed_planes=False)
+    plane_kernels = (pg.kernels.planes.MAX_POOL_GRAD_PLANE, pg.kernels.planes.AVERAGE_POOL_GRAD_PLANE)
+    rng = np.random.default_rng(9)
+    shape = (2, 6, 7, 7)
+    x = random_values(pg.DataType.FLOAT32, shape, rng)
+    dy = random_values(pg.DataType.FLOAT32, (2, 6, 1, 1), rng, specials=False)
+    dy_desc = pg.TensorDesc("float32", dy.shape)
+    w_strided = (2 * 294, 2 * 49, 14, 2)
+    for layout, strides in (("channels_last", layout_strides(shape, "channels_last")), ("w_strided", w_strided),
+                            ("planes_apart", (6 * 53, 53, 7, 1))):
+        x_desc = pg.TensorDesc("float32", shape, strides)
+        desc = pg.MaxPooling2Desc(x_desc, output_indices="uint32", window_size=(7, 7))
+        assert (forward_walk(desc, packed) == "plane") == (layout == "planes_apart"), layout
+        y, idx = outputs(device, desc, (x,), packed, strides)
+        y_ref, i_ref = reference.max_pool(x, (7, 7))
+        assert same_bits(y, y_ref), layout
+        np.testing.assert_array_equal(idx, i_ref)
+        arrays = {"input": x, "input_gradient": dy}
+        for grad, _ in _gradient_descs(x_desc, dy_desc, (7, 7)):
+            takes = pg.kernels.program_for(grad, packed).passes[0].kernel in plane_kernels
+            assert takes == (layout == "planes_apart"), (layout, grad.kernel)
+            got, want = _run(device, grad, arrays, packed), _run(device, grad, arrays, unpacked)
+            assert same_bits(got[0], want[0]), (layout, grad.kernel)
+    # a tensor starting 3 elements into its buffer, NaN around it (its planes between chunks):
+    # the same bits, the plane walk reading nothing but its elements
+    desc = pg.MaxPooling2Desc(pg.TensorDesc("float32", shape), output_indices="uint32", window_size=(7, 7))
+    y, idx = (t.numpy() for t in pg.Op(device, desc, packed)(sentinel_input(device, x, lead_bytes=12)))
+    assert same_bits(y, y_ref)
+    np.testing.assert_array_equal(idx, i_ref)
+
+
+# The gradients of global pooling write each plane's dx in whole chunks and its end chunks
+# element by element (16-bit ones with word atomics): into a dx starting between chunks, its
+# planes apart, nothing outside its elements changes, and the bits are the unpacked kernels'.
+@pytest.mark.parametrize("data_type", [pg.DataType.FLOAT32, pg.DataType.FLOAT16])
+def test_packed_plane_gradients_write_only_their_elements(device, data_type):
+    packed = pg.Tuning.for_cpu()
+    unpacked = dataclasses.replace(packed, packed_planes=False)
+    rng = np.random.default_rng(4)
+    shape = (2, 3, 5, 5)
+    x = random_values(data_type, shape, rng)
+    dy = random_values(data_type, (2, 3, 1, 1), rng, specials=False)
+    x_desc, dy_desc = pg.TensorDesc(data_type, shape), pg.TensorDesc(data_type, dy.shape)
+    dx_desc = pg.TensorDesc(data_type, shape, (3 * 27, 27, 5, 1))   # planes 2 elements apart
+    arrays = {"input": x, "input_gradient": dy}
+    for desc in (pg.MaxPoolingGradDesc(x_desc, dy_desc, dx_desc, window_size=(5, 5)),
+                 pg.AveragePoolingGradDesc(dy_desc, dx_desc, window_size=(5, 5)),
+                 pg.AdaptiveMaxPoolingGradDesc(x_desc, dy_desc, dx_desc),
+                 pg.AdaptiveAveragePoolingGradDesc(dy_desc, dx_desc)):
+        assert pg.kernels.program_for(desc, packed).passes[0].kernel in (
+            pg.kernels.planes.MAX_POOL_GRAD_PLANE, pg.kernels.planes.AVERAGE_POOL_GRAD_PLANE)
+        tensors = [device.upload(arrays[role]) for role, _ in desc.input_tensors()]
+        dx = canary_tensor(device, dx_desc, lead_bytes=6)   # (one or three elements in)
+        pg.Op(device, desc, packed)(*tensors, out=dx)
+        want = pg.Op(device, desc, unpacked)(*tensors).numpy()
+        assert same_bits(dx.numpy(), want), desc.kernel
+        assert_canaries_intact(dx)

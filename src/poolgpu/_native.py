@@ -65,16 +65,22 @@ def record_raw(pass_handle, raw) -> None:
         _dispatch(pass_handle, x, y, z)
 
 
-def submit(wgpu_device, raw, lock) -> None:
-    """One command buffer of one compute pass holding `raw`, submitted (under `lock`)."""
+def submit(wgpu_device, raw, lock, copies=()) -> None:
+    """One command buffer of one compute pass holding `raw` (none if `raw` is empty), then
+    `copies` (wgpu-py source buffer, offset, target buffer, offset, size), submitted (under
+    `lock`)."""
     encoder = _libf.wgpuDeviceCreateCommandEncoder(wgpu_device._internal, _NULL)
     try:
-        compute_pass = lib.wgpuCommandEncoderBeginComputePass(encoder, _NULL)
-        try:
-            record_raw(compute_pass, raw)
-            lib.wgpuComputePassEncoderEnd(compute_pass)
-        finally:
-            lib.wgpuComputePassEncoderRelease(compute_pass)
+        if raw:
+            compute_pass = lib.wgpuCommandEncoderBeginComputePass(encoder, _NULL)
+            try:
+                record_raw(compute_pass, raw)
+                lib.wgpuComputePassEncoderEnd(compute_pass)
+            finally:
+                lib.wgpuComputePassEncoderRelease(compute_pass)
+        for source, source_offset, target, target_offset, size in copies:
+            lib.wgpuCommandEncoderCopyBufferToBuffer(encoder, source._internal, source_offset, target._internal,
+                                                     target_offset, size)
         command_buffer = _libf.wgpuCommandEncoderFinish(encoder, _NULL)
     finally:
         lib.wgpuCommandEncoderRelease(encoder)

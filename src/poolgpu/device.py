@@ -45,11 +45,67 @@ _STAGING_USAGE = wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ
 # recently used out) so that a process sweeping over many shapes does not grow without end.
 _OP_CACHE_SIZE = 128
 _PIPELINE_CACHE_SIZE = 256
+# Idle buffers a Device keeps for reuse (its pool, below): at most this many bytes, per kind
+# (tensors, read-back staging); the least recently used sizes go first.
+_POOL_BYTES = 64 << 20
 _LOST_HELP = (
     "its tensors and compiled ops are gone: make a new pg.Device() (pg.default_device() makes one "
     "itself) and upload the data again"
 )
 _OOM_HELP = "free tensors you no longer need (del them), use smaller tensors or batches, or a device with more memory"
+
+
+class _BufferPool:
+    """Idle wgpu buffers of one usage, by size, for reuse (thread-safe).
+
+    A buffer is given back only by code that knows no work recorded or submitted uses it any
+    more (after the read-back that waited for that work), so a buffer taken is never one in
+    flight.  At most ``limit`` bytes wait here; giving back more drops the least recently
+    used sizes' buffers (Python frees them: on OpenGL under the gate).  The pool and its
+    buffers go with their Device."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._idle = OrderedDict()  # size -> [buffer, ...], least recently used size first
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def take(self, size: int, prefer=None):
+        """An idle buffer of ``size`` bytes (``prefer`` where it is idle), or None."""
+        with self._lock:
+            buffers = self._idle.get(size)
+            if not buffers:
+                return None
+            self._idle.move_to_end(size)
+            self._bytes -= size
+            for i in range(len(buffers) - 1, -1, -1):
+                if buffers[i] is prefer:
+                    return buffers.pop(i)
+            return buffers.pop()
+
+    def give(self, buffer) -> None:
+        size = buffer.size
+        if size > self.limit:
+            return
+        with self._lock:
+            while self._bytes + size > self.limit:
+                old_size, old = next(iter(self._idle.items()))
+                old.pop()
+                self._bytes -= old_size
+                if not old:
+                    del self._idle[old_size]
+            self._idle.setdefault(size, []).append(buffer)
+            self._idle.move_to_end(size)
+            self._bytes += size
+
+    @property
+    def idle_bytes(self) -> int:
+        return self._bytes
+
+    def clear(self) -> None:
+        with self._lock:
+            self._idle.clear()
+            self._bytes = 0
 
 
 class Device:
@@ -127,6 +183,10 @@ class Device:
         self._ops = OrderedDict()
         self._lost = None  # what happened, once the device is lost
         self._native = _native.available(self.wgpu_device)  # the hot path in C calls (_native.py)
+        # Buffers reused by the calls that round-trip host arrays (one upload, one
+        # submission, one read-back), and the staging buffers every read-back maps.
+        self._tensor_pool = _BufferPool(_POOL_BYTES)
+        self._staging_pool = _BufferPool(_POOL_BYTES)
 
     def __repr__(self) -> str:
         return f"Device({self.info['name']!r}, backend={self.info['backend']!r})"
@@ -292,17 +352,57 @@ class Device:
             The device is lost or out of memory.
         """
         array = arguments.array(array, "array", ranks=None)
-        data_type = DataType.of(array.dtype, "array")
-        desc = TensorDesc(data_type, array.shape, strides)
+        desc = TensorDesc(DataType.of(array.dtype, "array"), array.shape, strides)
+        buffer = self._create_buffer(desc.total_size_in_bytes)
+        self._write(buffer, array, desc)
+        return Tensor(self, desc, buffer)
+
+    def _write(self, buffer, array: np.ndarray, desc: TensorDesc) -> None:
+        """Write ``array``'s values into ``buffer`` (from byte 0) as ``desc`` lays them out,
+        through the queue (ordered after the work submitted before, before the work
+        submitted after).  A packed C-contiguous array of the tensor's type is written from
+        its own memory; other layouts are packed into a host copy first (zeros in the gaps).
+        Bytes past the tensor's end are left as they are, but for the rest of its last
+        4-byte word (zeros: the queue writes whole words)."""
+        data_type = desc.data_type
         item = data_type.size
-        raw = np.zeros(buffer_size(desc.total_size_in_bytes), dtype=np.uint8)
-        flat = raw[: len(raw) // item * item].view(data_type.numpy)
-        # A zero stride repeats one element: write the first entry along such dimensions.
-        keep = tuple(slice(0, 1) if st == 0 else slice(None) for st in desc.strides)
-        source = array[keep]
-        target = np.lib.stride_tricks.as_strided(flat, source.shape, tuple(s * item for s in desc.strides))
-        target[...] = source
-        return Tensor(self, desc, self._create_buffer(len(raw), data=raw))
+        if array.dtype == data_type.numpy and array.flags.c_contiguous and desc.is_packed:
+            data = array.reshape(-1).view(np.uint8)
+        else:  # gaps or a zero stride: the tensor's bytes laid out on the host
+            data = np.zeros(desc.total_size_in_bytes, dtype=np.uint8)
+            flat = data[: len(data) // item * item].view(data_type.numpy)
+            # A zero stride repeats one element: write the first entry along such dimensions.
+            keep = tuple(slice(0, 1) if st == 0 else slice(None) for st in desc.strides)
+            source = array[keep]
+            target = np.lib.stride_tricks.as_strided(flat, source.shape, tuple(s * item for s in desc.strides))
+            target[...] = source
+        size = len(data)
+        head = size & ~3  # the queue writes whole 4-byte words
+        with self._guard(f"uploading {size} bytes"):
+            queue = self.wgpu_device.queue
+            if head:
+                queue.write_buffer(buffer, 0, data, 0, head)
+            if head < size:  # the last word: the tensor's bytes, then zeros (the buffer's own padding)
+                tail = np.zeros(4, dtype=np.uint8)
+                tail[: size - head] = data[head:]
+                queue.write_buffer(buffer, head, tail)
+
+    # Tensors of a call that round-trips host arrays (interop.round_trip): their buffers come
+    # from the Device's pool and go back to it once the call's read-back has waited for them.
+
+    def _temporary(self, desc: TensorDesc, prefer=None) -> Tensor:
+        """A tensor of ``desc`` in a pooled buffer (``prefer`` where it is idle: the
+        buffer the same op's last call used, whose bind groups it has), its values
+        unspecified."""
+        size = buffer_size(desc.total_size_in_bytes)
+        buffer = self._tensor_pool.take(size, prefer)
+        return Tensor(self, desc, buffer if buffer is not None else self._create_buffer(size))
+
+    def _recycle(self, tensors: Sequence[Tensor]) -> None:
+        """Give the buffers of ``_temporary`` tensors back to the pool.  Only once no work
+        recorded or submitted uses them any more: after a read-back that waited for it."""
+        for tensor in tensors:
+            self._tensor_pool.give(tensor.buffer)
 
     def wrap(self, buffer: wgpu.GPUBuffer, desc: TensorDesc, offset: int = 0) -> Tensor:
         """A tensor over an existing GPUBuffer of this device (no copy).
@@ -590,27 +690,68 @@ class Device:
             self._end_batch()
             self._begin_batch()
 
-    def _read(self, buffer, offset: int, size: int) -> memoryview:
-        self._flush()
-        start = offset & ~3
-        end = min(buffer.size, (offset + size + 3) & ~3)
-        data = self._copy_back(buffer, start, end - start, f"reading back {size} bytes")
-        return memoryview(data)[offset - start: offset - start + size]
+    def _read(self, buffer, offset: int, size: int) -> bytes:
+        """Bytes [offset, offset + size) of ``buffer``, once the work submitted before has run."""
+        return self._read_back([(buffer, offset, size, bytes)], f"reading back {size} bytes")[0]
 
-    def _copy_back(self, buffer, start: int, length: int, action: str):
-        """Bytes [start, start + length) of ``buffer`` (multiples of 4), once the work
-        submitted before has run: wgpu-py's ``queue.read_buffer`` with a deadline."""
+    def _read_tensors(self, tensors: Sequence[Tensor], bound: Optional["_Bound"] = None) -> list:
+        """The values of ``tensors`` as new packed arrays (``Tensor.numpy``), read back in one
+        submission, after ``bound`` (an op's call writing them) where given."""
+        regions = [(t.buffer, t.offset, t.desc.total_size_in_bytes, t.desc) for t in tensors]
+        size = sum(r[2] for r in regions)
+        return self._read_back(regions, f"reading back {size} bytes", bound)
+
+    def _read_back(self, regions: list, action: str, bound: Optional["_Bound"] = None) -> list:
+        """For each region (buffer, offset, size, convert) ``convert(bytes)`` (a TensorDesc
+        converts to its packed array) of the bytes [offset, offset + size) of the buffer,
+        once the work submitted before has run, and ``bound``'s dispatches.
+
+        One command buffer holds ``bound``'s dispatches and the copies of every region into
+        one staging buffer (the Device's, reused), one map waits for it within ``timeout``;
+        the values are converted from the mapped memory itself.  Inside the thread's
+        ``batch()`` the dispatches join the batch, which is submitted first."""
+        if bound is not None and getattr(self._local, "compute_pass", None) is not None:
+            self._record_or_submit(bound)
+            bound = None
+        self._flush()
+        copies, staged = [], 0
+        for buffer, offset, size, _ in regions:
+            start = offset & ~3  # copies move whole 4-byte words
+            end = min(buffer.size, (offset + size + 3) & ~3)
+            copies.append((buffer, start, staged, end - start))
+            staged += end - start
+        staging_size = buffer_size(staged)
         with self._guard(action), self._lock:
-            device = self.wgpu_device
-            staging = self._release_under_gate(device.create_buffer(size=length, usage=_STAGING_USAGE))
-            encoder = self._release_under_gate(device.create_command_encoder())
-            encoder.copy_buffer_to_buffer(buffer, start, staging, 0, length)
-            device.queue.submit([self._release_under_gate(encoder.finish())])
-            self._wait(staging.map_async(_native.MAP_READ), action)
-            data = staging.read_mapped(copy=True)
-            staging.unmap()
-            staging.destroy()
-        return data
+            staging = self._staging_pool.take(staging_size)
+            if staging is None:
+                staging = self._create_buffer(staging_size, _STAGING_USAGE)
+            self._submit(bound, [(source, start, staging, at, length) for source, start, at, length in copies])
+            self._wait(staging.map_async(_native.MAP_READ, 0, staged), action)
+            try:
+                mapped = staging.read_mapped(0, staged, copy=False)
+                results = [_converted(mapped, at + offset - start, size, convert)
+                           for (_, start, at, _), (_, offset, size, convert) in zip(copies, regions)]
+                del mapped  # (no view of the mapped memory may outlive the map)
+            finally:
+                staging.unmap()
+            self._staging_pool.give(staging)
+        return results
+
+    def _submit(self, bound: Optional["_Bound"], copies: list) -> None:
+        """One command buffer: ``bound``'s dispatches in one pass (if any), then ``copies``
+        (source, source offset, target, target offset, size); the caller holds the lock."""
+        if self._native:
+            _native.submit(self.wgpu_device, bound.raw if bound is not None else (), self._lock, copies)
+            return
+        device = self.wgpu_device
+        encoder = self._release_under_gate(device.create_command_encoder())
+        if bound is not None:
+            compute_pass = self._release_under_gate(encoder.begin_compute_pass())
+            self._record(compute_pass, bound.dispatches)
+            compute_pass.end()
+        for source, source_offset, target, target_offset, size in copies:
+            encoder.copy_buffer_to_buffer(source, source_offset, target, target_offset, size)
+        device.queue.submit([self._release_under_gate(encoder.finish())])
 
     def _wait(self, promise, action: str) -> None:
         """Wait for a wgpu promise (of this device, the caller holding the gate) at most
@@ -645,7 +786,22 @@ class Device:
         self._flush()
         # A copy waits for the work submitted before it.  (wgpu-py 0.32's
         # queue.on_submitted_work_done_async does not run against its wgpu-native.)
-        self._copy_back(self._create_buffer(4), 0, 4, "waiting for the work submitted")
+        buffer = self._tensor_pool.take(16)
+        if buffer is None:
+            buffer = self._create_buffer(16)
+        self._read_back([(buffer, 0, 4, bytes)], "waiting for the work submitted")
+        self._tensor_pool.give(buffer)
+
+
+def _converted(mapped: memoryview, at: int, size: int, convert):
+    """``convert`` of ``size`` bytes of mapped memory from ``at``: a TensorDesc gives its
+    packed array (one copy, straight from the mapped memory), anything else is called."""
+    if not isinstance(convert, TensorDesc):
+        return convert(mapped[at: at + size])
+    item = convert.data_type.size
+    flat = np.frombuffer(mapped, dtype=convert.data_type.numpy, count=size // item, offset=at)
+    view = np.lib.stride_tricks.as_strided(flat, convert.sizes, tuple(s * item for s in convert.strides))
+    return np.array(view)
 
 
 _default_device: Optional[Device] = None

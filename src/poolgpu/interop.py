@@ -6,7 +6,7 @@ back; ``pg.Tensor`` s stay on their device and come back as Tensors."""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -16,7 +16,7 @@ from .dtypes import DataType
 from .tensor import Tensor
 from .tensor_desc import TensorDesc
 
-__all__ = ["on_device", "answer", "unsigned_indices"]
+__all__ = ["on_device", "answer", "round_trip", "unsigned_indices"]
 
 
 def on_device(inputs: Sequence[Any], device: Optional[Device],
@@ -83,6 +83,50 @@ def answer(outputs: Union[Tensor, Tuple[Tensor, ...]],
     if isinstance(outputs, Tensor):
         return outputs.numpy()
     return tuple(t.numpy() for t in outputs)
+
+
+def round_trip(describe: Callable[..., Any], inputs: Sequence[Any], device: Optional[Device] = None,
+               names: Sequence[str] = ("x",)) -> Union[Tensor, np.ndarray, tuple]:
+    """The operator ``describe(*tensor_descs)`` (a description of the inputs' TensorDescs)
+    run on ``inputs``, answered in kind (:func:`on_device`, then :func:`answer`).
+
+    Where no input is a ``pg.Tensor`` the call is a round trip through buffers the device
+    reuses: each array written from its own memory into a buffer of the device's pool, the
+    op's dispatches and the copies of its results into a reused staging buffer in one
+    submission, one read-back (docs/design.md, "Host round trips").
+
+    Parameters
+    ----------
+    describe : callable
+        TensorDescs of the inputs -> the operator's description (validated before any GPU work).
+    inputs, device, names
+        As for :func:`on_device`.
+
+    Returns
+    -------
+    Tensor, ndarray or tuple of them
+        As :func:`answer` gives them.
+
+    Raises
+    ------
+    ValidationError
+        Naming the input NumPy cannot read, of a type DirectML lacks, or of 0 elements, or
+        what ``describe`` refuses.
+    DeviceError
+        The device is lost or out of memory, or the results were not back within its ``timeout``.
+    """
+    if any(isinstance(x, Tensor) for x in inputs):
+        tensors, device, as_numpy = on_device(inputs, device, names)
+        return answer(device.compile(describe(*(t.desc for t in tensors)))(*tensors), as_numpy)
+    arrays = [array(x, names[i] if i < len(names) else f"input {i}") for i, x in enumerate(inputs)]
+    descs = [TensorDesc(DataType.of(a.dtype, names[i] if i < len(names) else f"input {i}"), a.shape)
+             for i, a in enumerate(arrays)]
+    device = default_device() if device is None else device
+    op = device.compile(describe(*descs))
+    if len(descs) != len(op._inputs) or any(d != expected for d, (_, expected) in zip(descs, op._inputs)):
+        return answer(op(*(device.upload(a) for a in arrays)), True)  # (the op says what does not match)
+    results = op._round_trip(arrays)
+    return results[0] if len(results) == 1 else results
 
 
 _UNSIGNED_INDICES = {DataType.INT32: DataType.UINT32, DataType.INT64: DataType.UINT64}

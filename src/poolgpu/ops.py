@@ -7,8 +7,9 @@ import threading
 import weakref
 from collections import OrderedDict
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Union
+from typing import TYPE_CHECKING, Optional, Sequence, Union
 
+import numpy as np
 import wgpu
 
 from . import _native
@@ -82,6 +83,7 @@ class Op:
         # id, offset, desc)), so that calling again on the same tensors skips checking and
         # binding them.  Cleared with the bound entry when one of its buffers dies.
         self._memo = None
+        self._recent = {}  # role -> weak reference to the pooled buffer of the last round trip
         for pass_ in self._program.passes:  # build the pipelines now, not on the first call
             device._pipeline(*plan.pipeline_key(pass_))
 
@@ -180,9 +182,36 @@ class Op:
                 else:
                     self.device._dispatch(bound)
                     return outputs[0] if len(outputs) == 1 else outputs
-        return self._call(inputs, out)
+        bound, outputs = self._prepare(inputs, out)
+        self.device._dispatch(bound)
+        return outputs[0] if len(outputs) == 1 else outputs
 
-    def _call(self, inputs: tuple, out):
+    def _round_trip(self, arrays: Sequence[np.ndarray]) -> tuple:
+        """The outputs on host ``arrays`` (packed as the op's inputs, already read by
+        ``arguments.array``) as new NumPy arrays: inputs and outputs in buffers of the
+        device's pool, the dispatches and the read-back in one submission, the buffers given
+        back once it is done.  Each role takes the buffer it had in the op's last round trip
+        where that one is idle, so that the op's bind groups for it are found again."""
+        device, recent = self.device, self._recent
+
+        def temporary(role, desc):
+            ref = recent.get(role)
+            return device._temporary(desc, ref() if ref is not None else None)
+
+        inputs = tuple(temporary(role, desc) for role, desc in self._inputs)
+        for tensor, array in zip(inputs, arrays):
+            device._write(tensor.buffer, array, tensor.desc)
+        outputs = tuple(temporary(role, desc) for role, desc in self._outputs)
+        bound, outputs = self._prepare(inputs, outputs)
+        results = device._read_tensors(outputs, bound)
+        tensors = inputs + outputs
+        self._recent = {role: weakref.ref(t.buffer) for role, t in zip(self._input_roles + self._output_roles, tensors)}
+        device._recycle(tensors)  # (the read-back waited for every use of them)
+        return tuple(results)
+
+    def _prepare(self, inputs: tuple, out) -> tuple:
+        """(the bound dispatches, the output tensors) of a call: inputs and ``out`` checked
+        (new outputs where None) and bound."""
         if len(inputs) != len(self._inputs):
             names = ", ".join(self._input_roles)
             raise TypeError(f"{self!r} takes {len(self._inputs)} input tensor(s) ({names}), got {len(inputs)}")
@@ -199,12 +228,11 @@ class Op:
         tensors = dict(zip(self._input_roles, inputs))
         tensors.update(zip(self._output_roles, outputs))
         bound = self._bind(tensors)
-        self.device._dispatch(bound)
         if out is not None:
             called = inputs + outputs
             self._memo = (bound, tuple(weakref.ref(t) for t in called),
                           tuple((id(t.buffer), t.offset, t.desc) for t in called))
-        return outputs[0] if len(outputs) == 1 else outputs
+        return bound, outputs
 
     def _bind(self, tensors: dict) -> _Bound:
         key = tuple((id(t.buffer), t.offset) for t in tensors.values())

@@ -101,12 +101,7 @@ class Tensor:
         DeviceError
             The device is lost, or the values were not back within the Device's ``timeout``.
         """
-        desc = self.desc
-        raw = self.device._read(self.buffer, self.offset, desc.total_size_in_bytes)
-        item = desc.data_type.size
-        flat = np.frombuffer(raw, dtype=desc.data_type.numpy, count=len(raw) // item)
-        view = np.lib.stride_tricks.as_strided(flat, desc.sizes, tuple(s * item for s in desc.strides))
-        return np.array(view)
+        return self.device._read_tensors((self,))[0]
 
     def __repr__(self) -> str:
         return f"Tensor({self.desc.data_type.name}, sizes={self.sizes}, offset={self.offset})"

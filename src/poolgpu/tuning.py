@@ -43,7 +43,8 @@ class Tuning:
         With ``walk="auto"``: pool each whole plane (global pooling, also adaptive pooling
         to one output) as a reduction, workgroups of ``plane_lanes`` invocations each
         reducing a run of at most ``plane_part`` elements of a plane (planes contiguous
-        in the input, of at least ``plane_lanes`` elements).
+        in the input, of at least ``plane_lanes`` elements, or of any size with
+        ``packed_planes``).
     plane_lanes : {4, 8, 16, 32, 64, 128, 256}
         Invocations per workgroup of the plane walk (lavapipe, case G: 8 were 2-3x faster
         than 64; GPUs: 256).
@@ -51,6 +52,24 @@ class Tuning:
         The most elements of a plane one workgroup of the plane walk reduces, at least 1024:
         larger planes are cut into runs that several workgroups reduce, merged by a second
         pass.
+    plane_workgroups : int
+        The plane walk cuts planes into more runs (of at least a chunk per lane), and packed
+        planes get more lanes each, until its workgroups number at least this (1: planes are
+        cut by ``plane_part`` alone), so that a few planes still keep every core of a GPU
+        busy.
+    packed_planes : bool
+        Planes of any size take the plane walk (for global pooling) with lanes sized to
+        the plane: groups of a power of two lanes, each group reducing one plane, as many
+        groups to a workgroup of ``plane_lanes`` as it holds (small planes: many); and the
+        gradients of global pooling too (each group writes its plane's dx in 4-element
+        chunks, after the plane's argmax for max pooling).  ``False``: the plane walk for
+        planes of at least ``plane_lanes`` elements, one to a workgroup, and the gradients'
+        other kernels.
+    plane_lane_chunks : int
+        With ``packed_planes``: the most 4-element chunks of a plane a lane of the plane walk
+        reduces (or writes, in the gradients), unless the plane takes a whole workgroup: a
+        plane of q chunks gets the smallest power of two lanes at least q /
+        plane_lane_chunks, at most ``plane_lanes``.
     plane_chunks : {1, 2, 4}
         The 4-element chunks a lane of the plane walk loads per step of its loop, written
         out so that their loads are in flight together (the same bits: each lane feeds its
@@ -72,6 +91,19 @@ class Tuning:
         ``lines_workgroup`` to a workgroup, so that every lane of every workgroup but the last
         is busy (else workgroups hold whole lines: 56 of 64 lanes for rows of 56 columns), at
         the cost of two divisions (multiply-high) per invocation.
+    unpool_gather : bool
+        Max unpooling as a gather over the output: each output element finds its winner
+        among the input elements whose index is expected to name it (the windows covering
+        it, for indices written by max pooling), with an atomic pick only for indices
+        elsewhere, and is written once; ``False``: an atomic pick of every output element's
+        winner in a scratch word, then its value scattered (dense outputs, after a zero
+        fill) or gathered.  The same bits either way.
+    fractional_walks : bool
+        Fractional max pooling and its gradient by the fractional walks: a table of each
+        plane's window starts, a walk over each output's window (four outputs per
+        invocation from 4-element chunks with ``rows_walks``) and a gather over dx reading
+        its covering windows from the table; ``False``: the bins walk and a gather
+        searching the bin table.  The same bits either way.
     block_workgroup : int
         Invocations per workgroup of the gradients' block gathers.
     flat_workgroup : int
@@ -109,12 +141,17 @@ class Tuning:
     plane_walk: bool = True
     plane_lanes: int = 8
     plane_part: int = 16384
+    plane_workgroups: int = 1
+    packed_planes: bool = True
+    plane_lane_chunks: int = 16
     plane_chunks: int = 1
     channels_written_out: bool = False
     outputs_per_invocation: int = 1
     rows_per_invocation: int = 4
     lines_workgroup: int = 64
     whole_workgroups: bool = False
+    unpool_gather: bool = False
+    fractional_walks: bool = False
     block_workgroup: int = 64
     flat_workgroup: int = 64
     row_gathers: bool = True
@@ -174,11 +211,13 @@ class Tuning:
         -------
         Tuning
             ``target="gpu"``, ``rows_walks=False``, ``plane_walk=True``, ``plane_lanes=256``,
-            ``outputs_per_invocation=2``, ``lines_workgroup=256``; the other fields as
-            :meth:`for_cpu`'s.
+            ``outputs_per_invocation=2``, ``lines_workgroup=256``, ``packed_planes=False``
+            (a workgroup per plane until a GPU measures packed planes) with
+            ``plane_lane_chunks=1`` (the lanes they would take: a chunk each); the other
+            fields as :meth:`for_cpu`'s.
         """
-        return cls(target="gpu", rows_walks=False, plane_walk=True, plane_lanes=256, outputs_per_invocation=2,
-                   lines_workgroup=256)
+        return cls(target="gpu", rows_walks=False, plane_walk=True, plane_lanes=256, packed_planes=False,
+                   plane_lane_chunks=1, outputs_per_invocation=2, lines_workgroup=256)
 
     @classmethod
     def preset(cls, target: str) -> "Tuning":

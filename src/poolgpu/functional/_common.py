@@ -8,7 +8,7 @@ from typing import Any, Sequence, Union
 import numpy as np
 
 from ..arguments import is_integer
-from ..interop import answer, on_device
+from ..interop import round_trip
 from ..tensor import Tensor
 
 __all__ = ["ArrayLike", "Result", "Window"]
@@ -20,9 +20,7 @@ Result = Union[np.ndarray, Tensor]
 
 def _run(desc_factory, inputs, device, names=("x",)):
     """Build the description from the inputs' TensorDescs, run it, and answer in kind."""
-    tensors, device, as_numpy = on_device(inputs, device, names)
-    desc = desc_factory(*(t.desc for t in tensors))
-    return answer(device.compile(desc)(*tensors), as_numpy)
+    return round_trip(desc_factory, inputs, device, names)
 
 
 # A window argument: one int for every spatial dimension, or one int per dimension.

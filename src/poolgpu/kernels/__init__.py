@@ -8,10 +8,12 @@
   their gradients), :mod:`.fractional` (fractional max pooling and its gradient),
   :mod:`.gradients` (the fixed-window gradients), :mod:`.unpooling` (max unpooling and its
   gradient), :mod:`.roi_align` (ROI align and its gradient), :mod:`.quantized` (quantized
-  average pooling, and integer adaptive average pooling).
+  average pooling, and integer adaptive average pooling); :mod:`.planes` holds the gradients
+  of global pooling that the gradients' and the adaptive builders take over planes of any
+  size.
 """
 
-from . import binned, fractional, gradients, quantized, roi_align, unpooling, window  # noqa: F401  (builders)
+from . import binned, fractional, gradients, planes, quantized, roi_align, unpooling, window  # noqa: F401  (builders)
 from .chunking import chunked, max_offset, plane_count, plane_span
 from .core import Kernel, Pass, Program, Slot, Split, View, pack_params, read_wgsl, shader_source
 from .grids import divisor_params
@@ -27,7 +29,7 @@ __all__ = [
 def all_kernels() -> list:
     """Every Kernel the operator families declare (for checks over all shaders)."""
     found = []
-    for module in (window, binned, fractional, gradients, unpooling, quantized):
+    for module in (window, binned, fractional, gradients, planes, unpooling, quantized):
         for value in vars(module).values():
             values = value.values() if isinstance(value, dict) else value if isinstance(value, tuple) else (value,)
             found += [k for k in values if isinstance(k, Kernel) and k not in found]

@@ -18,6 +18,7 @@ from ..tensor_desc import TensorDesc
 from .core import Kernel, Pass, Program, Slot, Split
 from .grids import (FLAT_GRID, IN_SIZES, OUT_SIZES, as_5d, flat_grid, flat_regrid, sorted_constants, stride_fields,
                     tensor_stride_params)
+from .planes import plane_gradient
 from .registry import register
 from .split import Accumulator, fewest_parts, gradient_merge_passes, iterations, loop_total, merge_passes, partials_desc
 from .split import search_probes
@@ -343,10 +344,18 @@ def argmax_passes(forward, table: dict, tuning: Tuning) -> tuple:
     return argmax, (("argmax", forward.output_indices),) + split_scratch
 
 
+def _to_one(desc) -> bool:
+    """Whether the adaptive pooling of the gradient ``desc`` pools each plane to one output."""
+    return math.prod(desc.input_gradient.sizes[2:]) == 1
+
+
 @register("adaptive_max_pool_grad")
 def _adaptive_max_pool_grad_program(desc, tuning: Tuning) -> Program:
     """Adaptive max pooling's argmax of every bin into scratch (the forward binned pass,
     writing only indices), then the gather adding each bin's dy at its argmax."""
+    whole_planes = plane_gradient(desc, tuning, summed=True) if _to_one(desc) else None
+    if whole_planes is not None:  # (pooling to one output: the same bits)
+        return whole_planes
     forward, wg_x = desc.forward, tuning.flat_workgroup
     bins_pass, table = _adaptive_bins_pass(forward, wg_x)
     argmax, argmax_scratch = argmax_passes(forward, {}, tuning)
@@ -360,6 +369,9 @@ def _adaptive_max_pool_grad_program(desc, tuning: Tuning) -> Program:
 
 @register("adaptive_average_pool_grad")
 def _adaptive_average_pool_grad_program(desc, tuning: Tuning) -> Program:
+    whole_planes = plane_gradient(desc, tuning) if _to_one(desc) else None
+    if whole_planes is not None:  # (pooling to one output: the same bits)
+        return whole_planes
     described = {"input_gradient": desc.input_gradient, "output_gradient": desc.output_gradient}
     passes, scratch = gather_passes(ADAPTIVE_AVERAGE_POOL_GRAD, desc, {"dy": "input_gradient", "dx": "output_gradient"},
                                     described, tuning)

@@ -15,6 +15,7 @@ from .core import Kernel, Pass, Program, Slot, Split
 from .grids import (GRID_LIBRARY, IN_SIZES, LINES_GRID, OUT_SIZES, ROW_GRID, as_3d, as_5d, channels_last_desc, contiguous_along,
                     divisor_fields, divisor_params, lines_grid, lines_regrid, row_grid, rows_regrid, sorted_constants,
                     stride_fields, strides_5d, tensor_stride_params, window_constants)
+from .planes import covers_planes, plane_gradient
 from .registry import register
 from .split import GRADIENT_MERGE, fewest_parts, gradient_merge_passes, iterations, loop_total  # noqa: F401
 from .window import (AVERAGE_DIVISOR, CHUNKED_WALKS, LP, LP_POOL, MAX, MAX_POOL, average_divisor_constants,
@@ -382,6 +383,9 @@ def _channels_last_io(desc) -> bool:
 
 @register("max_pool_grad")
 def _max_pool_grad_program(desc, tuning: Tuning) -> Program:
+    whole_planes = plane_gradient(desc, tuning) if covers_planes(desc) else None
+    if whole_planes is not None:
+        return whole_planes
     desc = _lone_windows_disjoint(desc)
     disjoint = {"x": "input", "dy": "input_gradient", "dx": "output_gradient"}
     if all(s >= e for s, e in zip(desc.window.strides, desc.window.extents)) and not element_block_axes(desc.window) \
@@ -458,6 +462,9 @@ def _disjoint_max_pool_grad_program(desc, tuning: Tuning) -> Program:
 
 @register("average_pool_grad")
 def _average_pool_grad_program(desc, tuning: Tuning) -> Program:
+    whole_planes = plane_gradient(desc, tuning, divisor_override=desc.divisor_override) if covers_planes(desc) else None
+    if whole_planes is not None:
+        return whole_planes
     desc = _lone_windows_disjoint(desc)
     tensors = {"dy": "input_gradient", "dx": "output_gradient"}
     constants = average_divisor_constants(desc)

@@ -33,7 +33,7 @@ WALKS = {  # walk -> (its files in wgsl/common, its slots)
     "rows_tail": (("window_walk_rows.wgsl", "store_one.wgsl", "rows_store_tail.wgsl"),
                   (_CHUNKED[0], Slot("y", True), Slot("idx", True))),
     "channels": (("window_walk_channels.wgsl",), _CHUNKED),
-    "plane": (("store_one.wgsl", "window_walk_plane.wgsl"),
+    "plane": (("store_one.wgsl", "plane_reduce.wgsl", "window_walk_plane.wgsl"),
               (_CHUNKED[0], Slot("y", True), Slot("idx", True), _PART)),
 }
 CHUNKED_WALKS = ("rows", "rows_tail", "channels")  # the walks that need 4-element aligned tensors
@@ -106,10 +106,10 @@ def channels_loops(constants: dict, params: dict) -> dict:
 
 
 def plane_loops(constants: dict, params: dict) -> dict:
-    """window_walk_plane.wgsl's loops: a lane's chunks of its run of the plane (SPAN elements,
-    one chunk more where they straddle chunks; STEP per step, the rest one by one), the
-    merge tree."""
-    lanes, span, step = constants["WG_X"], constants["SPAN"], constants.get("STEP", 1)
+    """common/plane_reduce.wgsl's loops: a lane's chunks of its run of the plane (SPAN
+    elements, one chunk more where they straddle chunks; STEP per step, the rest one by one),
+    the merge tree of its group."""
+    lanes, span, step = constants["PLANE_LANES"], constants["SPAN"], constants.get("STEP", 1)
     chunks = -(-(span // 4 + 1) // lanes)
     one_by_one = {"q": iterations(1, chunks), "s": 0, "r": 0} if step == 1 else \
         {"q": 0, "s": iterations(1, chunks // step), "r": iterations(1, step - 1)}
@@ -176,11 +176,28 @@ def _pair_constants(window, lead: int, chunks: int) -> dict:
 
 
 def plane_walk_fits(in_spatial: tuple, out_spatial: tuple, tuning: Tuning) -> bool:
-    """Whether pooling each input plane to one output is the plane walk's: planes of at
-    least ``tuning.plane_lanes`` elements (on smaller ones most of a workgroup's lanes would
-    idle: an H100, case C's 49-element planes, 24% of copy against 31% for one invocation per
-    output)."""
-    return all(o == 1 for o in out_spatial) and math.prod(in_spatial) >= tuning.plane_lanes
+    """Whether pooling each input plane to one output is the plane walk's: planes of any size
+    with ``tuning.packed_planes`` (lanes sized to the plane), else planes of at least
+    ``tuning.plane_lanes`` elements (a workgroup per plane: on smaller ones most of its lanes
+    would idle: an H100, case C's 49-element planes, 24% of copy against 31% for one
+    invocation per output)."""
+    return all(o == 1 for o in out_spatial) and (tuning.packed_planes or math.prod(in_spatial) >= tuning.plane_lanes)
+
+
+def plane_group_lanes(plane: int, planes: int, tuning: Tuning) -> int:
+    """The lanes of the plane walk reducing each of ``planes`` planes of ``plane`` elements
+    (common/plane_reduce.wgsl's PLANE_LANES): with ``tuning.packed_planes``, the fewest (a
+    power of two, at most ``plane_lanes``) giving no lane more than ``plane_lane_chunks`` of
+    the chunks a plane spans, doubled while the workgroups number fewer than
+    ``plane_workgroups``; else a workgroup's."""
+    workgroup = tuning.plane_lanes
+    if not tuning.packed_planes:
+        return workgroup
+    chunks = plane // 4 + 1   # (at most: a plane starting between chunks spans one more)
+    lanes = min(workgroup, 1 << (-(-chunks // tuning.plane_lane_chunks) - 1).bit_length())
+    while lanes < workgroup and -(-planes * lanes // workgroup) < tuning.plane_workgroups:
+        lanes *= 2
+    return lanes
 
 
 def flat_planes(t) -> bool:
@@ -228,14 +245,15 @@ def walk_for(desc, tuning: Tuning) -> str:
 
 
 def _plane_params(first: int, planes: int) -> dict:
-    """The grid params of the plane walk: only its units count (one workgroup each: a part
-    of a plane)."""
+    """The grid params of the plane walk: only its units count (a group of lanes each: a
+    plane, or a part of one)."""
     return {"columns": 1, "lines": 1, "line_groups": 1, "planes": planes, "plane_origin": first,
             **divisor_params("columns", 1), **divisor_params("lines", 1)}
 
 
-def _plane_regrid(first: int, count: int) -> tuple:
-    return {}, _plane_params(first, count), fold_groups(count)
+def plane_regrid(groups: int, first: int, count: int) -> tuple:
+    """The plane walk over units [first, first + count), ``groups`` to a workgroup."""
+    return {}, _plane_params(first, count), fold_groups(-(-count // groups))
 
 
 def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, walk: str = "general",
@@ -265,10 +283,13 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
             constants["PAIR_STORES"] = desc.output.data_type.size == 2 and strides_5d(desc.output).get("w") == 1
         if reads_pairs(desc):
             constants.update(PAIRED=True, **_pair_constants(desc.window, constants["LEAD"], constants["CHUNKS"]))
-    elif walk == "plane":  # a workgroup per (n, c, part), numbered flat
+    elif walk == "plane":  # a group of lanes per (n, c, part), numbered flat
         count = parts[0] if parts else 1
-        grid_constants, grid_params, grid = {}, _plane_params(0, n * c * count), fold_groups(n * c * count)
-        grid_constants.update(WG_X=tuning.plane_lanes, PARTS=count, SPAN=_plane_span(desc, count))
+        lanes = plane_group_lanes(math.prod(in_sizes[2:]), n * c, tuning)
+        groups = tuning.plane_lanes // lanes
+        grid_constants, grid_params = {}, _plane_params(0, n * c * count)
+        grid = fold_groups(-(-n * c * count // groups))
+        grid_constants.update(WG_X=tuning.plane_lanes, PLANE_LANES=lanes, PARTS=count, SPAN=_plane_span(desc, count))
         if tuning.plane_chunks > 1:  # (STEP 1: the override's default)
             grid_constants["STEP"] = tuning.plane_chunks
     elif walk == "channels":  # (c / 4, ow / COLS, (n, od, oh / ROWS)): 2 x 2 outputs share loads
@@ -300,7 +321,7 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
             constants["CHAINED"] = True
     # chunks (see chunked) are runs of planes: (n, c, od), or (n, od, oh) for channels
     per_plane = grid_params["planes"] // (n if walk == "channels" else n * c)
-    regrid = _plane_regrid if walk == "plane" else \
+    regrid = partial(plane_regrid, tuning.plane_lanes // grid_constants["PLANE_LANES"]) if walk == "plane" else \
         partial(lines_regrid, grid_params["columns"], grid_params["lines"], workgroup,
                 flat=grid_constants.get("FLAT", False))
     split = Split(per_plane, regrid, whole_n=walk == "channels", whole=tuple(r for r in operands if r is not None))
@@ -328,10 +349,16 @@ def _plane_span(desc, parts: int) -> int:
 
 def _plane_parts(desc, tuning: Tuning) -> int:
     """How many runs the plane walk cuts each plane into: runs of at most
-    ``tuning.plane_part`` elements, and few enough chunks per lane for the loop budget."""
-    plane = math.prod(desc.input.sizes[2:])
-    longest = min(tuning.plane_part, 4 * tuning.plane_lanes * (tuning.loop_budget - 2) - 4)
-    return -(-plane // longest)
+    ``tuning.plane_part`` elements, and few enough chunks per lane for the loop budget; where
+    planes take a workgroup each and are fewer than ``tuning.plane_workgroups``, more runs,
+    of at least ``plane_lane_chunks`` chunks per lane."""
+    plane, planes = math.prod(desc.input.sizes[2:]), desc.input.sizes[0] * desc.input.sizes[1]
+    lanes = plane_group_lanes(plane, planes, tuning)
+    longest = min(tuning.plane_part, 4 * lanes * (tuning.loop_budget - 2) - 4)
+    parts = -(-plane // longest)
+    if lanes == tuning.plane_lanes and planes * parts < tuning.plane_workgroups:  # (a chunk per lane at least)
+        parts = max(parts, min(-(-tuning.plane_workgroups // planes), plane // (4 * lanes)))
+    return parts
 
 
 def _general_parts(kernel: Kernel, whole: Pass, budget: int) -> tuple:

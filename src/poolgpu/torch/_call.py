@@ -6,6 +6,9 @@ implementations and the NumPy and pg.Tensor calls."""
 from __future__ import annotations
 
 import math
+import threading
+import weakref
+from collections import OrderedDict
 from typing import Any, Callable, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -99,7 +102,7 @@ class Call:
     (uploaded on first use), and how results go back (``give``).  A torch input may be a fake
     or meta tensor: nothing reads its values before ``tensor()`` or ``host()``."""
 
-    __slots__ = ("function", "kind", "source", "unbatched", "sizes", "dtype", "_device", "_x")
+    __slots__ = ("function", "kind", "source", "unbatched", "sizes", "dtype", "_device", "_x", "_temporaries")
 
     def __init__(self, input, function: str, dims: int, types: tuple, device: Optional[Device],
                  ranks: Optional[tuple] = None):
@@ -130,6 +133,7 @@ class Call:
         self.dtype = BFLOAT16_BITS if name == "bfloat16" else np.dtype(name)
         self._device = input.device if device is None and kind == "tensor" else checked_device(device, function)
         self._x = None
+        self._temporaries = []  # tensors in the device's pooled buffers (tensor(), upload()), for recycle()
 
     @property
     def device(self) -> Device:
@@ -184,14 +188,40 @@ class Call:
             source = self.source
             if self.kind == "tensor" and source.device is self.device:
                 self._x = _leading_one(source) if self.unbatched else source
+            elif self.kind == "torch" and source.requires_grad:  # its backward reads it again
+                self._x = _kept_input(source, self.device, self.sizes)
+                if self._x is None:
+                    self._x = self.upload_host(self.host())
+                    _keep_input(source, self.device, self._x)
             else:
-                self._x = self.upload_host(self.host())
+                self._x = self._upload_temporary(self.host())
         return self._x
 
     def upload(self, value) -> Tensor:
         """Another tensor of the call (an incoming gradient, indices), batched as the input, on
         ``device``."""
-        return self.upload_host(self.host_of(value))
+        return self._upload_temporary(self.host_of(value))
+
+    def _upload_temporary(self, array: np.ndarray) -> Tensor:
+        """``upload_host`` into a buffer of the device's pool (docs/design.md, "Host round
+        trips"), given back by ``recycle()``."""
+        device = self.device
+        desc = TensorDesc(DataType.UINT16 if array.dtype == BFLOAT16_BITS else DataType.of(array.dtype), array.shape)
+        t = device._temporary(desc)
+        device._write(t.buffer, array, desc)
+        self._temporaries.append(t)
+        if array.dtype != BFLOAT16_BITS:
+            return t
+        return device.wrap(t.buffer, TensorDesc(DataType.BFLOAT16, t.sizes, t.desc.strides,
+                                                t.desc.total_size_in_bytes), t.offset)
+
+    def recycle(self) -> None:
+        """Give the pooled buffers of ``tensor()`` and ``upload()`` back to the device's pool:
+        only once every result was read back (that read-back waited for all the work on them),
+        and nothing the caller gets refers to them."""
+        temporaries, self._temporaries, self._x = self._temporaries, [], None
+        if temporaries:
+            self.device._recycle(temporaries)
 
     def upload_host(self, array: np.ndarray) -> Tensor:
         """A host array (BFLOAT16_BITS: a BFLOAT16 tensor) on ``device``."""
@@ -239,7 +269,12 @@ class Plan(NamedTuple):
             values = tuple(np.zeros(sizes, dtype) for sizes, dtype in self.outputs)
         else:
             values = self.forward()
-        return tuple(self.call.give(v) for v in values)
+        results = tuple(self.call.give(v) for v in values)
+        # A result read back to the host waited for every use of the call's uploads: their
+        # buffers go back to the pool (none of the results refers to them).
+        if self.call.kind != "tensor" and any(isinstance(v, Tensor) for v in values):
+            self.call.recycle()
+        return results
 
     def fake(self) -> tuple:
         """Empty torch results of the right shapes (a fake or meta implementation)."""
@@ -249,6 +284,64 @@ class Plan(NamedTuple):
 def gradient_plan(plan: Plan, compute: Callable[[], tuple]) -> Plan:
     """The plan of a call's input gradient: of the input's shape and type, ``compute()``."""
     return Plan(plan.call, ((plan.call.sizes, plan.call.dtype),), compute)
+
+
+# The device copies of torch inputs that require a gradient, kept for the backward, which
+# reads the same input again: autograd hands the backward the very tensor the forward had.
+# A copy serves while that tensor lives, on the same pg.Device, batched to the same sizes, and
+# its version counter (which every in-place change of it moves) and memory are those uploaded;
+# at most _KEPT_BYTES of them, the least recently used dropped first.
+_KEPT: "OrderedDict[int, tuple]" = OrderedDict()  # id(torch tensor) -> (weak ref, version, data_ptr, Device, Tensor)
+_KEPT_BYTES = 256 << 20
+_kept_lock = threading.Lock()
+_kept_dead = []  # (key, weak ref) of torch tensors that died, dropped from _KEPT under the lock
+
+
+def _drop_dead() -> None:
+    """Drop the entries of torch tensors that died (the caller holds ``_kept_lock``)."""
+    while _kept_dead:
+        key, ref = _kept_dead.pop()
+        entry = _KEPT.get(key)
+        if entry is not None and entry[0] is ref:
+            del _KEPT[key]
+
+
+def _kept_input(source: torch.Tensor, device: Device, sizes: tuple) -> Optional[Tensor]:
+    with _kept_lock:
+        _drop_dead()
+        entry = _KEPT.get(id(source))
+        if entry is None:
+            return None
+        ref, version, data_ptr, kept_on, kept = entry
+        if (ref() is not source or version != source._version or data_ptr != source.data_ptr()
+                or kept_on is not device or kept.sizes != sizes):
+            return None
+        _KEPT.move_to_end(id(source))
+        return kept
+
+
+def _keep_input(source: torch.Tensor, device: Device, kept: Tensor) -> None:
+    key = id(source)
+
+    def forget(ref, key=key):
+        # When the torch tensor dies, on any thread, maybe while a thread holds the lock
+        # (this one, even): never wait; the entry goes when the lock is next held.
+        _kept_dead.append((key, ref))
+        if _kept_lock.acquire(blocking=False):
+            try:
+                _drop_dead()
+            finally:
+                _kept_lock.release()
+
+    entry = (weakref.ref(source, forget), source._version, source.data_ptr(), device, kept)
+    with _kept_lock:
+        _drop_dead()
+        _KEPT[key] = entry
+        _KEPT.move_to_end(key)
+        total = sum(e[4].desc.total_size_in_bytes for e in _KEPT.values())
+        while total > _KEPT_BYTES and _KEPT:
+            _, dropped = _KEPT.popitem(last=False)
+            total -= dropped[4].desc.total_size_in_bytes
 
 
 def _leading_one(t: Tensor) -> Tensor:
