@@ -66,8 +66,11 @@ class Case:
 
     @property
     def id(self) -> str:
+        """The case's name, one per case: the export directories of tests/test_portable.py
+        are named by it (a quantized case names its rounding, which its seed picks)."""
+        rounding = [ROUNDINGS[self.seed % 4]] if self.operator == "quantized_average" else []
         return "-".join([self.operator, self.data_type.name.lower(), f"{self.dims}d", self.geometry, self.in_layout,
-                         self.out_layout, self.tuning] + ([self.indices] if self.indices else []))
+                         self.out_layout, self.tuning] + ([self.indices] if self.indices else []) + rounding)
 
     def describe(self, with_arrays: bool = True):
         """(description, input arrays by role); ValidationError where the geometry is invalid."""

@@ -176,6 +176,12 @@ def test_export_refuses_what_is_not_a_description_or_a_tuning(tmp_path):
         pg.export(pg.MaxPoolingDesc(pg.TensorDesc("float32", (1, 1, 8)), window_size=(2,)), tmp_path, tuning="gpu")
 
 
+def test_every_case_has_a_name_of_its_own():
+    # (each case's bundle, inputs and outputs go into a directory named by it)
+    repeated = sorted({i for i in CASE_IDS if CASE_IDS.count(i) > 1})
+    assert not repeated, f"cases named alike: {repeated}: Case.id must tell them apart"
+
+
 def test_the_cases_reach_every_kernel():
     missing = [f"{k.file} ({', '.join(k.library[-1:])})" for k in kernels.all_kernels() if k not in covered_kernels()]
     assert not missing, f"no portable case dispatches {missing}: add a case reaching them to PINNED in portable_cases.py"
