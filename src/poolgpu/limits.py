@@ -6,6 +6,8 @@ compiles against its own device's limits."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Iterable, Mapping, Optional
 
 from .errors import ValidationError
@@ -23,9 +25,20 @@ WEBGPU = {
     "max-compute-workgroup-size-z": 64,
     "max-compute-invocations-per-workgroup": 256,
 }
-#: The workgroup-size overrides of every shader and their defaults (common/header.wgsl,
-#: common/grid.wgsl): a shader's ``@workgroup_size`` is (WG_X, WG_Y, WG_Z).
-WORKGROUP_OVERRIDES = (("WG_X", 64), ("WG_Y", 1), ("WG_Z", 1))
+
+
+def _workgroup_overrides() -> tuple:
+    """The override constants every shader sizes its workgroups by (x, y, z), with their
+    defaults, as common/header.wgsl and common/grid.wgsl declare them (one definition)."""
+    common = Path(__file__).parent / "wgsl" / "common"
+    declared = "".join((common / name).read_text() for name in ("header.wgsl", "grid.wgsl"))
+    found = dict(re.findall(r"override (WG_[XYZ]): u32 = (\d+)u;", declared))
+    return tuple((name, int(found[name])) for name in ("WG_X", "WG_Y", "WG_Z"))
+
+
+#: The workgroup-size overrides of every shader and their defaults: a shader's workgroup is
+#: (WG_X, WG_Y, WG_Z).
+WORKGROUP_OVERRIDES = _workgroup_overrides()
 # The Tuning fields that size workgroups along x (each at most 256: Tuning checks that)
 _TUNING_WORKGROUP_FIELDS = ("lines_workgroup", "block_workgroup", "flat_workgroup", "plane_lanes")
 _NAMES = ("max-compute-workgroup-size-x", "max-compute-workgroup-size-y", "max-compute-workgroup-size-z",
