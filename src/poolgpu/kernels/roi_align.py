@@ -187,28 +187,33 @@ TILES = Kernel(
 
 
 def _gather_loops(constants: dict, params: dict) -> dict:
-    """roi_align_grad.wgsl: the mask words and bits of its part's ROIs, and in each ROI its
-    part's outputs, the average's sample runs along Y (per output row) and X (per output)."""
-    rois = -(-params["rois"] // constants.get("PARTS_D", 1))
-    out_h = -(-params["out_h"] // constants.get("PARTS_H", 1))
-    out_w = -(-params["out_w"] // constants.get("PARTS_W", 1))
+    """roi_align_grad.wgsl: the mask words and bits of its run of ROIs, and in each ROI the
+    scans for the outputs meeting the block, those of its run of outputs (at most all), the
+    average's sample runs along Y (per output row) and X (per output) and its rows of the
+    block (per output row), the maximum's two rows per output, then the block's elements."""
+    rois = params["roi_end"] - params["roi_first"]
+    out_h, out_w = params["oh_end"] - params["oh_first"], params["ow_end"] - params["ow_first"]
     words = -(-rois // 32) + 1
     average = not constants.get("REDUCE_MAX", False)
-    return {"word": iterations(1, words), "bit": iterations(words, 32), "oh": iterations(rois, out_h),
-            "ow": iterations(rois * out_h, out_w),
+    return {"word": iterations(1, words), "bit": iterations(words, 32),
+            "m": iterations(rois, params["out_h"]) + iterations(rois, params["out_w"]),
+            "oh": iterations(rois, out_h), "ow": iterations(rois * out_h, out_w),
             "i": (iterations(rois * out_h, params["visit_y"]) + iterations(rois * out_h * out_w, params["visit_x"]))
-            if average else 0}
+            if average else 0,
+            "j": iterations(rois * out_h, ROI_BLOCK) if average else 0,
+            "q": 0 if average else iterations(rois * out_h * out_w, 2),
+            "k": iterations(1, ROI_BLOCK * ROI_BLOCK)}
 
 
+ROI_BLOCK = 8  # roi_align_grad.wgsl's BLOCK: its blocks lie in tile_layout's tiles (8 x 2^k)
 GATHER = Kernel(
     "roi_align_grad.wgsl", (Slot("dy", False), Slot("arg", False, snippet="words_read.wgsl"),
                             Slot("table", False, snippet="words_read.wgsl"),
                             Slot("mask", False, snippet="words_read.wgsl"), Slot("dx", True),
-                            Slot("part", True, snippet="words_write.wgsl")), value_slot="dy",
-    library=("roi_align_table.wgsl", "tile_masks.wgsl", "taps.wgsl", "gather_parts.wgsl", "flat_index.wgsl",
-             "as_written.wgsl"),
-    params=FLAT_GRID + ("rois", "channels", "in_h", "in_w", "out_h", "out_w", "out_offset", "tile", "tiles",
-                        "tiles_x", "mask_words", "opaque_zero") + stride_fields("dy", "dx", axes="nchw"),
+                            Slot("acc", True, snippet="words_write.wgsl")), value_slot="dy",
+    library=("roi_align_table.wgsl", "tile_masks.wgsl", "flat_index.wgsl", "as_written.wgsl"),
+    params=FLAT_GRID + ("roi_first", "roi_end", "oh_first", "oh_end", "ow_first", "ow_end", "channels", "in_h", "in_w", "out_h", "out_w", "out_offset",
+                        "tile", "tiles", "tiles_x", "mask_words", "opaque_zero") + stride_fields("dy", "dx", axes="nchw"),
     loops=_gather_loops,
 )
 #: The most words of tile masks a gradient's program allocates: tiles grow until they fit.
@@ -226,10 +231,51 @@ def tile_layout(images: int, height: int, width: int, rois: int) -> dict:
         tile *= 2
 
 
+def _longest(fits, first: int, last: int) -> int:
+    """The largest end in (first, last] with fits(end), or first + 1."""
+    low, high = first + 1, last
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle - 1)
+    return low
+
+
+def gather_runs(trips, rois: int, out_h: int, out_w: int, budget: int) -> list:
+    """The gathers' runs, in order: ``(roi_first, roi_end, oh_first, oh_end, ow_first, ow_end)``,
+    whole ROIs where one fits ``budget`` (``trips(run)``: one invocation's loops over the
+    run), else runs of one ROI's output rows, else of one output row's columns."""
+    runs, r = [], 0
+    while r < rois:
+        if trips((r, r + 1, 0, out_h, 0, out_w)) <= budget:
+            end = _longest(lambda e: trips((r, e, 0, out_h, 0, out_w)) <= budget, r, rois)
+            runs.append((r, end, 0, out_h, 0, out_w))
+            r = end
+            continue
+        oh = 0
+        while oh < out_h:
+            if trips((r, r + 1, oh, oh + 1, 0, out_w)) <= budget:
+                end = _longest(lambda e: trips((r, r + 1, oh, e, 0, out_w)) <= budget, oh, out_h)
+                runs.append((r, r + 1, oh, end, 0, out_w))
+                oh = end
+                continue
+            ow = 0
+            while ow < out_w:
+                end = _longest(lambda e: trips((r, r + 1, oh, oh + 1, ow, e)) <= budget, ow, out_w)
+                runs.append((r, r + 1, oh, oh + 1, ow, end))
+                ow = end
+            oh += 1
+        r += 1
+    return runs
+
+
+RUN_FIELDS = ("roi_first", "roi_end", "oh_first", "oh_end", "ow_first", "ow_end")
+
+
 def gradient_passes(desc, tiles: dict, tuning: Tuning) -> tuple:
-    """(the mask pass, the gather and its merges, the scratch they add) of ``desc``'s input
-    gradient (RoiAlignGradDesc), after its regions pass (and argmax walk for the maximum)."""
-    from .split import gradient_merge_passes
+    """(the mask pass and the gathers, the scratch they add) of ``desc``'s input gradient
+    (RoiAlignGradDesc), after its regions pass (and argmax walk for the maximum): one gather
+    over dx's blocks, or one per run of the ROIs where they are more than one invocation may
+    visit, continuing the sums in scratch "acc"."""
     n, c, in_h, in_w = desc.input_sizes
     rois = desc.roi.sizes[-2]
     out_h, out_w = desc.output_size
@@ -240,34 +286,36 @@ def gradient_passes(desc, tiles: dict, tuning: Tuning) -> tuple:
                      {"total": masks, "rois": rois, "channels": c, "out_h": out_h, "out_w": out_w,
                       "out_offset": f32_bits(desc.output_pixel_offset), **tiles}, flat_grid(masks, wg_x))
     dx, dy = desc.output_gradient, desc.input_gradient
-    params = {"rois": rois, "channels": c, "in_h": in_h, "in_w": in_w, "out_h": out_h, "out_w": out_w,
-              "out_offset": f32_bits(desc.output_pixel_offset), **tiles,
+    blocks = -(-in_h // ROI_BLOCK) * -(-in_w // ROI_BLOCK)
+    params = {"total": n * c * blocks, "origin": 0, "channels": c, "in_h": in_h, "in_w": in_w,
+              "out_h": out_h, "out_w": out_w, "out_offset": f32_bits(desc.output_pixel_offset), **tiles,
               "visit_y": visit_bound(desc, in_h), "visit_x": visit_bound(desc, in_w),
               **{f"dy_{a}": s for a, s in zip("nchw", dy.strides)}, **{f"dx_{a}": s for a, s in zip("nchw", dx.strides)}}
-    base = {k: v for k, v in sample_constants(desc).items()}
+    base = sample_constants(desc)
 
-    def trips(parts: tuple) -> int:
-        return loop_total(GATHER, {**base, "PARTS_D": parts[0], "PARTS_H": parts[1], "PARTS_W": parts[2]}, params)
+    def trips(run: tuple) -> int:
+        return loop_total(GATHER, base, {**params, **dict(zip(RUN_FIELDS, run))})
 
-    parts = fewest_parts(trips, (rois, out_h, out_w), tuning.loop_budget)
-    if trips(parts) > tuning.loop_budget:
+    if trips((0, 1, 0, 1, 0, 1)) > tuning.loop_budget:
         from ..errors import ValidationError
-        raise ValidationError("maximum_samples_per_output", f"an output row of {out_w} outputs of up to "
-                              f"{params['visit_x']} samples each is more than one invocation may visit; "
-                              f"limit the samples (maximum_samples_per_output, sampling_ratio)")
-    count = math.prod(parts)
-    elements = n * c * in_h * in_w
-    constants = {**base, "WG_X": wg_x, "PARTS": count, "PARTS_D": parts[0], "PARTS_H": parts[1], "PARTS_W": parts[2]}
-    split = Split(in_h * in_w * count, partial(flat_regrid, wg_x), whole=("input_gradient", "argmax", "table", "mask"))
-    roles = ("input_gradient", "argmax" if desc.reduction_function == "max" else None, "table", "mask",
-             "output_gradient" if count == 1 else None, "dx_part" if count > 1 else None)
-    gather = Pass(GATHER, roles, sorted_constants(constants), {**params, "total": elements * count, "origin": 0},
-                  flat_grid(elements * count, wg_x), split)
+        raise ValidationError("maximum_samples_per_output", f"an output of up to {params['visit_y']} x "
+                              f"{params['visit_x']} samples is more than one invocation may visit; limit the "
+                              f"samples (maximum_samples_per_output, sampling_ratio)")
+    runs = gather_runs(trips, rois, out_h, out_w, tuning.loop_budget) or [(0, 0, 0, out_h, 0, out_w)]
+    split = Split(blocks, partial(flat_regrid, wg_x), whole=("input_gradient", "argmax", "table", "mask"))
+    argmax = "argmax" if desc.reduction_function == "max" else None
+    gathers = []
+    for k, run in enumerate(runs):
+        first_run, last_run = k == 0, k == len(runs) - 1
+        constants = {**base, "WG_X": wg_x, "FIRST": first_run, "LAST": last_run}
+        roles = ("input_gradient", argmax, "table", "mask", "output_gradient" if last_run else None,
+                 None if first_run and last_run else "acc")
+        gathers.append(Pass(GATHER, roles, sorted_constants(constants), {**params, **dict(zip(RUN_FIELDS, run))},
+                            flat_grid(params["total"], wg_x), split))
     scratch = (("mask", TensorDesc(DataType.UINT32, (1, 1, masks))),)
-    if count == 1:
-        return (mask_pass, gather), scratch
-    merges, merge_scratch = gradient_merge_passes(dx, count, tuning.lines_workgroup, tuning.loop_budget)
-    return (mask_pass, gather) + merges, scratch + merge_scratch
+    if len(runs) > 1:   # the f32 sums carried from run to run, plane by plane
+        scratch += (("acc", TensorDesc(DataType.UINT32, (n, c, in_h * in_w))),)
+    return (mask_pass,) + tuple(gathers), scratch
 
 
 @register("roi_align_grad")

@@ -1,17 +1,25 @@
-// ROI align's input gradient: a gather.  One invocation per dx element (n, c, y, x), numbered
-// flat (common/flat_index.wgsl, from params.origin), or in a split gather per part
-// (common/gather_parts.wgsl: PARTS_D runs of the ROIs x PARTS_H runs of output rows x
-// PARTS_W runs of output columns).  It visits the ROIs its tile's mask names
-// (roi_align_tiles.wgsl), in increasing order, and in each the outputs whose samples read its
-// row and column (the region table's [lo, hi): common/roi_align_table.wgsl), adding
-//     average: dy * (the samples' weights of its row) * (of its column) / samples
-//     maximum: dy * the weight of the element in the output's first largest sample (`arg`,
+// ROI align's input gradient: a gather by blocks.  One invocation per 8 x 8 block of a dx
+// plane {N, C, H, W} (blocks numbered flat, from params.origin).  It visits the ROIs
+// [roi_first, roi_end) that its tile's mask names (roi_align_tiles.wgsl; tiles are 8 x 2^k
+// elements, so a block lies in one), in increasing order, and in each only the outputs whose
+// samples read the block (the region table's rows and columns [lo, hi):
+// common/roi_align_table.wgsl), adding
+//     average: dy / samples * (the weights of the output's samples along Y) x (along X),
+//              separably: per output row, the sum over its columns of dy / samples * the
+//              X weights of the block's 8 columns, times the Y weights of its 8 rows
+//     maximum: dy * the weight of each element in the output's first largest sample (`arg`,
 //              which the walk wrote: iy, ix, corner)
-// in f32, in increasing (r, oh, ow) order.  No atomics: the same bits run after run.
+// An ROI costs the outputs and samples reaching the block, not each of the block's elements
+// searching the ROI's outputs: the work grows with ROIs x outputs x samples.  Where more ROIs
+// reach a block than one invocation may visit, passes over runs of the ROIs (or of one ROI's
+// output rows, or of one row's columns) follow one another (FIRST starts the sums at zero, LAST writes dx; the others continue from and save
+// into the f32 scratch `acc`), so the sums still add the ROIs in increasing order.  No
+// atomics: the same inputs give the same bits, run after run.  Sums in f32 (FLOAT16 and
+// BFLOAT16 rounded once at the end).
 //
 // Prepended by poolgpu.kernels: the value type (to_f32, from_f32) and the tensors dy (dy_load,
 // {R, C, out_h, out_w}), arg (arg_word), table (table_word), mask (mask_word), dx (dx_store)
-// and part (part_word_store); library: roi_align_table.wgsl, tile_masks.wgsl, taps.wgsl, gather_parts.wgsl,
+// and acc (acc_word, acc_word_store); library: roi_align_table.wgsl, tile_masks.wgsl,
 // flat_index.wgsl, as_written.wgsl.
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
@@ -19,21 +27,58 @@
 override REDUCE_MAX: bool = false;
 override NEAREST: bool = false;
 override WEIGHTED: bool = false;
+override FIRST: bool = true;   // the first run of ROIs: the sums start at zero (else from acc)
+override LAST: bool = true;    // the last: dx written (else the sums saved into acc)
 
-// The weight of element e of a sample read as `l` along one axis (the bilinear weight, or 1
-// where it is the nearest element).
-fn weight_at(l: Lerp, e: u32) -> f32 {
-    if (NEAREST) { return select(0.0, 1.0, nearest_of(l) == e); }
-    return select(0.0, 1.0 - l.frac, l.low == e) + select(0.0, l.frac, l.high == e);
+const BLOCK: u32 = 8u;
+
+// The weights of the 8 elements from e0 along an axis (lo: e0 to e0 + 3, hi: e0 + 4 to e0 + 7).
+struct Weights { lo: vec4<f32>, hi: vec4<f32> }
+
+fn no_weights() -> Weights { return Weights(vec4<f32>(0.0), vec4<f32>(0.0)); }
+
+fn weight_of(w: Weights, k: u32) -> f32 { return select(w.hi[k & 3u], w.lo[k & 3u], k < 4u); }
+
+// The weight `v` at element e alone.
+fn one_weight(e: u32, e0: u32, v: f32) -> Weights {
+    let at = vec4<u32>(e0) + vec4<u32>(0u, 1u, 2u, 3u);
+    let zero = vec4<f32>(0.0);
+    return Weights(select(zero, vec4<f32>(v), at == vec4<u32>(e)), select(zero, vec4<f32>(v), at + 4u == vec4<u32>(e)));
 }
 
-// The summed weights of element e in the samples [a, b) of output o along an axis.
-fn axis_weight(ax: Axis, o: u32, out: u32, size: u32, run: vec2<u32>, e: u32) -> f32 {
-    var w = 0.0;
+// The weights of a sample read as `l` (bilinear, or 1 at the nearest element).
+fn sample_weights(l: Lerp, e0: u32) -> Weights {
+    if (NEAREST) { return one_weight(nearest_of(l), e0, 1.0); }
+    let low = one_weight(l.low, e0, 1.0 - l.frac);
+    let high = one_weight(l.high, e0, l.frac);
+    return Weights(low.lo + high.lo, low.hi + high.hi);
+}
+
+// The summed weights of the samples [run.x, run.y) of output o along an axis.
+fn run_weights(ax: Axis, o: u32, out: u32, size: u32, run: vec2<u32>, e0: u32) -> Weights {
+    var w = no_weights();
     for (var i = run.x; i < run.y; i++) {
-        w += weight_at(lerp_of(sample_at(ax, o, i, out), size), e);
+        let s = sample_weights(lerp_of(sample_at(ax, o, i, out), size), e0);
+        w = Weights(w.lo + s.lo, w.hi + s.hi);
     }
     return w;
+}
+
+// Whether entry e's elements [lo, hi) meet [e0, e1).
+fn meets(e: vec4<u32>, e0: u32, e1: u32) -> bool { return e.z < e1 && e.w > e0 && e.w > e.z; }
+
+// The outputs [first, end) along an axis whose elements meet [e0, e1) (they are consecutive:
+// samples move monotonically with the output; the loops test each again).
+fn meeting(row: u32, axis: u32, out: u32, e0: u32, e1: u32) -> vec2<u32> {
+    var first = out;
+    var end = 0u;
+    for (var m = 0u; m < out; m++) {
+        if (meets(roi_entry(row, axis, m), e0, e1)) {
+            first = min(first, m);
+            end = m + 1u;
+        }
+    }
+    return vec2<u32>(first, max(first, end));
 }
 
 @compute @workgroup_size(WG_X)
@@ -42,44 +87,54 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
     let local = flat_index(wg, groups, lane, WG_X, params.total);
     if (local >= params.total) { return; }
     let t = params.origin + local;
-    let e = t / PARTS;
-    let part = t % PARTS;
-    let rois = part_of(vec2<u32>(0u, params.rois), part / (PARTS_H * PARTS_W), PARTS_D);
-    let out_rows = part_of(vec2<u32>(0u, params.out_h), (part / PARTS_W) % PARTS_H, PARTS_H);
-    let out_columns = part_of(vec2<u32>(0u, params.out_w), part % PARTS_W, PARTS_W);
-    let x = e % params.in_w;
-    let y = (e / params.in_w) % params.in_h;
-    let nc = e / (params.in_w * params.in_h);
-    let c = nc % params.channels;
-    let n = nc / params.channels;
-    let masks = tile_masks(n, y, x);
-    var sum = 0.0;
-    for (var word = rois.x / 32u; word * 32u < rois.y; word++) {
+    let blocks_x = (params.in_w + BLOCK - 1u) / BLOCK;
+    let blocks = blocks_x * ((params.in_h + BLOCK - 1u) / BLOCK);
+    let plane = t / blocks;                  // n * C + c
+    let block = t - plane * blocks;
+    let n = plane / params.channels;
+    let c = plane - n * params.channels;
+    let y0 = (block / blocks_x) * BLOCK;
+    let x0 = (block % blocks_x) * BLOCK;
+    let y1 = min(y0 + BLOCK, params.in_h);
+    let x1 = min(x0 + BLOCK, params.in_w);
+    let masks = tile_masks(n, y0, x0);
+    var sums: array<vec4<f32>, 16>;          // row j: sums[2 j] (columns 0 to 3), sums[2 j + 1]
+    var touched = false;
+    for (var word = params.roi_first / 32u; word * 32u < params.roi_end; word++) {
         var bits = mask_word(masks + word);
         for (var bit = 0u; bit < 32u; bit++) {
             if (bits == 0u) { break; }
-            let k = countTrailingZeros(bits);
+            let r = word * 32u + countTrailingZeros(bits);
             bits &= bits - 1u;
-            let r = word * 32u + k;
-            if (r < rois.x || r >= rois.y) { continue; }
+            if (r < params.roi_first || r >= params.roi_end) { continue; }
+            touched = true;
             let row = params.table_base + r * roi_row_words();
             let ay = roi_axis(row, 0u);
             let ax = roi_axis(row, 1u);
             let count = f32(ay.n) * f32(ax.n);
+            // (a pass of one ROI may take a run of its outputs: [oh_first, oh_end) x [ow_first, ow_end))
+            let rows = clamp(meeting(row, 0u, params.out_h, y0, y1), vec2<u32>(params.oh_first),
+                             vec2<u32>(params.oh_end));
+            let columns = clamp(meeting(row, 1u, params.out_w, x0, x1), vec2<u32>(params.ow_first),
+                                vec2<u32>(params.ow_end));
             let dy_roi = params.dy_base + r * params.dy_n + c * params.dy_c;
             let arg_roi = params.arg_base + (r * params.channels + c) * params.out_h * params.out_w * 3u;
-            for (var oh = out_rows.x; oh < out_rows.y; oh++) {
+            for (var oh = rows.x; oh < rows.y; oh++) {
                 let ey = roi_entry(row, 0u, oh);
-                if (y < ey.z || y >= ey.w) { continue; }
-                var wy = 0.0;
-                if (!REDUCE_MAX) { wy = axis_weight(ay, oh, params.out_h, params.in_h, ey.xy, y); }
-                for (var ow = out_columns.x; ow < out_columns.y; ow++) {
+                if (!meets(ey, y0, y1)) { continue; }
+                var wy = no_weights();
+                if (!REDUCE_MAX) { wy = run_weights(ay, oh, params.out_h, params.in_h, ey.xy, y0); }
+                var across = no_weights();   // the average: sum over the columns of dy / samples * X weights
+                for (var ow = columns.x; ow < columns.y; ow++) {
                     let ex = roi_entry(row, 1u, ow);
-                    if (x < ex.z || x >= ex.w) { continue; }
+                    if (!meets(ex, x0, x1)) { continue; }
                     let g = to_f32(dy_load(dy_roi + oh * params.dy_h + ow * params.dy_w));
+                    let zero = vec4<f32>(0.0);
                     if (!REDUCE_MAX) {
-                        let wx = axis_weight(ax, ow, params.out_w, params.in_w, ex.xy, x);
-                        sum += as_written(as_written(g * as_written(wy * wx)) / count);
+                        let wx = run_weights(ax, ow, params.out_w, params.in_w, ex.xy, x0);
+                        let share = g / count;   // (elements no sample weighs get nothing, even from an infinite dy)
+                        across = Weights(across.lo + select(zero, share * wx.lo, wx.lo != zero),
+                                         across.hi + select(zero, share * wx.hi, wx.hi != zero));
                         continue;
                     }
                     let at = arg_roi + (oh * params.out_w + ow) * 3u;
@@ -87,18 +142,49 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
                     if (corner == 4u) { continue; }   // the maximum is no element's
                     let ly = lerp_of(sample_at(ay, oh, arg_word(at), params.out_h), params.in_h);
                     let lx = lerp_of(sample_at(ax, ow, arg_word(at + 1u), params.out_w), params.in_w);
-                    var w = weight_at(ly, y) * weight_at(lx, x);
+                    var sy = sample_weights(ly, y0);
+                    var sx = sample_weights(lx, x0);
                     if (WEIGHTED && !NEAREST) {   // the one corner whose weighted value won
-                        let cy = select(ly.low, ly.high, corner >= 2u);
-                        let cx = select(lx.low, lx.high, (corner & 1u) == 1u);
-                        let wcy = select(1.0 - ly.frac, ly.frac, corner >= 2u);
-                        let wcx = select(1.0 - lx.frac, lx.frac, (corner & 1u) == 1u);
-                        w = select(0.0, wcy * wcx, cy == y && cx == x);
+                        let high_y = corner >= 2u;
+                        let high_x = (corner & 1u) == 1u;
+                        sy = one_weight(select(ly.low, ly.high, high_y), y0, select(1.0 - ly.frac, ly.frac, high_y));
+                        sx = one_weight(select(lx.low, lx.high, high_x), x0, select(1.0 - lx.frac, lx.frac, high_x));
                     }
-                    sum += as_written(g * w);
+                    // the sample's rows: low and high (one where they are the same element)
+                    for (var q = 0u; q < 2u; q++) {
+                        let y = select(ly.low, ly.high, q == 1u);
+                        if (q == 1u && ly.high == ly.low) { break; }
+                        if (y < y0 || y >= y1) { continue; }
+                        let j = y - y0;
+                        let w = weight_of(sy, j);
+                        if (w == 0.0) { continue; }
+                        sums[2u * j] += select(zero, g * (w * sx.lo), sx.lo != zero);
+                        sums[2u * j + 1u] += select(zero, g * (w * sx.hi), sx.hi != zero);
+                    }
+                }
+                if (REDUCE_MAX) { continue; }
+                for (var j = 0u; j < BLOCK; j++) {
+                    let w = weight_of(wy, j);
+                    if (w == 0.0) { continue; }
+                    sums[2u * j] += w * across.lo;
+                    sums[2u * j + 1u] += w * across.hi;
                 }
             }
         }
     }
-    gather_store(t, params.dx_base + n * params.dx_n + c * params.dx_c + y * params.dx_h + x * params.dx_w, sum);
+    if (!touched && !FIRST && !LAST) { return; }   // acc holds this block's sums already
+    let plane_size = params.in_h * params.in_w;
+    for (var k = 0u; k < BLOCK * BLOCK; k++) {
+        let y = y0 + k / BLOCK;
+        let x = x0 + k % BLOCK;
+        if (y >= y1 || x >= x1) { continue; }
+        var sum = sums[k / 4u][k % 4u];
+        let e = params.acc_base + plane * plane_size + y * params.in_w + x;
+        if (!FIRST) { sum = bitcast<f32>(acc_word(e)) + sum; }
+        if (LAST) {
+            dx_store(params.dx_base + n * params.dx_n + c * params.dx_c + y * params.dx_h + x * params.dx_w, from_f32(sum));
+        } else {
+            acc_word_store(e, bitcast<u32>(sum));
+        }
+    }
 }
