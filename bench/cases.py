@@ -73,7 +73,9 @@ NEEDS = {
     "roi_bwd100": ("RoiPoolingGradDesc",),
     "roi_bwd1000": ("RoiPoolingGradDesc",),
     "roi_align": ("RoiAlign1Desc",),
+    "roi_align1000": ("RoiAlign1Desc",),
     "roi_align_bwd": ("RoiAlignGradDesc",),
+    "roi_align_bwd1000": ("RoiAlignGradDesc",),
     "fractional": ("FractionalMaxPoolingDesc",),
     "fractional_bwd": ("FractionalMaxPoolingGradDesc",),
     "qavg": ("QuantizedLinearAveragePoolingDesc",),  # DirectML's arithmetic
@@ -107,10 +109,11 @@ CASES = {
              FORWARD_MAX + ("avg", "avg_incl_pad", "lp2", "max_fwd_bwd"),
              "3x3x3, strides 2, padding 1"),
         Case("ROI", (8, 256, 56, 56), (1, 4, 8, 8), None,
-             ops=("roi", "roi_bwd100", "roi_bwd1000", "roi_align", "roi_align_bwd"),
+             ops=("roi", "roi_bwd100", "roi_bwd1000", "roi_align", "roi_align1000", "roi_align_bwd",
+                  "roi_align_bwd1000"),
              note="ROI max pooling of B's input: 64 regions (8 per image), 7x7 bins; its gradient for 100 and 1000 "
-                  "regions; ROI align (torchvision's aligned=True, 2x2 samples per bin) of 100 regions and its "
-                  "gradient"),
+                  "regions; ROI align (torchvision's aligned=True, 2x2 samples per bin) and its gradient for 100 and "
+                  "1000 regions"),
         Case("FR", (8, 64, 112, 112), (1, 2, 14, 14), (2, 2), ops=("fractional", "fractional_bwd"),
              note="fractional max pooling of A's input to 79x79 (ratio 1/sqrt(2), 2x2 windows), and its gradient",
              dtypes=("float32", "bfloat16"), output_ratio=1 / math.sqrt(2)),
@@ -469,9 +472,9 @@ def _build(op: str, data: Data) -> Optional[Problem]:
             ("dx",), lambda: {"dx": _float(reference.roi_pool_grad(data.x, rois, dy, pooled, scale))},
             dict(spec, pooled_size=pooled, spatial_scale=scale, out_sizes=out), packed=frozenset({"rois"}),
         )
-    if op in ("roi_align", "roi_align_bwd"):
+    if op in ("roi_align", "roi_align1000", "roi_align_bwd", "roi_align_bwd1000"):
         import roi_align_reference  # noqa: PLC0415 (tests/roi_align_reference.py)
-        boxes, size, scale = data.boxes(100), (7, 7), 1 / 16
+        boxes, size, scale = data.boxes(1000 if op.endswith("1000") else 100), (7, 7), 1 / 16
         corners = boxes[:, 1:].reshape(1, 1, -1, 4)
         batch = boxes[:, 0].astype(np.uint32).reshape(1, 1, -1)
         out = (len(boxes), x_sizes[1]) + size
@@ -482,7 +485,7 @@ def _build(op: str, data: Data) -> Optional[Problem]:
         roles = {"input": "x", "roi": "rois", "batch_indices": "batch"}
         problem_spec = dict(spec, output_size=size, spatial_scale=scale, sampling_ratio=2, out_sizes=out)
         x32 = data.x.astype(np.float32)
-        if op == "roi_align":
+        if op in ("roi_align", "roi_align1000"):
             return Problem(
                 op, inputs,
                 [Step(lambda t: pg.RoiAlign1Desc(t["x"], t["rois"], t["batch"], t.new(dt, out), **fields), roles,
