@@ -209,6 +209,46 @@ def test_gradient_of_many_rois_splits(device):
     np.testing.assert_allclose(split, whole, rtol=1e-5, atol=1e-6)
 
 
+def test_gradient_by_blocks(device):
+    """The gather by 8 x 8 blocks of dx: boxes spanning many blocks (adaptive samples: the
+    ROIs chain through scratch in runs), partly and wholly outside the map, and 70 boxes on
+    one block (three words of its tile's mask); then runs of one ROI's output rows, and of one
+    row's columns (smaller loop budgets)."""
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal((2, 2, 19, 27)).astype(np.float32)
+    spanning = np.array([[-3, -2, 29, 20], [1.5, 0.5, 25.5, 18.0], [14, 9, 40, 33], [-20, -20, -5, -3],
+                         [28, 20, 40, 33], [10, -10, 20, -2], [26.2, 3, 26.4, 16]], np.float32)
+    corner = rng.uniform(8, 15, (70, 2))
+    one_block = np.concatenate([corner, corner + rng.uniform(0, 4, (70, 2))], axis=1).astype(np.float32)
+    rois = np.concatenate([one_block[:35], spanning, one_block[35:]])
+    batch = np.concatenate([np.zeros(35, int), rng.integers(0, 2, len(spanning)), np.ones(35, int)])
+    dy = rng.standard_normal((len(rois), 2, 3, 4)).astype(np.float32)
+    for fields in (dict(), dict(reduction_function="max")):
+        want = reference_grad(x, rois, batch, dy, fields)
+        got = gradient(device, x, rois, batch, dy, **fields)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+        assert np.array_equal(got, gradient(device, x, rois, batch, dy, **fields))   # the same bits again
+    few = rois[33:37], batch[33:37], dy[33:37]   # (some runs of the outputs of one ROI each)
+    want = reference_grad(x, *few[:2], few[2], {})
+    for budget in (1024, 256):   # runs of output rows, then of columns
+        with tuned_for(device, dataclasses.replace(device.tuning, loop_budget=budget)):
+            np.testing.assert_allclose(gradient(device, x, *few), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_gradient_half_types(device, dtype):
+    if dtype == "bfloat16":
+        np_type = pytest.importorskip("ml_dtypes").bfloat16
+    else:
+        np_type = np.float16
+    x, rois = X.astype(np_type), ROIS.astype(np_type)
+    dy = np.random.default_rng(6).standard_normal((len(ROIS), 3, 3, 2)).astype(np_type)
+    got = gradient(device, x, ROIS, BATCH, dy)
+    assert got.dtype == np_type
+    want = reference_grad(x.astype(np.float32), rois.astype(np.float32), BATCH, dy.astype(np.float32), {})
+    np.testing.assert_allclose(got.astype(np.float32), want, rtol=1e-2, atol=1e-2)
+
+
 def test_gradient_descriptions_are_checked():
     x, dy = pg.TensorDesc("float32", (1, 2, 5, 5)), pg.TensorDesc("float32", (3, 2, 2, 2))
     roi, batch = pg.TensorDesc("float32", (1, 1, 3, 4)), pg.TensorDesc("int64", (1, 1, 3))

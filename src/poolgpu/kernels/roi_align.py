@@ -193,7 +193,7 @@ def _gather_loops(constants: dict, params: dict) -> dict:
     block (per output row), the maximum's two rows per output, then the block's elements."""
     rois = params["roi_end"] - params["roi_first"]
     out_h, out_w = params["oh_end"] - params["oh_first"], params["ow_end"] - params["ow_first"]
-    words = -(-rois // 32) + 1
+    words = -(-params["roi_end"] // 32) - params["roi_first"] // 32
     average = not constants.get("REDUCE_MAX", False)
     return {"word": iterations(1, words), "bit": iterations(words, 32),
             "m": iterations(rois, params["out_h"]) + iterations(rois, params["out_w"]),
