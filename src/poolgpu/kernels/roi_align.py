@@ -2,7 +2,9 @@
 ROI's row of the region table (wgsl/roi_align_regions.wgsl, common/roi_align_table.wgsl),
 then the walk samples each output's bin (wgsl/roi_align.wgsl), split into parts and merged
 (wgsl/roi_align_merge.wgsl) where an output's samples are more than one invocation may
-visit.  The gradients are in .roi_gather."""
+visit.  The input gradient: a mask pass (which ROIs reach each tile of the input,
+wgsl/roi_align_tiles.wgsl) and a gather by 8 x 8 blocks of dx (wgsl/roi_align_grad.wgsl), in
+runs of the ROIs chained through scratch where they are more than one invocation may visit."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from ..tuning import Tuning
 from .core import Kernel, Pass, Program, Slot, Split
 from .grids import FLAT_GRID, flat_grid, flat_regrid, sorted_constants, stride_fields
 from .registry import register
-from .split import fewest_parts, iterations, loop_total
+from .split import fewest_parts, iterations, loop_total, search_probes
 
 
 def f32_bits(value: float) -> int:
@@ -175,7 +177,7 @@ def _roi_align_program(desc, tuning: Tuning) -> Program:
     return Program((regions,) + passes, scratch=(("table", region_table(desc)),) + scratch)
 
 
-# The gradients: a mask pass (which ROIs reach each tile of the input) and the gather.
+# The input gradient: a mask pass (which ROIs reach each tile of the input) and the gathers.
 TILES = Kernel(
     "roi_align_tiles.wgsl", (Slot("table", False, snippet="words_read.wgsl"),
                              Slot("mask", True, snippet="words_write.wgsl")), value_slot="table",
@@ -189,20 +191,27 @@ TILES = Kernel(
 def _gather_loops(constants: dict, params: dict) -> dict:
     """roi_align_grad.wgsl: the mask words and bits of its run of ROIs, and in each ROI the
     scans for the outputs meeting the block, those of its run of outputs (at most all), the
-    average's sample runs along Y (per output row) and X (per output) and its rows of the
-    block (per output row), the maximum's two rows per output, then the block's elements."""
+    average's samples along Y (per output row) and X (per output), each run found by two
+    searches where NEAR, and its rows of the block (per output row), the maximum's two rows
+    per output, then the block's elements."""
     rois = params["roi_end"] - params["roi_first"]
     out_h, out_w = params["oh_end"] - params["oh_first"], params["ow_end"] - params["ow_first"]
     words = -(-params["roi_end"] // 32) - params["roi_first"] // 32
     average = not constants.get("REDUCE_MAX", False)
-    return {"word": iterations(1, words), "bit": iterations(words, 32),
-            "m": iterations(rois, params["out_h"]) + iterations(rois, params["out_w"]),
-            "oh": iterations(rois, out_h), "ow": iterations(rois * out_h, out_w),
-            "i": (iterations(rois * out_h, params["visit_y"]) + iterations(rois * out_h * out_w, params["visit_x"]))
-            if average else 0,
-            "j": iterations(rois * out_h, ROI_BLOCK) if average else 0,
-            "q": 0 if average else iterations(rois * out_h * out_w, 2),
-            "k": iterations(1, ROI_BLOCK * ROI_BLOCK)}
+    loops = {"word": iterations(1, words), "bit": iterations(words, 32),
+             "m": iterations(rois, params["out_h"]) + iterations(rois, params["out_w"]),
+             "oh": iterations(rois, out_h), "ow": iterations(rois * out_h, out_w), "i": 0, "probe": 0,
+             "j": iterations(rois * out_h, ROI_BLOCK) if average else 0,
+             "q": 0 if average else iterations(rois * out_h * out_w, 2),
+             "k": iterations(1, ROI_BLOCK * ROI_BLOCK)}
+    if average:
+        for runs, axis in ((rois * out_h, "y"), (rois * out_h * out_w, "x")):
+            visit = params[f"visit_{axis}"]
+            if constants.get(f"NEAR_{axis.upper()}", False):
+                loops["probe"] += search_probes(2 * runs, visit)
+                visit = params[f"near_{axis}"]
+            loops["i"] += iterations(runs, visit)
+    return loops
 
 
 ROI_BLOCK = 8  # roi_align_grad.wgsl's BLOCK: its blocks lie in tile_layout's tiles (8 x 2^k)
@@ -291,7 +300,11 @@ def gradient_passes(desc, tiles: dict, tuning: Tuning) -> tuple:
               "out_h": out_h, "out_w": out_w, "out_offset": f32_bits(desc.output_pixel_offset), **tiles,
               "visit_y": visit_bound(desc, in_h), "visit_x": visit_bound(desc, in_w),
               **{f"dy_{a}": s for a, s in zip("nchw", dy.strides)}, **{f"dx_{a}": s for a, s in zip("nchw", dx.strides)}}
-    base = sample_constants(desc)
+    # the samples of an output at [e0 - 1, e0 + BLOCK + 1) around a block: at most those of a
+    # window of BLOCK + 2 elements; searched for where an output may have more
+    near = visit_bound(desc, ROI_BLOCK + 2)
+    params.update(near_y=min(near, params["visit_y"]), near_x=min(near, params["visit_x"]))
+    base = {**sample_constants(desc), "NEAR_Y": params["visit_y"] > near, "NEAR_X": params["visit_x"] > near}
 
     def trips(run: tuple) -> int:
         return loop_total(GATHER, base, {**params, **dict(zip(RUN_FIELDS, run))})

@@ -29,6 +29,8 @@ override NEAREST: bool = false;
 override WEIGHTED: bool = false;
 override FIRST: bool = true;   // the first run of ROIs: the sums start at zero (else from acc)
 override LAST: bool = true;    // the last: dx written (else the sums saved into acc)
+override NEAR_Y: bool = false; // search the samples near the block along Y (run_weights)
+override NEAR_X: bool = false;
 
 const BLOCK: u32 = 8u;
 
@@ -54,10 +56,35 @@ fn sample_weights(l: Lerp, e0: u32) -> Weights {
     return Weights(low.lo + high.lo, low.hi + high.hi);
 }
 
-// The summed weights of the samples [run.x, run.y) of output o along an axis.
-fn run_weights(ax: Axis, o: u32, out: u32, size: u32, run: vec2<u32>, e0: u32) -> Weights {
+// The first sample of the run [run.x, run.y) of output o at or above `bound` (`rising`), or
+// below it: a binary search (samples move monotonically with i).
+fn first_beyond(ax: Axis, o: u32, out: u32, run: vec2<u32>, bound: f32, rising: bool) -> u32 {
+    var low = run.x;
+    var high = run.y;
+    for (var probe = 0u; probe < 32u; probe++) {
+        if (low >= high) { break; }
+        let middle = low + (high - low) / 2u;
+        let v = sample_at(ax, o, middle, out);
+        if (select((v < bound), (v >= bound), rising)) { high = middle; } else { low = middle + 1u; }
+    }
+    return low;
+}
+
+// The summed weights of output o's samples [run.x, run.y) along an axis, for the block's
+// elements from e0.  Where NEAR (an output's samples may be more than those near a block),
+// only the samples at [e0 - 1, e0 + BLOCK + 1), the only ones whose elements may lie in the
+// block, found by two binary searches.
+fn run_weights(ax: Axis, o: u32, out: u32, size: u32, run: vec2<u32>, e0: u32, near: bool) -> Weights {
+    var samples = run;
+    if (near && run.y > run.x) {
+        let lowest = f32(e0) - 1.0;
+        let highest = f32(e0 + BLOCK + 1u);
+        let rising = sample_at(ax, o, run.y - 1u, out) >= sample_at(ax, o, run.x, out);
+        samples = vec2<u32>(first_beyond(ax, o, out, run, select(highest, lowest, rising), rising),
+                            first_beyond(ax, o, out, run, select(lowest, highest, rising), rising));
+    }
     var w = no_weights();
-    for (var i = run.x; i < run.y; i++) {
+    for (var i = samples.x; i < samples.y; i++) {
         let s = sample_weights(lerp_of(sample_at(ax, o, i, out), size), e0);
         w = Weights(w.lo + s.lo, w.hi + s.hi);
     }
@@ -123,7 +150,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
                 let ey = roi_entry(row, 0u, oh);
                 if (!meets(ey, y0, y1)) { continue; }
                 var wy = no_weights();
-                if (!REDUCE_MAX) { wy = run_weights(ay, oh, params.out_h, params.in_h, ey.xy, y0); }
+                if (!REDUCE_MAX) { wy = run_weights(ay, oh, params.out_h, params.in_h, ey.xy, y0, NEAR_Y); }
                 var across = no_weights();   // the average: sum over the columns of dy / samples * X weights
                 for (var ow = columns.x; ow < columns.y; ow++) {
                     let ex = roi_entry(row, 1u, ow);
@@ -131,7 +158,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
                     let g = to_f32(dy_load(dy_roi + oh * params.dy_h + ow * params.dy_w));
                     let zero = vec4<f32>(0.0);
                     if (!REDUCE_MAX) {
-                        let wx = run_weights(ax, ow, params.out_w, params.in_w, ex.xy, x0);
+                        let wx = run_weights(ax, ow, params.out_w, params.in_w, ex.xy, x0, NEAR_X);
                         let share = g / count;   // (elements no sample weighs get nothing, even from an infinite dy)
                         across = Weights(across.lo + select(zero, share * wx.lo, wx.lo != zero),
                                          across.hi + select(zero, share * wx.hi, wx.hi != zero));
