@@ -249,6 +249,31 @@ def test_gradient_half_types(device, dtype):
     np.testing.assert_allclose(got.astype(np.float32), want, rtol=1e-2, atol=1e-2)
 
 
+def test_gradient_gathers_declare_their_loops_and_fit_the_budget():
+    """roi_align_grad.wgsl's passes (runs of ROIs, of one ROI's rows, of one row's columns;
+    the samples searched near each block or not): every pass's declared loops fit its
+    tuning's budget, and they name the loops of the WGSL."""
+    import re
+    from poolgpu.kernels.split import loop_total
+    seen = set()
+    for budget in (32768, 1024):
+        tuning = dataclasses.replace(pg.Tuning.for_cpu(), loop_budget=budget)
+        for rois, size, sizes, fields in ((2000, (7, 7), (2, 4, 30, 40), {}), (5, (7, 7), (1, 2, 300, 400), {}),
+                                          (40, (14, 14), (1, 2, 300, 400), dict(reduction_function="max")),
+                                          (3, (64, 64), (1, 2, 100, 100), dict(maximum_samples_per_output=2))):
+            dy = pg.TensorDesc("bfloat16", (rois, sizes[1]) + size)
+            x = pg.TensorDesc("bfloat16", sizes) if fields.get("reduction_function") else None
+            desc = pg.RoiAlignGradDesc(x, dy, pg.TensorDesc("bfloat16", (1, 1, rois, 4)),
+                                       pg.TensorDesc("int64", (1, 1, rois)), input_sizes=sizes, **fields)
+            gathers = [p for p in kernels.program_for(desc, tuning, None).passes
+                       if p.kernel.file == "roi_align_grad.wgsl"]
+            for p in gathers:
+                assert loop_total(p.kernel, p.constants, p.params) <= budget
+                seen.add(frozenset(p.kernel.loops(dict(p.constants), p.params)))
+    source = re.sub(r"//[^\n]*", "", kernels.roi_align.GATHER.sources())
+    assert seen == {frozenset(re.findall(r"\bfor\s*\(\s*var\s+(\w+)", source))}
+
+
 def test_gradient_descriptions_are_checked():
     x, dy = pg.TensorDesc("float32", (1, 2, 5, 5)), pg.TensorDesc("float32", (3, 2, 2, 2))
     roi, batch = pg.TensorDesc("float32", (1, 1, 3, 4)), pg.TensorDesc("int64", (1, 1, 3))

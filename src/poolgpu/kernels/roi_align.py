@@ -215,14 +215,16 @@ def _gather_loops(constants: dict, params: dict) -> dict:
 
 
 ROI_BLOCK = 8  # roi_align_grad.wgsl's BLOCK: its blocks lie in tile_layout's tiles (8 x 2^k)
+# a gather's run: its ROIs, and (a run of one ROI) its output rows and columns
+RUN_FIELDS = ("roi_first", "roi_end", "oh_first", "oh_end", "ow_first", "ow_end")
 GATHER = Kernel(
     "roi_align_grad.wgsl", (Slot("dy", False), Slot("arg", False, snippet="words_read.wgsl"),
                             Slot("table", False, snippet="words_read.wgsl"),
                             Slot("mask", False, snippet="words_read.wgsl"), Slot("dx", True),
                             Slot("acc", True, snippet="words_write.wgsl")), value_slot="dy",
     library=("roi_align_table.wgsl", "tile_masks.wgsl", "flat_index.wgsl", "as_written.wgsl"),
-    params=FLAT_GRID + ("roi_first", "roi_end", "oh_first", "oh_end", "ow_first", "ow_end", "channels", "in_h", "in_w", "out_h", "out_w", "out_offset",
-                        "tile", "tiles", "tiles_x", "mask_words", "opaque_zero") + stride_fields("dy", "dx", axes="nchw"),
+    params=FLAT_GRID + RUN_FIELDS + ("channels", "in_h", "in_w", "out_h", "out_w", "out_offset", "tile", "tiles",
+                                     "tiles_x", "mask_words", "opaque_zero") + stride_fields("dy", "dx", axes="nchw"),
     loops=_gather_loops,
 )
 #: The most words of tile masks a gradient's program allocates: tiles grow until they fit.
@@ -275,9 +277,6 @@ def gather_runs(trips, rois: int, out_h: int, out_w: int, budget: int) -> list:
             oh += 1
         r += 1
     return runs
-
-
-RUN_FIELDS = ("roi_first", "roi_end", "oh_first", "oh_end", "ow_first", "ow_end")
 
 
 def gradient_passes(desc, tiles: dict, tuning: Tuning) -> tuple:

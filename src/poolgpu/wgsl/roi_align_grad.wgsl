@@ -12,8 +12,9 @@
 // An ROI costs the outputs and samples reaching the block, not each of the block's elements
 // searching the ROI's outputs: the work grows with ROIs x outputs x samples.  Where more ROIs
 // reach a block than one invocation may visit, passes over runs of the ROIs (or of one ROI's
-// output rows, or of one row's columns) follow one another (FIRST starts the sums at zero, LAST writes dx; the others continue from and save
-// into the f32 scratch `acc`), so the sums still add the ROIs in increasing order.  No
+// output rows, or of one row's columns) follow one another: FIRST starts the sums at zero,
+// LAST writes dx, and the others continue from and save into the f32 scratch `acc` (planes
+// of dx's elements, packed), so each element still adds the ROIs in increasing order.  No
 // atomics: the same inputs give the same bits, run after run.  Sums in f32 (FLOAT16 and
 // BFLOAT16 rounded once at the end).
 //
