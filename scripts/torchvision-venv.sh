@@ -7,5 +7,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv-torchvision"
 "${PYTHON:-python3}" -m venv "$VENV"
-# (no local CPU wheels: torchvision needs PyPI's own torch build)
-PIP_FIND_LINKS= "$VENV/bin/python" -m pip install -q --no-cache-dir torch==2.13.0 torchvision==0.28.0 numpy "wgpu>=0.32"
+# (no local CPU wheels: torchvision needs PyPI's own torch build; `===` matches the version
+# exactly, so that a "2.13.0+cpu" wheel in a pip configuration's find-links is not taken)
+PIP_FIND_LINKS= "$VENV/bin/python" -m pip install -q --no-cache-dir "torch===2.13.0" "torchvision===0.28.0" numpy \
+  "wgpu>=0.32"
