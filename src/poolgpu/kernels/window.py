@@ -109,7 +109,8 @@ def plane_loops(constants: dict, params: dict) -> dict:
     """common/plane_reduce.wgsl's loops: a lane's chunks of its run of the plane (SPAN
     elements, one chunk more where they straddle chunks; STEP per step, the rest one by one),
     the merge tree of its group."""
-    lanes, span, step = constants["PLANE_LANES"], constants["SPAN"], constants.get("STEP", 1)
+    lanes = constants.get("PLANE_LANES") or params["plane_lanes"]   # (shapes_in_params: from Params)
+    span, step = constants.get("SPAN") or params["span"], constants.get("STEP", 1)
     chunks = -(-(span // 4 + 1) // lanes)
     one_by_one = {"q": iterations(1, chunks), "s": 0, "r": 0} if step == 1 else \
         {"q": 0, "s": iterations(1, chunks // step), "r": iterations(1, step - 1)}
@@ -126,7 +127,7 @@ def _pooling_kernels(accumulator: Accumulator) -> dict:
     kernels = {}
     for walk, (walk_files, slots) in WALKS.items():
         partials = (accumulator.partials,) if walk in SPLIT_WALKS else ()
-        params = WALK_PARAMS + (("chain_part",) if walk == "general" else ())
+        params = WALK_PARAMS + {"general": ("chain_part",), "plane": ("span", "plane_lanes")}.get(walk, ())
         kernels[walk] = Kernel(accumulator.file, slots + accumulator.slots, "x",
                                library=accumulator.library + partials + shared + walk_files, params=params,
                                loops=_WALK_LOOPS[walk])
@@ -289,7 +290,10 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
         groups = tuning.plane_lanes // lanes
         grid_constants, grid_params = {}, _plane_params(0, n * c * count)
         grid = fold_groups(-(-n * c * count // groups))
-        grid_constants.update(WG_X=tuning.plane_lanes, PLANE_LANES=lanes, PARTS=count, SPAN=_plane_span(desc, count))
+        plane_params = {"span": _plane_span(desc, count), "plane_lanes": lanes}
+        grid_constants.update(WG_X=tuning.plane_lanes, PARTS=count)
+        if not tuning.shapes_in_params:  # (else window_walk_plane.wgsl reads them from Params)
+            grid_constants.update(PLANE_LANES=lanes, SPAN=plane_params["span"])
         if tuning.plane_chunks > 1:  # (STEP 1: the override's default)
             grid_constants["STEP"] = tuning.plane_chunks
     elif walk == "channels":  # (c / 4, ow / COLS, (n, od, oh / ROWS)): 2 x 2 outputs share loads
@@ -321,11 +325,18 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
             constants["CHAINED"] = True
     # chunks (see chunked) are runs of planes: (n, c, od), or (n, od, oh) for channels
     per_plane = grid_params["planes"] // (n if walk == "channels" else n * c)
-    regrid = partial(plane_regrid, tuning.plane_lanes // grid_constants["PLANE_LANES"]) if walk == "plane" else \
+    regrid = partial(plane_regrid, groups) if walk == "plane" else \
         partial(lines_regrid, grid_params["columns"], grid_params["lines"], workgroup,
                 flat=grid_constants.get("FLAT", False))
     split = Split(per_plane, regrid, whole_n=walk == "channels", whole=tuple(r for r in operands if r is not None))
-    constants.update(grid_constants, **window_constants(desc.window))
+    if walk == "plane" and tuning.shapes_in_params and _plane_divisor_counts(constants):
+        # The window is the plane: its geometry is the plane's size, which the walk reads
+        # from Params, and a padded average's divisor is its count of taps (the same number).
+        constants.update(grid_constants)
+        if "INCLUDE_PADDING" in constants:  # (average pooling's)
+            constants["INCLUDE_PADDING"] = False
+    else:
+        constants.update(grid_constants, **window_constants(desc.window))
     params = {
         "channels": c,
         "in_d": in_sizes[2], "in_h": in_sizes[3], "in_w": in_sizes[4],
@@ -334,10 +345,19 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
     }
     if walk == "general":
         params["chain_part"] = chain_part or 0
+    if walk == "plane":
+        params.update(plane_params)
     indices = getattr(desc, "output_indices", None)
     for name, tensor in (("x", desc.input), ("y", desc.output), ("idx", indices)):
         params.update(tensor_stride_params(name, tensor))
     return Pass(kernels_by_walk[walk], roles, sorted_constants(constants), params, grid, split)
+
+
+def _plane_divisor_counts(constants: dict) -> bool:
+    """Whether an average's divisor over a whole plane (avg_pool.wgsl) is its count of taps
+    whatever INCLUDE_PADDING says: no divisor clipped to a counted end padding, none wider
+    than u32.  (Other accumulators have no such constants.)"""
+    return not constants.get("CLIP_DIVISOR", False) and not constants.get("WIDE_DIVISOR", False)
 
 
 def _plane_span(desc, parts: int) -> int:

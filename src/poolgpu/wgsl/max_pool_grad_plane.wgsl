@@ -14,6 +14,8 @@
 
 override SUMMED: bool = false;
 
+fn group_lanes() -> u32 { return PLANE_LANES; }   // (common/plane_reduce.wgsl's: always set here)
+
 struct PlaneDx { winner: u32, dy: Raw }
 fn dx_of(p: PlaneDx, k: u32) -> Raw { return select(Raw(0u), p.dy, k == p.winner); }
 
