@@ -33,7 +33,7 @@ WALKS = {  # walk -> (its files in wgsl/common, its slots)
     "rows_tail": (("window_walk_rows.wgsl", "store_one.wgsl", "rows_store_tail.wgsl"),
                   (_CHUNKED[0], Slot("y", True), Slot("idx", True))),
     "channels": (("window_walk_channels.wgsl",), _CHUNKED),
-    "plane": (("store_one.wgsl", "plane_reduce.wgsl", "window_walk_plane.wgsl"),
+    "plane": (("store_one.wgsl", "plane_lanes.wgsl", "plane_reduce.wgsl", "window_walk_plane.wgsl"),
               (_CHUNKED[0], Slot("y", True), Slot("idx", True), _PART)),
 }
 CHUNKED_WALKS = ("rows", "rows_tail", "channels")  # the walks that need 4-element aligned tensors
@@ -46,6 +46,10 @@ CHANNELS_WRITTEN_OUT = 6  # window_walk_channels.wgsl's WRITTEN_OUT: at most thi
 # Params of every walk (window_walk_pass); opaque_zero: common/as_written.wgsl's (always 0);
 # chain_part: the general walk's part in a chained pass (window_walk.wgsl's CHAINED)
 WALK_PARAMS = ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("x", "y", "idx") + LINES_GRID + ("opaque_zero",)
+# The plane walk's run and lanes per plane where they are not override constants
+# (Tuning.shapes_in_params), in the declaration it shares with the rows and channels walks
+# (0 there)
+PLANE_RUN = ("span", "plane_lanes")
 
 
 def _taps_walked(constants: dict, params: dict) -> tuple:
@@ -110,7 +114,9 @@ def plane_loops(constants: dict, params: dict) -> dict:
     elements, one chunk more where they straddle chunks; STEP per step, the rest one by one),
     the merge tree of its group."""
     lanes = constants.get("PLANE_LANES") or params["plane_lanes"]   # (shapes_in_params: from Params)
-    span, step = constants.get("SPAN") or params["span"], constants.get("STEP", 1)
+    # (SPAN and span absent: a plane in one run, the max gradient's)
+    span = constants.get("SPAN") or params.get("span") or params["in_d"] * params["in_h"] * params["in_w"]
+    step = constants.get("STEP", 1)
     chunks = -(-(span // 4 + 1) // lanes)
     one_by_one = {"q": iterations(1, chunks), "s": 0, "r": 0} if step == 1 else \
         {"q": 0, "s": iterations(1, chunks // step), "r": iterations(1, step - 1)}
@@ -127,7 +133,7 @@ def _pooling_kernels(accumulator: Accumulator) -> dict:
     kernels = {}
     for walk, (walk_files, slots) in WALKS.items():
         partials = (accumulator.partials,) if walk in SPLIT_WALKS else ()
-        params = WALK_PARAMS + {"general": ("chain_part",), "plane": ("span", "plane_lanes")}.get(walk, ())
+        params = WALK_PARAMS + (("chain_part",) if walk == "general" else PLANE_RUN)
         kernels[walk] = Kernel(accumulator.file, slots + accumulator.slots, "x",
                                library=accumulator.library + partials + shared + walk_files, params=params,
                                loops=_WALK_LOOPS[walk])
@@ -187,7 +193,7 @@ def plane_walk_fits(in_spatial: tuple, out_spatial: tuple, tuning: Tuning) -> bo
 
 def plane_group_lanes(plane: int, planes: int, tuning: Tuning) -> int:
     """The lanes of the plane walk reducing each of ``planes`` planes of ``plane`` elements
-    (common/plane_reduce.wgsl's PLANE_LANES): with ``tuning.packed_planes``, the fewest (a
+    (common/plane_lanes.wgsl's PLANE_LANES): with ``tuning.packed_planes``, the fewest (a
     power of two, at most ``plane_lanes``) giving no lane more than ``plane_lane_chunks`` of
     the chunks a plane spans, doubled while the workgroups number fewer than
     ``plane_workgroups``; else a workgroup's."""
@@ -345,8 +351,8 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
     }
     if walk == "general":
         params["chain_part"] = chain_part or 0
-    if walk == "plane":
-        params.update(plane_params)
+    else:
+        params.update(plane_params if walk == "plane" else dict.fromkeys(PLANE_RUN, 0))
     indices = getattr(desc, "output_indices", None)
     for name, tensor in (("x", desc.input), ("y", desc.output), ("idx", indices)):
         params.update(tensor_stride_params(name, tensor))

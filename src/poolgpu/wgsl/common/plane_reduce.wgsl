@@ -20,13 +20,10 @@
 // increasing index.
 
 const PLANE_LANES_MAX: u32 = 256u;   // = Tuning's largest plane_lanes (its test checks)
-// The run each group reduces (window_walk_plane.wgsl) and the lanes per group (a power of
-// two, at most WG_X): where 0, the including kernel reads them from its Params (the
-// shape-generic form, Tuning.shapes_in_params).  The including kernel defines
-// group_lanes(), the lanes per group whichever way they come.
+// The run each group reduces (window_walk_plane.wgsl's run_span(): where 0, Params' span);
+// the lanes per group: group_lanes() (common/plane_lanes.wgsl).
 override SPAN: u32 = 0u;
 override PARTS: u32 = 1u;
-override PLANE_LANES: u32 = 0u;
 // Chunks a lane loads per step of its walk (Tuning.plane_chunks: 1, 2 or 4).  Written out,
 // their loads are in flight together; one chunk per step, each load waits for the previous
 // chunk's taps.  The lane feeds its chunks to its accumulator in the same order either way,

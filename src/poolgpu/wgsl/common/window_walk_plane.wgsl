@@ -8,13 +8,8 @@
 // Groups are numbered flat (plane_slot), one per (plane, part) from plane_origin:
 // unit = (n * C + c) * PARTS + part.
 
-// The lanes per group and the run of a plane each group reduces: the override constants, or
-// where those are 0 (the shape-generic form) the Params' values, so that one pipeline serves
-// every plane size.
-fn group_lanes() -> u32 {
-    if (PLANE_LANES != 0u) { return PLANE_LANES; }
-    return params.plane_lanes;
-}
+// The run of a plane each group reduces: SPAN, or where it is 0 (the shape-generic form)
+// Params' span, so that one pipeline serves every plane size.
 fn run_span() -> u32 {
     if (SPAN != 0u) { return SPAN; }
     return params.span;

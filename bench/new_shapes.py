@@ -1,0 +1,187 @@
+"""New input sizes: what an operator's first call, a new size of it and its warm calls cost,
+with the shape-generic pipelines (``Tuning.generic_calls``, the default) and without
+(``generic_calls=0``: every size builds its specialised pipelines), and the first forward of
+a converted resnet18-shaped model at new sizes.  Each setting is measured in a process of
+its own (a process keeps its pipelines: nothing built before may hide a build).
+
+``python -m bench.new_shapes [--backend B] [--quick]`` prints the table."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import poolgpu as pg
+
+# (name, what, (first input, new input), descriptions from an input TensorDesc)
+STEM = (3, 2, 1)  # resnet's stem pooling: 3x3, stride 2, padding 1
+OPS = (
+    ("stem_max_pool", "max pooling 3x3 / 2, padding 1, of float32 1x64xHxW", ((1, 64, 112, 112), (1, 64, 120, 120))),
+    ("global_average", "global average pooling of float32 1x512xHxW", ((1, 512, 7, 7), (1, 512, 8, 8))),
+)
+RESNET_SIZES = (224, 240, 256, 288)
+
+
+def _desc(name: str, x):
+    if name == "stem_max_pool":
+        k, s, p = STEM
+        return pg.MaxPoolingDesc(x, window_size=(k, k), strides=(s, s), start_padding=(p, p), end_padding=(p, p))
+    return pg.AveragePoolingDesc(x, window_size=x.sizes[2:])
+
+
+def _call_ms(device, op, x, y) -> float:
+    start = time.perf_counter()
+    op(x, out=y)
+    device.synchronize()
+    return (time.perf_counter() - start) * 1e3
+
+
+def _operator_rows(device, warm_calls: int) -> dict:
+    rows = {}
+    rng = np.random.default_rng(0)
+    generic = device.tuning.shape_generic()
+    for name, what, (first, new) in OPS:
+        row = {"what": what, "sizes": [list(first), list(new)]}
+        xs = [device.upload(rng.standard_normal(s).astype(np.float32)) for s in (first, new)]
+        ops = [device.compile(_desc(name, x.desc)) for x in xs]  # (the first builds its pipelines)
+        ys = [device.empty(op.desc.output) for op in ops]
+        row["first_call_ms"] = _call_ms(device, ops[0], xs[0], ys[0])
+        built = device._pipelines_built
+        start = time.perf_counter()
+        op = device.compile(_desc(name, xs[1].desc))
+        row["new_shape_ms"] = (time.perf_counter() - start) * 1e3 + _call_ms(device, op, xs[1], ys[1])
+        row["new_shape_pipelines"] = device._pipelines_built - built
+        repeats = [_call_ms(device, op, xs[1], ys[1]) for _ in range(device.tuning.generic_calls + 1)]
+        row["repeat_ms"] = repeats  # the calls after the first: the last builds the specialised pipelines
+        row["warm_ms"] = statistics.median(_call_ms(device, op, xs[1], ys[1]) for _ in range(warm_calls))
+        generic_op = pg.Op(device, op.desc, generic)
+        _call_ms(device, generic_op, xs[1], ys[1])
+        row["warm_generic_ms"] = statistics.median(_call_ms(device, generic_op, xs[1], ys[1])
+                                                   for _ in range(warm_calls))
+        rows[name] = row
+    return rows
+
+
+def resnet18_shaped(torch):
+    """resnet18's layers (torchvision's, which does not import beside the CPU torch here):
+    the stem (7x7 / 2 convolution, 3x3 / 2 max pooling), four stages of two basic blocks,
+    global average pooling, a linear layer; random weights."""
+    nn = torch.nn
+
+    class Block(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.conv1, self.bn1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout)
+            self.conv2, self.bn2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout)
+            self.down = None if stride == 1 and cin == cout else nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            y = self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x)))))
+            return torch.relu(y + (x if self.down is None else self.down(x)))
+
+    stages, cin = [], 64
+    for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+        stages += [Block(cin, cout, stride), Block(cout, cout, 1)]
+        cin = cout
+    return nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+                         nn.MaxPool2d(3, 2, 1), *stages, nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                         nn.Linear(512, 1000)).eval()
+
+
+def _resnet_rows(device, warm_calls: int) -> dict:
+    try:
+        import torch
+
+        import poolgpu.torch as pgt
+    except ImportError:
+        return {}
+    torch.manual_seed(0)
+    model = pgt.convert(resnet18_shaped(torch), device)
+    rows = {}
+    with torch.no_grad():
+        for size in RESNET_SIZES:
+            x = torch.randn(1, 3, size, size)
+            built = device._pipelines_built
+            start = time.perf_counter()
+            model(x)
+            first = (time.perf_counter() - start) * 1e3
+            pipelines = device._pipelines_built - built
+            for _ in range(device.tuning.generic_calls + 1):  # (the last builds the specialised pipelines)
+                model(x)
+            warm = []
+            for _ in range(warm_calls):
+                start = time.perf_counter()
+                model(x)
+                warm.append((time.perf_counter() - start) * 1e3)
+            rows[str(size)] = {"first_forward_ms": first, "pipelines": pipelines, "warm_ms": statistics.median(warm)}
+    return rows
+
+
+def _measure_here(backend, generic_calls: int, quick: bool) -> dict:
+    device = pg.Device(backend=backend)
+    device.tuning = dataclasses.replace(device.tuning, generic_calls=generic_calls)
+    warm = 5 if quick else 15
+    return {"device": device.name, "operators": _operator_rows(device, warm),
+            "resnet18_shaped": _resnet_rows(device, 3 if quick else 7)}
+
+
+def measure(device, quick: bool = False) -> dict:
+    """The rows with the shape-generic pipelines (default) and without, each in a process of
+    its own on ``device``'s backend."""
+    results = {}
+    for label, calls in (("generic_calls_2", 2), ("generic_calls_0", 0)):
+        argv = [sys.executable, "-m", "bench.new_shapes", "--backend", device.backend, "--generic-calls", str(calls),
+                "--json"] + (["--quick"] if quick else [])
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            results[label] = {"error": done.stderr[-2000:]}
+            continue
+        results[label] = json.loads(done.stdout.strip().splitlines()[-1])
+    return results
+
+
+def _table(results: dict) -> str:
+    lines = []
+    for label, run in results.items():
+        lines.append(f"{label}: {run.get('device', '')}")
+        if "error" in run:
+            lines.append(run["error"])
+            continue
+        for name, row in run["operators"].items():
+            lines.append(f"  {name:16s} first {row['first_call_ms']:7.1f} ms  new shape {row['new_shape_ms']:7.1f} ms "
+                         f"({row['new_shape_pipelines']} built)  repeats {', '.join(f'{r:.1f}' for r in row['repeat_ms'])}"
+                         f"  warm {row['warm_ms']:.2f} ms  warm generic {row['warm_generic_ms']:.2f} ms")
+        for size, row in run["resnet18_shaped"].items():
+            lines.append(f"  resnet18-shaped {size}: first forward {row['first_forward_ms']:7.1f} ms "
+                         f"({row['pipelines']} built)  warm {row['warm_ms']:6.1f} ms  "
+                         f"({row['first_forward_ms'] / row['warm_ms']:.2f}x)")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.new_shapes", description=__doc__)
+    parser.add_argument("--backend", default=None)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--generic-calls", type=int, default=None, help="measure this setting in this process")
+    parser.add_argument("--json", action="store_true", help="print the results as one JSON line")
+    args = parser.parse_args(argv)
+    if args.generic_calls is not None:
+        results = _measure_here(args.backend, args.generic_calls, args.quick)
+        print(json.dumps(results) if args.json else _table({f"generic_calls_{args.generic_calls}": results}))
+        return 0
+    device = pg.Device(backend=args.backend)
+    results = measure(device, args.quick)
+    print(json.dumps(results) if args.json else _table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
