@@ -20,11 +20,11 @@ import numpy as np
 
 import poolgpu as pg
 
-# (name, what, (first input, new input), descriptions from an input TensorDesc)
 STEM = (3, 2, 1)  # resnet's stem pooling: 3x3, stride 2, padding 1
+# (name, what, (first input, first new input), the step of H and W between new inputs)
 OPS = (
-    ("stem_max_pool", "max pooling 3x3 / 2, padding 1, of float32 1x64xHxW", ((1, 64, 112, 112), (1, 64, 120, 120))),
-    ("global_average", "global average pooling of float32 1x512xHxW", ((1, 512, 7, 7), (1, 512, 8, 8))),
+    ("stem_max_pool", "max pooling 3x3 / 2, padding 1, of float32 1x64xHxW", ((1, 64, 112, 112), (1, 64, 120, 120)), 8),
+    ("global_average", "global average pooling of float32 1x512xHxW", ((1, 512, 7, 7), (1, 512, 8, 8)), 1),
 )
 RESNET_SIZES = (224, 240, 256, 288)
 
@@ -43,28 +43,43 @@ def _call_ms(device, op, x, y) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
-def _operator_rows(device, warm_calls: int) -> dict:
+def _operator_rows(device, warm_calls: int, new_sizes: int) -> dict:
+    """Per operator: its first call (the op compiled, its pipelines built), then
+    ``new_sizes`` new sizes one after another, each compiled and called once (``new_shape``),
+    called until it has its specialised pipelines (the last of those calls builds them:
+    ``specialise``), then warm; medians over the new sizes.  Last, the warm calls of the
+    specialised and the generic form of the last size, in alternating rounds."""
     rows = {}
     rng = np.random.default_rng(0)
-    generic = device.tuning.shape_generic()
-    for name, what, (first, new) in OPS:
-        row = {"what": what, "sizes": [list(first), list(new)]}
-        xs = [device.upload(rng.standard_normal(s).astype(np.float32)) for s in (first, new)]
-        ops = [device.compile(_desc(name, x.desc)) for x in xs]  # (the first builds its pipelines)
-        ys = [device.empty(op.desc.output) for op in ops]
-        row["first_call_ms"] = _call_ms(device, ops[0], xs[0], ys[0])
-        built = device._pipelines_built
+    for name, what, (first, new), step in OPS:
+        x = device.upload(rng.standard_normal(first).astype(np.float32))
         start = time.perf_counter()
-        op = device.compile(_desc(name, xs[1].desc))
-        row["new_shape_ms"] = (time.perf_counter() - start) * 1e3 + _call_ms(device, op, xs[1], ys[1])
-        row["new_shape_pipelines"] = device._pipelines_built - built
-        repeats = [_call_ms(device, op, xs[1], ys[1]) for _ in range(device.tuning.generic_calls + 1)]
-        row["repeat_ms"] = repeats  # the calls after the first: the last builds the specialised pipelines
-        row["warm_ms"] = statistics.median(_call_ms(device, op, xs[1], ys[1]) for _ in range(warm_calls))
-        generic_op = pg.Op(device, op.desc, generic)
-        _call_ms(device, generic_op, xs[1], ys[1])
-        row["warm_generic_ms"] = statistics.median(_call_ms(device, generic_op, xs[1], ys[1])
-                                                   for _ in range(warm_calls))
+        op = device.compile(_desc(name, x.desc))
+        y = device.empty(op.desc.output)
+        row = {"what": what, "first_call_ms": (time.perf_counter() - start) * 1e3 + _call_ms(device, op, x, y)}
+        news, ratios, specialise, warms, built = [], [], [], [], 0
+        for k in range(new_sizes):
+            sizes = new[:2] + tuple(s + step * k for s in new[2:])
+            x = device.upload(rng.standard_normal(sizes).astype(np.float32))
+            before = device._pipelines_built
+            start = time.perf_counter()
+            op = device.compile(_desc(name, x.desc))
+            y = device.empty(op.desc.output)
+            news.append((time.perf_counter() - start) * 1e3 + _call_ms(device, op, x, y))
+            built += device._pipelines_built - before
+            specialise.append([_call_ms(device, op, x, y) for _ in range(device.tuning.generic_calls + 1)][-1])
+            warms.append(statistics.median(_call_ms(device, op, x, y) for _ in range(warm_calls)))
+            ratios.append(news[-1] / warms[-1])
+        row.update(sizes=f"{first} then {new_sizes} new sizes from {new}", new_shape_ms=statistics.median(news),
+                   new_shape_pipelines=built, specialise_ms=statistics.median(specialise),
+                   warm_ms=statistics.median(warms), new_shape_vs_warm=statistics.median(ratios))
+        generic = pg.Op(device, op.desc, device.tuning.shape_generic())
+        specialised = pg.Op(device, op.desc, dataclasses.replace(device.tuning, generic_calls=0))
+        times = {"specialised": [], "generic": []}
+        for _ in range(warm_calls):
+            for form, form_op in (("specialised", specialised), ("generic", generic)):
+                times[form].append(_call_ms(device, form_op, x, y))
+        row["warm_forms_ms"] = {form: statistics.median(t) for form, t in times.items()}
         rows[name] = row
     return rows
 
@@ -129,8 +144,9 @@ def _measure_here(backend, generic_calls: int, quick: bool) -> dict:
     device = pg.Device(backend=backend)
     device.tuning = dataclasses.replace(device.tuning, generic_calls=generic_calls)
     warm = 5 if quick else 15
-    return {"device": device.name, "operators": _operator_rows(device, warm),
-            "resnet18_shaped": _resnet_rows(device, 3 if quick else 7)}
+    resnet = _resnet_rows(device, 3 if quick else 7)  # (first: its first size is the process's first)
+    return {"device": device.name, "resnet18_shaped": resnet,
+            "operators": _operator_rows(device, warm, 2 if quick else 5)}
 
 
 def measure(device, quick: bool = False) -> dict:
@@ -156,9 +172,11 @@ def _table(results: dict) -> str:
             lines.append(run["error"])
             continue
         for name, row in run["operators"].items():
-            lines.append(f"  {name:16s} first {row['first_call_ms']:7.1f} ms  new shape {row['new_shape_ms']:7.1f} ms "
-                         f"({row['new_shape_pipelines']} built)  repeats {', '.join(f'{r:.1f}' for r in row['repeat_ms'])}"
-                         f"  warm {row['warm_ms']:.2f} ms  warm generic {row['warm_generic_ms']:.2f} ms")
+            forms = row["warm_forms_ms"]
+            lines.append(f"  {name:16s} first {row['first_call_ms']:7.1f} ms  new shape {row['new_shape_ms']:6.1f} ms "
+                         f"({row['new_shape_pipelines']} built, {row['new_shape_vs_warm']:.2f}x warm)  "
+                         f"specialising {row['specialise_ms']:6.1f} ms  warm {row['warm_ms']:.2f} ms  "
+                         f"(alternating: specialised {forms['specialised']:.2f}, generic {forms['generic']:.2f})")
         for size, row in run["resnet18_shaped"].items():
             lines.append(f"  resnet18-shaped {size}: first forward {row['first_forward_ms']:7.1f} ms "
                          f"({row['pipelines']} built)  warm {row['warm_ms']:6.1f} ms  "
