@@ -2,7 +2,8 @@
 with the shape-generic pipelines (``Tuning.generic_calls``, the default) and without
 (``generic_calls=0``: every size builds its specialised pipelines), and the first forward of
 a converted resnet18-shaped model at new sizes.  Each setting is measured in a process of
-its own (a process keeps its pipelines: nothing built before may hide a build).
+its own (a process keeps its pipelines: nothing built before may hide a build), with Mesa's
+on-disk shader cache off.
 
 ``python -m bench.new_shapes [--backend B] [--quick]`` prints the table."""
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -67,7 +69,8 @@ def _operator_rows(device, warm_calls: int, new_sizes: int) -> dict:
             y = device.empty(op.desc.output)
             news.append((time.perf_counter() - start) * 1e3 + _call_ms(device, op, x, y))
             built += device._pipelines_built - before
-            specialise.append([_call_ms(device, op, x, y) for _ in range(device.tuning.generic_calls + 1)][-1])
+            # (the call after the new size's first generic_calls: it builds the specialised pipelines)
+            specialise.append([_call_ms(device, op, x, y) for _ in range(max(device.tuning.generic_calls, 1))][-1])
             warms.append(statistics.median(_call_ms(device, op, x, y) for _ in range(warm_calls)))
             ratios.append(news[-1] / warms[-1])
         row.update(sizes=f"{first} then {new_sizes} new sizes from {new}", new_shape_ms=statistics.median(news),
@@ -120,47 +123,72 @@ def _resnet_rows(device, warm_calls: int) -> dict:
         return {}
     torch.manual_seed(0)
     model = pgt.convert(resnet18_shaped(torch), device)
+    pooling = [0.0]  # the pooling layers' time in a forward (the convolutions' varies most on a loaded machine)
+
+    def started(module, args):
+        module.started = time.perf_counter()
+
+    def ended(module, args, result):
+        pooling[0] += (time.perf_counter() - module.started) * 1e3
+
+    for module in model:
+        if type(module).__module__.startswith("poolgpu"):
+            module.register_forward_pre_hook(started)
+            module.register_forward_hook(ended)
+
+    def forward(x) -> tuple:
+        pooling[0] = 0.0
+        start = time.perf_counter()
+        model(x)
+        return (time.perf_counter() - start) * 1e3, pooling[0]
+
     rows = {}
     with torch.no_grad():
         for size in RESNET_SIZES:
             x = torch.randn(1, 3, size, size)
             built = device._pipelines_built
-            start = time.perf_counter()
-            model(x)
-            first = (time.perf_counter() - start) * 1e3
+            first, first_pooling = forward(x)
             pipelines = device._pipelines_built - built
-            for _ in range(device.tuning.generic_calls + 1):  # (the last builds the specialised pipelines)
+            for _ in range(device.tuning.generic_calls + 1):  # (one of them builds the specialised pipelines)
                 model(x)
-            warm = []
-            for _ in range(warm_calls):
-                start = time.perf_counter()
-                model(x)
-                warm.append((time.perf_counter() - start) * 1e3)
-            rows[str(size)] = {"first_forward_ms": first, "pipelines": pipelines, "warm_ms": statistics.median(warm)}
+            warm = [forward(x) for _ in range(warm_calls)]
+            rows[str(size)] = {"first_forward_ms": first, "pipelines": pipelines,
+                               "warm_ms": statistics.median(w for w, _ in warm), "warm_min_ms": min(w for w, _ in warm),
+                               "first_pooling_ms": first_pooling,
+                               "warm_pooling_ms": statistics.median(p for _, p in warm)}
     return rows
 
 
-def _measure_here(backend, generic_calls: int, quick: bool) -> dict:
+PARTS = ("operators", "resnet18_shaped")
+
+
+def _measure_here(backend, generic_calls: int, part: str, quick: bool) -> dict:
     device = pg.Device(backend=backend)
     device.tuning = dataclasses.replace(device.tuning, generic_calls=generic_calls)
-    warm = 5 if quick else 15
-    resnet = _resnet_rows(device, 3 if quick else 7)  # (first: its first size is the process's first)
-    return {"device": device.name, "resnet18_shaped": resnet,
-            "operators": _operator_rows(device, warm, 2 if quick else 5)}
+    if part == "operators":
+        rows = _operator_rows(device, 5 if quick else 15, 2 if quick else 5)
+    else:
+        rows = _resnet_rows(device, 3 if quick else 7)
+    return {"device": device.name, part: rows}
 
 
 def measure(device, quick: bool = False) -> dict:
-    """The rows with the shape-generic pipelines (default) and without, each in a process of
-    its own on ``device``'s backend."""
+    """The rows with the shape-generic pipelines (default) and without, each part in a
+    process of its own on ``device``'s backend."""
     results = {}
     for label, calls in (("generic_calls_2", 2), ("generic_calls_0", 0)):
-        argv = [sys.executable, "-m", "bench.new_shapes", "--backend", device.backend, "--generic-calls", str(calls),
-                "--json"] + (["--quick"] if quick else [])
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
-        if done.returncode != 0:
-            results[label] = {"error": done.stderr[-2000:]}
-            continue
-        results[label] = json.loads(done.stdout.strip().splitlines()[-1])
+        results[label] = {}
+        for part in PARTS:
+            argv = [sys.executable, "-m", "bench.new_shapes", "--backend", device.backend, "--generic-calls",
+                    str(calls), "--part", part, "--json"] + (["--quick"] if quick else [])
+            # (Mesa's on-disk shader cache off: every pipeline a size needs is compiled, as
+            # the first time that size is seen)
+            env = dict(os.environ, MESA_SHADER_CACHE_DISABLE="true")
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=900, env=env)
+            if done.returncode != 0:
+                results[label][part] = {"error": done.stderr[-2000:]}
+                continue
+            results[label].update(json.loads(done.stdout.strip().splitlines()[-1]))
     return results
 
 
@@ -168,19 +196,21 @@ def _table(results: dict) -> str:
     lines = []
     for label, run in results.items():
         lines.append(f"{label}: {run.get('device', '')}")
-        if "error" in run:
-            lines.append(run["error"])
-            continue
-        for name, row in run["operators"].items():
+        for part in PARTS:
+            if "error" in run.get(part, {}):
+                lines.append(f"  {part}: {run[part]['error']}")
+                run[part] = {}
+        for name, row in run.get("operators", {}).items():
             forms = row["warm_forms_ms"]
             lines.append(f"  {name:16s} first {row['first_call_ms']:7.1f} ms  new shape {row['new_shape_ms']:6.1f} ms "
                          f"({row['new_shape_pipelines']} built, {row['new_shape_vs_warm']:.2f}x warm)  "
                          f"specialising {row['specialise_ms']:6.1f} ms  warm {row['warm_ms']:.2f} ms  "
                          f"(alternating: specialised {forms['specialised']:.2f}, generic {forms['generic']:.2f})")
-        for size, row in run["resnet18_shaped"].items():
+        for size, row in run.get("resnet18_shaped", {}).items():
             lines.append(f"  resnet18-shaped {size}: first forward {row['first_forward_ms']:7.1f} ms "
-                         f"({row['pipelines']} built)  warm {row['warm_ms']:6.1f} ms  "
-                         f"({row['first_forward_ms'] / row['warm_ms']:.2f}x)")
+                         f"({row['pipelines']} built)  warm {row['warm_ms']:6.1f} ms (min {row['warm_min_ms']:6.1f}, "
+                         f"{row['first_forward_ms'] / row['warm_min_ms']:.2f}x)  pooling layers: first "
+                         f"{row['first_pooling_ms']:6.1f} ms, warm {row['warm_pooling_ms']:5.1f} ms")
     return "\n".join(lines)
 
 
@@ -189,10 +219,11 @@ def main(argv=None) -> int:
     parser.add_argument("--backend", default=None)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--generic-calls", type=int, default=None, help="measure this setting in this process")
+    parser.add_argument("--part", choices=PARTS, default="operators", help="with --generic-calls: what to measure")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON line")
     args = parser.parse_args(argv)
     if args.generic_calls is not None:
-        results = _measure_here(args.backend, args.generic_calls, args.quick)
+        results = _measure_here(args.backend, args.generic_calls, args.part, args.quick)
         print(json.dumps(results) if args.json else _table({f"generic_calls_{args.generic_calls}": results}))
         return 0
     device = pg.Device(backend=args.backend)
