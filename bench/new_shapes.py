@@ -1,7 +1,7 @@
 """New input sizes: what an operator's first call, a new size of it and its warm calls cost,
 with the shape-generic pipelines (``Tuning.generic_calls``, the default) and without
 (``generic_calls=0``: every size builds its specialised pipelines), and the first forward of
-a converted resnet18-shaped model at new sizes.  Each setting is measured in a process of
+a converted resnet18-shaped model (bench/models.py's) at new sizes.  Each setting is measured in a process of
 its own (a process keeps its pipelines: nothing built before may hide a build), with Mesa's
 on-disk shader cache off.
 
@@ -87,42 +87,17 @@ def _operator_rows(device, warm_calls: int, new_sizes: int) -> dict:
     return rows
 
 
-def resnet18_shaped(torch):
-    """resnet18's layers (torchvision's, which does not import beside the CPU torch here):
-    the stem (7x7 / 2 convolution, 3x3 / 2 max pooling), four stages of two basic blocks,
-    global average pooling, a linear layer; random weights."""
-    nn = torch.nn
-
-    class Block(nn.Module):
-        def __init__(self, cin, cout, stride):
-            super().__init__()
-            self.conv1, self.bn1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout)
-            self.conv2, self.bn2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout)
-            self.down = None if stride == 1 and cin == cout else nn.Sequential(
-                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-
-        def forward(self, x):
-            y = self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x)))))
-            return torch.relu(y + (x if self.down is None else self.down(x)))
-
-    stages, cin = [], 64
-    for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
-        stages += [Block(cin, cout, stride), Block(cout, cout, 1)]
-        cin = cout
-    return nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
-                         nn.MaxPool2d(3, 2, 1), *stages, nn.AdaptiveAvgPool2d(1), nn.Flatten(),
-                         nn.Linear(512, 1000)).eval()
-
-
 def _resnet_rows(device, warm_calls: int) -> dict:
     try:
         import torch
 
         import poolgpu.torch as pgt
+
+        from .models import MODELS  # (torchvision's resnet18 layers, written there)
     except ImportError:
         return {}
     torch.manual_seed(0)
-    model = pgt.convert(resnet18_shaped(torch), device)
+    model = pgt.convert(MODELS["resnet18"]().eval(), device)
     pooling = [0.0]  # the pooling layers' time in a forward (the convolutions' varies most on a loaded machine)
 
     def started(module, args):
@@ -131,7 +106,7 @@ def _resnet_rows(device, warm_calls: int) -> dict:
     def ended(module, args, result):
         pooling[0] += (time.perf_counter() - module.started) * 1e3
 
-    for module in model:
+    for module in model.modules():
         if type(module).__module__.startswith("poolgpu"):
             module.register_forward_pre_hook(started)
             module.register_forward_hook(ended)

@@ -373,7 +373,7 @@ class Bench:
             results["resumed"] = dict(self.resumed, kept_in=str(args.resume))
         results["ratios"] = []
         results["ratios_note"] = self.ratios_note
-        results["host"] = host.measure(self.device, args.quick)
+        results["host"] = host.measure(self.device, args.quick, args.tiny)
         # (two processes of their own, a converted model's forwards: seconds; not with --quick)
         results["new_shapes"] = {"note": "left out with --quick"} if args.quick else new_shapes.measure(self.device)
         progress.step()

@@ -16,6 +16,9 @@ from poolgpu.device import _BufferPool
 import reference
 from helpers import same_bits
 
+# The adapter is this file's subject: every case runs on every adapter (conftest.py).
+pytestmark = pytest.mark.every_adapter
+
 
 def fresh_device(device):
     """A new Device on ``device``'s adapter whose ops build their specialised pipelines at
