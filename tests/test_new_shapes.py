@@ -13,30 +13,36 @@ import poolgpu as pg
 from helpers import same_bits
 
 
-def _descriptions(x, dy):
-    """Pooling on the kernels whose sizes travel in Params in the generic form: the rows walk
-    (3x3 stride 2, padded, as resnet's stem: its line grid), the plane walk (global average
-    with padding counted, global max with indices) and the gradients of global pooling (``dy``:
-    one element per plane), with the tensors they take."""
+def _descriptions(device, x, rng):
+    """Pooling on the kernels whose sizes travel in Params in the generic form, with the
+    tensors they take: the rows walk (3x3 stride 2, padded, as resnet's stem: its line grid)
+    and its gradient (the rows gather, or the block gather's row grid), the plane walk (global
+    average with padding counted, global max with indices) and the gradients of global
+    pooling."""
+    def upload(sizes):
+        return device.upload(rng.standard_normal(sizes).astype(np.float32))
+
     plane = x.desc.sizes[2:]
     stem = dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1))
+    forward = pg.MaxPooling2Desc(x.desc, output_indices="uint32", **stem)
+    dy_stem, dy_global = upload(forward.output.sizes), upload(x.desc.sizes[:2] + (1, 1))
     return [
-        (pg.MaxPooling2Desc(x.desc, output_indices="uint32", **stem), (x,)),
+        (forward, (x,)),
+        (pg.MaxPoolingGradDesc(x.desc, dy_stem.desc, **stem), (x, dy_stem)),
         (pg.AveragePoolingDesc(x.desc, window_size=plane, include_padding=True), (x,)),
         (pg.MaxPooling2Desc(x.desc, window_size=plane, output_indices="uint32"), (x,)),
-        (pg.MaxPoolingGradDesc(x.desc, dy.desc, window_size=plane), (x, dy)),
-        (pg.AveragePoolingGradDesc(dy.desc, x.desc, window_size=plane), (dy,)),
+        (pg.MaxPoolingGradDesc(x.desc, dy_global.desc, window_size=plane), (x, dy_global)),
+        (pg.AveragePoolingGradDesc(dy_global.desc, x.desc, window_size=plane), (dy_global,)),
     ]
 
 
-@pytest.mark.parametrize("sizes", [(2, 5, 40, 36), (1, 8, 7, 7)])
+@pytest.mark.parametrize("sizes", [(2, 5, 40, 36), (1, 8, 7, 7), (1, 3, 17, 23)])
 def test_the_generic_form_gives_the_specialised_bits(device, sizes):
     specialised = dataclasses.replace(device.tuning, generic_calls=0)
     generic = device.tuning.shape_generic()
     rng = np.random.default_rng(sum(sizes))
     x = device.upload(rng.standard_normal(sizes).astype(np.float32))
-    dy = device.upload(rng.standard_normal(sizes[:2] + (1, 1)).astype(np.float32))
-    for desc, inputs in _descriptions(x, dy):
+    for desc, inputs in _descriptions(device, x, rng):
         keys = []
         results = []
         for tuning in (specialised, generic):

@@ -161,7 +161,8 @@ class Op:
             ``directory`` is a file or holds other files, or ``limits`` is neither.
         """
         if limits == "device":
-            return write_bundle(self._specialised, self.desc, self.tuning, directory, planned_for=f"device: {self.device.name}")
+            return write_bundle(self._specialised, self.desc, self.tuning, directory,
+                                planned_for=f"device: {self.device.name}")
         if limits != "webgpu":
             raise ValidationError("limits", f"expected 'webgpu' or 'device', got {limits!r}")
         return write_bundle(Planner(self.desc, self.tuning, WEBGPU_MAX_BINDING, WEBGPU_ALIGNMENT), self.desc,

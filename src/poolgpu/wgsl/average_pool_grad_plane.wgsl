@@ -6,8 +6,9 @@
 // 4-element chunks (common/plane_write.wgsl).
 //
 // Prepended by poolgpu.kernels: the value type and the tensors dy (dy_load) and dx
-// (dx_store4, dx_store); library: common/as_written.wgsl, plane_lanes.wgsl, plane_write.wgsl.  Groups are
-// numbered flat over the planes (n * C + c) from plane_origin.
+// (dx_store4, dx_store); library: common/as_written.wgsl, plane_lanes.wgsl (the lanes per
+// plane), plane_write.wgsl.  Groups are numbered flat over the planes (n * C + c) from
+// plane_origin.
 
 override DIVISOR_OVERRIDE: u32 = 0u;
 

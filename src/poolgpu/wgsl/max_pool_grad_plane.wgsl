@@ -9,8 +9,8 @@
 //
 // Prepended by poolgpu.kernels: the value type and the tensors x (x_load4), dy (dy_load) and
 // dx (dx_store4, dx_store); library: common/max_accumulator.wgsl, plane_lanes.wgsl,
-// plane_reduce.wgsl, plane_write.wgsl.  Groups are numbered flat (plane_slot) over the planes (n * C + c) from
-// plane_origin.
+// plane_reduce.wgsl, plane_write.wgsl.  Groups are numbered flat (plane_slot) over the
+// planes (n * C + c) from plane_origin.
 
 override SUMMED: bool = false;
 

@@ -1,9 +1,10 @@
 // A plane's dx written by its group of lanes (the gradients of global pooling,
-// common/plane_reduce.wgsl's groups; the kernel's group_lanes()): lane l writes the
-// 4-element chunks l, l + lanes, ... of the binding elements [first, end) (neighbouring lanes, neighbouring chunks), a chunk
-// wholly inside them in one store, the first and last chunks element by element (they may
-// hold a neighbouring plane's elements, which another group writes).  The kernel gives each
-// element's value: dx_of(p, k) for the plane's element k, from its PlaneDx.
+// common/plane_reduce.wgsl's groups; group_lanes(): common/plane_lanes.wgsl): lane l writes
+// the 4-element chunks l, l + lanes, ... of the binding elements [first, end) (neighbouring
+// lanes, neighbouring chunks), a chunk wholly inside them in one store, the first and last
+// chunks element by element (they may hold a neighbouring plane's elements, which another
+// group writes).  The kernel gives each element's value: dx_of(p, k) for the plane's element
+// k, from its PlaneDx.
 fn write_plane(l: u32, first: u32, end: u32, p: PlaneDx) {
     let first_chunk = first >> 2u;
     let last_chunk = (end - 1u) >> 2u;
