@@ -36,7 +36,9 @@ def _descriptions(device, x, rng):
     ]
 
 
-@pytest.mark.parametrize("sizes", [(2, 5, 40, 36), (1, 8, 7, 7), (1, 3, 17, 23)])
+# (planes of 1440 elements: a workgroup each; of 81: two lanes each, several to a workgroup;
+# stem outputs 5 wide: the general walk)
+@pytest.mark.parametrize("sizes", [(2, 5, 40, 36), (1, 3, 9, 9)])
 def test_the_generic_form_gives_the_specialised_bits(device, sizes):
     specialised = dataclasses.replace(device.tuning, generic_calls=0)
     generic = device.tuning.shape_generic()
