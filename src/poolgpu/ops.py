@@ -35,7 +35,7 @@ class _Bound:
     weak references to their buffers so that the cache entry dies with them; ``raw``: the
     dispatches' C handles (_native.py), where the device runs on wgpu-native."""
 
-    __slots__ = ("dispatches", "raw", "uniforms", "refs")
+    __slots__ = ("dispatches", "raw", "uniforms", "refs", "plan")
 
 
 # Distinct uniform contents kept per op: a call on new tensors at the usual offsets reuses
@@ -274,7 +274,7 @@ class Op:
         tensors = dict(zip(self._input_roles, inputs))
         tensors.update(zip(self._output_roles, outputs))
         bound = self._bind(tensors)
-        if out is not None:
+        if out is not None and bound.plan is self._plan:  # (not a generic binding the switch outdated)
             called = inputs + outputs
             self._memo = (bound, tuple(weakref.ref(t) for t in called),
                           tuple((id(t.buffer), t.offset, t.desc) for t in called))
@@ -293,10 +293,10 @@ class Op:
         tensors = dict(tensors, **self._scratch)
         device = self.device
         bound = _Bound()
-        bound.dispatches, bound.uniforms = [], []
+        bound.dispatches, bound.uniforms, bound.plan = [], [], self._plan
         placements = {role: Placement(t.buffer.size, t.offset) for role, t in tensors.items()}
         with device._guard("binding tensors"):
-            for dispatch in self._plan.dispatches(placements, writable_roles):
+            for dispatch in bound.plan.dispatches(placements, writable_roles):
                 pipeline, layout = device._pipeline(*dispatch.pipeline_key)
                 entries = [{"binding": b.binding, "resource": {"buffer": tensors[b.role].buffer, "offset": b.offset,
                                                                "size": b.size}} for b in dispatch.bindings]
@@ -326,7 +326,8 @@ class Op:
 
         bound.refs = tuple(weakref.ref(t.buffer, forget) for t in tensors.values())
         with lock:
-            cache[key] = bound
+            if bound.plan is self._plan:  # (a generic binding the switch outdated meanwhile: used once)
+                cache[key] = bound
             while len(cache) > _BIND_GROUP_CACHE_SIZE:
                 cache.popitem(last=False)
             _forget(cache, dead)
