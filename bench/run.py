@@ -28,7 +28,7 @@ import numpy as np
 
 import poolgpu as pg
 
-from . import ROOT, ceiling, host, provenance, ratios, report
+from . import ROOT, ceiling, host, new_shapes, provenance, ratios, report
 from . import plan as plan_module
 from .cases import CASES, DTYPES, LAYOUTS, NEEDS, SCALE_BATCH, Data, build
 from .check import check, error_reason
@@ -374,6 +374,8 @@ class Bench:
         results["ratios"] = []
         results["ratios_note"] = self.ratios_note
         results["host"] = host.measure(self.device, args.quick, args.tiny)
+        # (two processes of their own, a converted model's forwards: seconds; not with --quick)
+        results["new_shapes"] = {"note": "left out with --quick"} if args.quick else new_shapes.measure(self.device)
         progress.step()
         if args.scale:
             progress.show("the ceiling, three ways")

@@ -2,6 +2,7 @@
 memory, pooled buffers given back only after the read-back that waited for them, bind
 groups found again, one submission per call, read-backs through a reused staging buffer."""
 
+import dataclasses
 import gc
 import threading
 import weakref
@@ -20,7 +21,10 @@ pytestmark = pytest.mark.every_adapter
 
 
 def fresh_device(device):
-    return pg.Device(backend=device.backend, adapter=device.name)
+    """A new Device on ``device``'s adapter whose ops build their specialised pipelines at
+    once (the switch from the shape-generic ones would bind anew: docs/design.md, "New shapes")."""
+    return pg.Device(backend=device.backend, adapter=device.name,
+                     tuning=dataclasses.replace(device.tuning, generic_calls=0))
 
 
 def expected_max_pool(x, window, strides):

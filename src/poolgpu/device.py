@@ -176,6 +176,7 @@ class Device:
         self._pipelines, self._pipeline_lock = (
             (self._lease.pipelines, self._lease.pipeline_lock) if self._lease is not None
             else (OrderedDict(), threading.RLock()))
+        self._pipelines_built = 0  # by this Device (a count the tests read)
         self._lock = threading.RLock()  # submission, read-back and the cache of ops
         if self._gate.gate is not None:  # on OpenGL the gate locks all of it
             self._lock = self._pipeline_lock = self._gate
@@ -526,12 +527,19 @@ class Device:
         # and two threads wanting the same new pipeline at once may both build it.
         with self._guard(f"building the pipeline of {kernel.file}"):
             entry = self._build_pipeline(kernel, data_types, writable_inputs, constants, value_type)
+        self._pipelines_built += 1
         with self._pipeline_lock:
             entry = self._pipelines.setdefault(key, entry)
             self._pipelines.move_to_end(key)
             while len(self._pipelines) > _PIPELINE_CACHE_SIZE:
                 self._pipelines.popitem(last=False)
             return entry
+
+    def _has_pipeline(self, kernel, data_types: tuple, writable_inputs: frozenset, constants: tuple,
+                      value_type=None) -> bool:
+        """Whether the pipeline of this key is built (in the cache)."""
+        with self._pipeline_lock:
+            return (kernel, data_types, writable_inputs, constants, value_type) in self._pipelines
 
     def _build_pipeline(self, kernel, data_types: tuple, writable_inputs: frozenset, constants: tuple, value_type):
         source = kernels.shader_source(kernel, data_types, writable_inputs, value_type)

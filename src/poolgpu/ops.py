@@ -35,7 +35,7 @@ class _Bound:
     weak references to their buffers so that the cache entry dies with them; ``raw``: the
     dispatches' C handles (_native.py), where the device runs on wgpu-native."""
 
-    __slots__ = ("dispatches", "raw", "uniforms", "refs")
+    __slots__ = ("dispatches", "raw", "uniforms", "refs", "plan")
 
 
 # Distinct uniform contents kept per op: a call on new tensors at the usual offsets reuses
@@ -66,13 +66,22 @@ class Op:
         self.desc = desc
         self.tuning = device.tuning if tuning is None else tuning
         check_tuning(self.tuning, device.limits)
-        self._plan = plan = Planner(desc, self.tuning, device.limits["max-storage-buffer-binding-size"],
-                                    device.limits.get("min-storage-buffer-offset-alignment", 256))
+        binding_limits = (device.limits["max-storage-buffer-binding-size"],
+                          device.limits.get("min-storage-buffer-offset-alignment", 256))
+        self._specialised = plan = Planner(desc, self.tuning, *binding_limits)
+        # The shape-generic program first (Tuning.generic_calls), where the specialised
+        # pipelines are not built yet and the generic ones differ: a new size of an operator
+        # already used then builds nothing.  None: this op runs its specialised program.
+        self._generic_calls_left = None
+        if self.tuning.generic_calls and not self._built(plan):
+            generic = Planner(desc, self.tuning.shape_generic(), *binding_limits)
+            if _pipeline_keys(generic) != _pipeline_keys(plan):
+                check_workgroups((p.constants for p in plan.program.passes), device.limits, self.tuning)
+                plan, self._generic_calls_left = generic, self.tuning.generic_calls
         # every workgroup within the device's limits: a clear error now, never a pipeline's
         check_workgroups((p.constants for p in plan.program.passes), device.limits, self.tuning)
-        self._program, self._align, self._max_binding = plan.program, plan.alignment, plan.max_binding
-        self._inputs, self._outputs = plan.inputs, plan.outputs
-        self._scratch = {name: device.empty(t) for name, t in plan.scratch.items()}
+        self._scratch = {}
+        self._use(plan)
         self._bound = OrderedDict()
         # `_bound`'s lock, and the entries whose buffers died while it was held (see _bind)
         self._bound_lock, self._dead = threading.Lock(), []
@@ -84,8 +93,40 @@ class Op:
         # binding them.  Cleared with the bound entry when one of its buffers dies.
         self._memo = None
         self._recent = {}  # role -> weak reference to the pooled buffer of the last round trip
-        for pass_ in self._program.passes:  # build the pipelines now, not on the first call
-            device._pipeline(*plan.pipeline_key(pass_))
+        for key in _pipeline_keys(plan):  # build the pipelines now, not on the first call
+            device._pipeline(*key)
+
+    def _use(self, plan: Planner) -> None:
+        """Run ``plan`` (its scratch tensors allocated where the current ones do not fit)."""
+        self._plan, self._program, self._align, self._max_binding = plan, plan.program, plan.alignment, plan.max_binding
+        self._inputs, self._outputs = plan.inputs, plan.outputs
+        for name, t in plan.scratch.items():
+            if name not in self._scratch or self._scratch[name].desc != t:
+                self._scratch[name] = self.device.empty(t)
+
+    def _built(self, plan: Planner) -> bool:
+        return all(self.device._has_pipeline(*key) for key in _pipeline_keys(plan))
+
+    def _count_generic_call(self) -> None:
+        """A call while the op runs its shape-generic program: past ``tuning.generic_calls``
+        of them, build the specialised pipelines and run those from this call on."""
+        left = self._generic_calls_left
+        if left is None:
+            return
+        if left > 0:
+            self._generic_calls_left = left - 1
+            return
+        plan = self._specialised
+        for key in _pipeline_keys(plan):  # (built before the switch: other threads' calls go on)
+            self.device._pipeline(*key)
+        with self._bound_lock:
+            if self._generic_calls_left is None:  # (another thread switched first)
+                return
+            self._use(plan)
+            self._bound.clear()
+            self._uniforms = {}
+            self._memo = None
+            self._generic_calls_left = None
 
     def __repr__(self) -> str:
         return f"Op({type(self.desc).__name__})"
@@ -120,7 +161,8 @@ class Op:
             ``directory`` is a file or holds other files, or ``limits`` is neither.
         """
         if limits == "device":
-            return write_bundle(self._plan, self.desc, self.tuning, directory, planned_for=f"device: {self.device.name}")
+            return write_bundle(self._specialised, self.desc, self.tuning, directory,
+                                planned_for=f"device: {self.device.name}")
         if limits != "webgpu":
             raise ValidationError("limits", f"expected 'webgpu' or 'device', got {limits!r}")
         return write_bundle(Planner(self.desc, self.tuning, WEBGPU_MAX_BINDING, WEBGPU_ALIGNMENT), self.desc,
@@ -170,6 +212,8 @@ class Op:
         DeviceError
             The device is lost or out of memory.
         """
+        if self._generic_calls_left is not None:
+            self._count_generic_call()
         memo = self._memo
         if memo is not None and out is not None:  # the hot path: the same tensors as last time
             outputs = (out,) if out.__class__ is Tensor else tuple(out)
@@ -192,6 +236,8 @@ class Op:
         device's pool, the dispatches and the read-back in one submission, the buffers given
         back once it is done.  Each role takes the buffer it had in the op's last round trip
         where that one is idle, so that the op's bind groups for it are found again."""
+        if self._generic_calls_left is not None:
+            self._count_generic_call()
         device, recent = self.device, self._recent
 
         def temporary(role, desc):
@@ -228,7 +274,7 @@ class Op:
         tensors = dict(zip(self._input_roles, inputs))
         tensors.update(zip(self._output_roles, outputs))
         bound = self._bind(tensors)
-        if out is not None:
+        if out is not None and bound.plan is self._plan:  # (not a generic binding the switch outdated)
             called = inputs + outputs
             self._memo = (bound, tuple(weakref.ref(t) for t in called),
                           tuple((id(t.buffer), t.offset, t.desc) for t in called))
@@ -247,10 +293,10 @@ class Op:
         tensors = dict(tensors, **self._scratch)
         device = self.device
         bound = _Bound()
-        bound.dispatches, bound.uniforms = [], []
+        bound.dispatches, bound.uniforms, bound.plan = [], [], self._plan
         placements = {role: Placement(t.buffer.size, t.offset) for role, t in tensors.items()}
         with device._guard("binding tensors"):
-            for dispatch in self._plan.dispatches(placements, writable_roles):
+            for dispatch in bound.plan.dispatches(placements, writable_roles):
                 pipeline, layout = device._pipeline(*dispatch.pipeline_key)
                 entries = [{"binding": b.binding, "resource": {"buffer": tensors[b.role].buffer, "offset": b.offset,
                                                                "size": b.size}} for b in dispatch.bindings]
@@ -280,7 +326,8 @@ class Op:
 
         bound.refs = tuple(weakref.ref(t.buffer, forget) for t in tensors.values())
         with lock:
-            cache[key] = bound
+            if bound.plan is self._plan:  # (a generic binding the switch outdated meanwhile: used once)
+                cache[key] = bound
             while len(cache) > _BIND_GROUP_CACHE_SIZE:
                 cache.popitem(last=False)
             _forget(cache, dead)
@@ -316,6 +363,12 @@ class Op:
                 if other not in output_roles:
                     writable.add(other)
         return frozenset(writable)
+
+
+def _pipeline_keys(plan: Planner) -> tuple:
+    """The device's pipeline keys of ``plan``'s program (its fallback's are built when a call
+    needs it)."""
+    return tuple(plan.pipeline_key(pass_) for pass_ in plan.program.passes)
 
 
 def _forget(cache: OrderedDict, dead: list) -> None:

@@ -9,7 +9,7 @@ window may differ in their last bit where a walk merges a workgroup's lanes
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from .errors import ValidationError
 
@@ -120,6 +120,19 @@ class Tuning:
         Adaptive pooling whose bins are one fixed window (each input size a multiple of the
         output's) runs the fixed-window kernels where output rows hold at least this many
         outputs (else the bin kernels, which pack outputs flat).
+    shapes_in_params : bool
+        The shape-generic kernels: the grids over (column, line, plane) numbered flat (as
+        ``whole_workgroups``) and the plane walk's run and lanes per plane read from its
+        Params uniform instead of override constants, so that one pipeline serves an
+        operator at every input size (the same bits as the specialised kernels).
+        :meth:`shape_generic` gives a tuning with it.
+    generic_calls : int
+        How many calls a newly compiled operator makes on its shape-generic pipelines
+        (``shape_generic()``'s) before its specialised ones are built, where those are not
+        built yet: a new input size of an operator already used then builds nothing on its
+        first calls (a pipeline costs 100-300 ms on lavapipe), and one that repeats gets
+        the specialised pipelines from its next call.  0: every operator builds its
+        specialised pipelines when compiled.
     loop_budget : int
         The most loop iterations one invocation of a kernel may run, 256 to 32768: longer
         windows, bins and planes are split into parts that several invocations walk, merged
@@ -157,6 +170,8 @@ class Tuning:
     row_gathers: bool = True
     windows_first: bool = True
     fixed_window_min_row: int = 8
+    shapes_in_params: bool = False
+    generic_calls: int = 2
     loop_budget: int = 32768
 
     def __post_init__(self) -> None:
@@ -169,8 +184,10 @@ class Tuning:
             value = getattr(self, field.name)
             if field.type == "bool" and not isinstance(value, bool):
                 raise ValidationError(field.name, f"expected True or False, got {value!r}")
-            if field.type == "int" and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-                raise ValidationError(field.name, f"expected a positive int, got {value!r}")
+            least = 0 if field.name == "generic_calls" else 1
+            if field.type == "int" and (not isinstance(value, int) or isinstance(value, bool) or value < least):
+                raise ValidationError(field.name, f"expected {'an int >= 0' if least == 0 else 'a positive int'}, "
+                                                  f"got {value!r}")
         if self.outputs_per_invocation > 2:
             raise ValidationError("outputs_per_invocation", f"expected 1 or 2, got {self.outputs_per_invocation}")
         if self.rows_per_invocation > 4:
@@ -186,6 +203,16 @@ class Tuning:
         for name in ("lines_workgroup", "block_workgroup", "flat_workgroup"):
             if getattr(self, name) > 256:  # WebGPU's guaranteed max-compute-invocations-per-workgroup
                 raise ValidationError(name, f"expected at most 256 invocations, got {getattr(self, name)}")
+
+    def shape_generic(self) -> "Tuning":
+        """This tuning's shape-generic form: ``shapes_in_params`` and ``whole_workgroups``
+        set, ``generic_calls`` 0 (an operator compiled under it is already generic).
+
+        Returns
+        -------
+        Tuning
+        """
+        return replace(self, shapes_in_params=True, whole_workgroups=True, generic_calls=0)
 
     @classmethod
     def for_cpu(cls) -> "Tuning":

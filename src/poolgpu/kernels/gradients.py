@@ -214,12 +214,14 @@ def _gradient_block_pass(kernel: Kernel, desc, tuning: Tuning, tensors: dict, co
     wg_x = tuning.block_workgroup
     if windows_w == 1 and _channel_lanes(dx):
         per_n, lanes = blocks_d * blocks_h * blocks_w * count, -(-c // channels_per_lane)
-        grid_constants, grid_params, grid = row_grid(lanes, n * per_n, wg_x)
-        split = Split(per_n, partial(rows_regrid, lanes, wg_x), whole_n=True)
+        grid_constants, grid_params, grid = row_grid(lanes, n * per_n, wg_x, tuning.shapes_in_params)
+        split = Split(per_n, partial(rows_regrid, lanes, wg_x, whole_rows=tuning.shapes_in_params), whole_n=True)
         grid_constants.update(CHANNEL_LANES=True, CHANNELS_PER_LANE=channels_per_lane)
     else:
-        grid_constants, grid_params, grid = row_grid(blocks_w, n * c * blocks_d * blocks_h * count, wg_x)
-        split = Split(blocks_d * blocks_h * count, partial(rows_regrid, blocks_w, wg_x))
+        grid_constants, grid_params, grid = row_grid(blocks_w, n * c * blocks_d * blocks_h * count, wg_x,
+                                                     tuning.shapes_in_params)
+        split = Split(blocks_d * blocks_h * count, partial(rows_regrid, blocks_w, wg_x,
+                                                           whole_rows=tuning.shapes_in_params))
     if count > 1:
         grid_constants.update(PARTS=count, **{f"PARTS_{axis}": p for axis, p in zip("DHW", parts)})
     params = {

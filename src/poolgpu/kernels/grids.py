@@ -74,12 +74,14 @@ def grid_fits(grid: tuple) -> bool:
     return all(g <= MAX_WORKGROUPS_PER_DIM for g in grid)
 
 
-def row_grid(columns: int, rows: int, wg_x: int) -> tuple:
+def row_grid(columns: int, rows: int, wg_x: int, whole_rows: bool = False) -> tuple:
     """(constants, params, grid) of common/row_grid.wgsl: `rows` rows of `columns`
     invocations in workgroups of `wg_x` lanes, ROW_LANES of them along a row (rows shorter
-    than a workgroup share one: no idle lanes); row groups over workgroup y, folded into z
-    past 65535, or all workgroups numbered flat where a row needs more than 65535 (FOLDED)."""
-    lanes = min(columns, wg_x)
+    than a workgroup share one: no idle lanes; with ``whole_rows``, the shape-generic form,
+    a row takes whole workgroups whatever its length); row groups over workgroup y, folded
+    into z past 65535, or all workgroups numbered flat where a row needs more than 65535
+    (FOLDED)."""
+    lanes = wg_x if whole_rows else min(columns, wg_x)
     column_groups = math.ceil(columns / lanes)
     row_groups = math.ceil(rows / (wg_x // lanes))
     constants = {"WG_X": wg_x, "ROW_LANES": lanes}
@@ -97,8 +99,8 @@ def flat_grid(total: int, wg_x: int) -> tuple:
     return fold_groups(math.ceil(total / wg_x))
 
 
-def rows_regrid(columns: int, wg_x: int, first: int, count: int) -> tuple:
-    constants, params, grid = row_grid(columns, count, wg_x)
+def rows_regrid(columns: int, wg_x: int, first: int, count: int, whole_rows: bool = False) -> tuple:
+    constants, params, grid = row_grid(columns, count, wg_x, whole_rows)
     return {"FOLDED": constants.get("FOLDED", False)}, dict(params, row_origin=first), grid
 
 

@@ -22,7 +22,8 @@ def write_loops(constants: dict, params: dict) -> dict:
     """common/plane_write.wgsl's loop: a lane's chunks of a plane (which spans at most
     (size + 2) // 4 + 1 chunks)."""
     size = params["in_d"] * params["in_h"] * params["in_w"]
-    return {"chunk": iterations(1, -(-((size + 2) // 4 + 1) // constants["PLANE_LANES"]))}
+    lanes = constants.get("PLANE_LANES") or params["plane_lanes"]   # (shapes_in_params: from Params)
+    return {"chunk": iterations(1, -(-((size + 2) // 4 + 1) // lanes))}
 
 
 def max_grad_loops(constants: dict, params: dict) -> dict:
@@ -30,16 +31,16 @@ def max_grad_loops(constants: dict, params: dict) -> dict:
     return dict(plane_loops(constants, params), **write_loops(constants, params))
 
 
-_PARAMS = ("channels",) + IN_SIZES + ("planes", "plane_origin")
+_PARAMS = ("channels",) + IN_SIZES + ("planes", "plane_origin", "plane_lanes")
 _DX = Slot("dx", True, snippet="write4_one_{storage}.wgsl")
 MAX_POOL_GRAD_PLANE = Kernel(
     "max_pool_grad_plane.wgsl", (Slot("x", False, snippet="read4_{storage}.wgsl"), Slot("dy", False), _DX),
-    value_slot="x", library=("max_accumulator.wgsl", "plane_reduce.wgsl", "plane_write.wgsl"),
+    value_slot="x", library=("max_accumulator.wgsl", "plane_lanes.wgsl", "plane_reduce.wgsl", "plane_write.wgsl"),
     params=_PARAMS + stride_fields("x", "dy", "dx", axes="nc") + ("opaque_zero",), loops=max_grad_loops,
 )
 AVERAGE_POOL_GRAD_PLANE = Kernel(
     "average_pool_grad_plane.wgsl", (Slot("dy", False), _DX), value_slot="dy",
-    library=("as_written.wgsl", "plane_write.wgsl"),
+    library=("as_written.wgsl", "plane_lanes.wgsl", "plane_write.wgsl"),
     params=_PARAMS + stride_fields("dy", "dx", axes="nc") + ("opaque_zero",), loops=write_loops,
 )
 
@@ -57,12 +58,14 @@ def plane_gradient(desc, tuning: Tuning, summed: bool = False, divisor_override:
     n, c, in_d, in_h, in_w = as_5d(dx.sizes, dx.strides)[0]
     lanes = plane_group_lanes(in_d * in_h * in_w, n * c, tuning)
     groups = tuning.plane_lanes // lanes
-    constants = {"WG_X": tuning.plane_lanes, "PLANE_LANES": lanes}
+    constants = {"WG_X": tuning.plane_lanes}
+    if not tuning.shapes_in_params:  # (else the kernels read them from Params)
+        constants["PLANE_LANES"] = lanes
     params = {"channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w, "planes": n * c, "plane_origin": 0,
-              **tensor_stride_params("dy", dy), **tensor_stride_params("dx", dx)}
+              "plane_lanes": lanes, **tensor_stride_params("dy", dy), **tensor_stride_params("dx", dx)}
     if x is not None:
         kernel, roles = MAX_POOL_GRAD_PLANE, ("input", "input_gradient", "output_gradient")
-        constants.update(SPAN=in_d * in_h * in_w, SUMMED=summed)
+        constants["SUMMED"] = summed   # (a plane in one run: plane_loops' span is the plane's size)
         if tuning.plane_chunks > 1:
             constants["STEP"] = tuning.plane_chunks
         params.update(tensor_stride_params("x", x))

@@ -33,7 +33,7 @@ WALKS = {  # walk -> (its files in wgsl/common, its slots)
     "rows_tail": (("window_walk_rows.wgsl", "store_one.wgsl", "rows_store_tail.wgsl"),
                   (_CHUNKED[0], Slot("y", True), Slot("idx", True))),
     "channels": (("window_walk_channels.wgsl",), _CHUNKED),
-    "plane": (("store_one.wgsl", "plane_reduce.wgsl", "window_walk_plane.wgsl"),
+    "plane": (("store_one.wgsl", "plane_lanes.wgsl", "plane_reduce.wgsl", "window_walk_plane.wgsl"),
               (_CHUNKED[0], Slot("y", True), Slot("idx", True), _PART)),
 }
 CHUNKED_WALKS = ("rows", "rows_tail", "channels")  # the walks that need 4-element aligned tensors
@@ -46,6 +46,10 @@ CHANNELS_WRITTEN_OUT = 6  # window_walk_channels.wgsl's WRITTEN_OUT: at most thi
 # Params of every walk (window_walk_pass); opaque_zero: common/as_written.wgsl's (always 0);
 # chain_part: the general walk's part in a chained pass (window_walk.wgsl's CHAINED)
 WALK_PARAMS = ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("x", "y", "idx") + LINES_GRID + ("opaque_zero",)
+# The plane walk's run and lanes per plane where they are not override constants
+# (Tuning.shapes_in_params), in the declaration it shares with the rows and channels walks
+# (0 there)
+PLANE_RUN = ("span", "plane_lanes")
 
 
 def _taps_walked(constants: dict, params: dict) -> tuple:
@@ -109,7 +113,10 @@ def plane_loops(constants: dict, params: dict) -> dict:
     """common/plane_reduce.wgsl's loops: a lane's chunks of its run of the plane (SPAN
     elements, one chunk more where they straddle chunks; STEP per step, the rest one by one),
     the merge tree of its group."""
-    lanes, span, step = constants["PLANE_LANES"], constants["SPAN"], constants.get("STEP", 1)
+    lanes = constants.get("PLANE_LANES") or params["plane_lanes"]   # (shapes_in_params: from Params)
+    # (SPAN and span absent: a plane in one run, the max gradient's)
+    span = constants.get("SPAN") or params.get("span") or params["in_d"] * params["in_h"] * params["in_w"]
+    step = constants.get("STEP", 1)
     chunks = -(-(span // 4 + 1) // lanes)
     one_by_one = {"q": iterations(1, chunks), "s": 0, "r": 0} if step == 1 else \
         {"q": 0, "s": iterations(1, chunks // step), "r": iterations(1, step - 1)}
@@ -126,7 +133,7 @@ def _pooling_kernels(accumulator: Accumulator) -> dict:
     kernels = {}
     for walk, (walk_files, slots) in WALKS.items():
         partials = (accumulator.partials,) if walk in SPLIT_WALKS else ()
-        params = WALK_PARAMS + (("chain_part",) if walk == "general" else ())
+        params = WALK_PARAMS + (("chain_part",) if walk == "general" else PLANE_RUN)
         kernels[walk] = Kernel(accumulator.file, slots + accumulator.slots, "x",
                                library=accumulator.library + partials + shared + walk_files, params=params,
                                loops=_WALK_LOOPS[walk])
@@ -186,7 +193,7 @@ def plane_walk_fits(in_spatial: tuple, out_spatial: tuple, tuning: Tuning) -> bo
 
 def plane_group_lanes(plane: int, planes: int, tuning: Tuning) -> int:
     """The lanes of the plane walk reducing each of ``planes`` planes of ``plane`` elements
-    (common/plane_reduce.wgsl's PLANE_LANES): with ``tuning.packed_planes``, the fewest (a
+    (common/plane_lanes.wgsl's PLANE_LANES): with ``tuning.packed_planes``, the fewest (a
     power of two, at most ``plane_lanes``) giving no lane more than ``plane_lane_chunks`` of
     the chunks a plane spans, doubled while the workgroups number fewer than
     ``plane_workgroups``; else a workgroup's."""
@@ -289,7 +296,10 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
         groups = tuning.plane_lanes // lanes
         grid_constants, grid_params = {}, _plane_params(0, n * c * count)
         grid = fold_groups(-(-n * c * count // groups))
-        grid_constants.update(WG_X=tuning.plane_lanes, PLANE_LANES=lanes, PARTS=count, SPAN=_plane_span(desc, count))
+        plane_params = {"span": _plane_span(desc, count), "plane_lanes": lanes}
+        grid_constants.update(WG_X=tuning.plane_lanes, PARTS=count)
+        if not tuning.shapes_in_params:  # (else window_walk_plane.wgsl reads them from Params)
+            grid_constants.update(PLANE_LANES=lanes, SPAN=plane_params["span"])
         if tuning.plane_chunks > 1:  # (STEP 1: the override's default)
             grid_constants["STEP"] = tuning.plane_chunks
     elif walk == "channels":  # (c / 4, ow / COLS, (n, od, oh / ROWS)): 2 x 2 outputs share loads
@@ -321,11 +331,18 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
             constants["CHAINED"] = True
     # chunks (see chunked) are runs of planes: (n, c, od), or (n, od, oh) for channels
     per_plane = grid_params["planes"] // (n if walk == "channels" else n * c)
-    regrid = partial(plane_regrid, tuning.plane_lanes // grid_constants["PLANE_LANES"]) if walk == "plane" else \
+    regrid = partial(plane_regrid, groups) if walk == "plane" else \
         partial(lines_regrid, grid_params["columns"], grid_params["lines"], workgroup,
                 flat=grid_constants.get("FLAT", False))
     split = Split(per_plane, regrid, whole_n=walk == "channels", whole=tuple(r for r in operands if r is not None))
-    constants.update(grid_constants, **window_constants(desc.window))
+    if walk == "plane" and tuning.shapes_in_params and _plane_divisor_counts(constants):
+        # The window is the plane: its geometry is the plane's size, which the walk reads
+        # from Params, and a padded average's divisor is its count of taps (the same number).
+        constants.update(grid_constants)
+        if "INCLUDE_PADDING" in constants:  # (average pooling's)
+            constants["INCLUDE_PADDING"] = False
+    else:
+        constants.update(grid_constants, **window_constants(desc.window))
     params = {
         "channels": c,
         "in_d": in_sizes[2], "in_h": in_sizes[3], "in_w": in_sizes[4],
@@ -334,10 +351,19 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
     }
     if walk == "general":
         params["chain_part"] = chain_part or 0
+    else:
+        params.update(plane_params if walk == "plane" else dict.fromkeys(PLANE_RUN, 0))
     indices = getattr(desc, "output_indices", None)
     for name, tensor in (("x", desc.input), ("y", desc.output), ("idx", indices)):
         params.update(tensor_stride_params(name, tensor))
     return Pass(kernels_by_walk[walk], roles, sorted_constants(constants), params, grid, split)
+
+
+def _plane_divisor_counts(constants: dict) -> bool:
+    """Whether an average's divisor over a whole plane (avg_pool.wgsl) is its count of taps
+    whatever INCLUDE_PADDING says: no divisor clipped to a counted end padding, none wider
+    than u32.  (Other accumulators have no such constants.)"""
+    return not constants.get("CLIP_DIVISOR", False) and not constants.get("WIDE_DIVISOR", False)
 
 
 def _plane_span(desc, parts: int) -> int:

@@ -2,14 +2,14 @@
 // covering each whole input plane, contiguous in dx; adaptive average pooling's gradient to
 // one output): every element of a plane gets 0 + dy / divisor (the plane's element count, or
 // DIVISOR_OVERRIDE), rounded as the gathers round it (average_pool_grad.wgsl's share_of,
-// adaptive_average_pool_grad.wgsl's: the same bits), written by groups of PLANE_LANES lanes in
+// adaptive_average_pool_grad.wgsl's: the same bits), written by groups of lanes in
 // 4-element chunks (common/plane_write.wgsl).
 //
 // Prepended by poolgpu.kernels: the value type and the tensors dy (dy_load) and dx
-// (dx_store4, dx_store); library: common/as_written.wgsl, plane_write.wgsl.  Groups are
-// numbered flat over the planes (n * C + c) from plane_origin.
+// (dx_store4, dx_store); library: common/as_written.wgsl, plane_lanes.wgsl (the lanes per
+// plane), plane_write.wgsl.  Groups are numbered flat over the planes (n * C + c) from
+// plane_origin.
 
-override PLANE_LANES: u32 = 1u;   // lanes per plane: a power of two, at most WG_X
 override DIVISOR_OVERRIDE: u32 = 0u;
 
 struct PlaneDx { value: Raw }
@@ -17,7 +17,8 @@ fn dx_of(p: PlaneDx, k: u32) -> Raw { return p.value; }
 
 @compute @workgroup_size(WG_X)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
-    let slot = (wg.y * 65535u + wg.x) * (WG_X / PLANE_LANES) + lane / PLANE_LANES;
+    let lanes = group_lanes();
+    let slot = (wg.y * 65535u + wg.x) * (WG_X / lanes) + lane / lanes;
     if (slot >= params.planes) { return; }
     let nc = params.plane_origin + slot;
     let n = nc / params.channels;
@@ -28,5 +29,5 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     // (a zero the compiler cannot see: 0.0 + x it would fold to x, keeping a -0 the gathers' sums lose)
     let sum = bitcast<f32>(params.opaque_zero) + as_written(dy / divisor);
     let dx_plane = params.dx_base + n * params.dx_n + c * params.dx_c;
-    write_plane(lane % PLANE_LANES, dx_plane, dx_plane + plane_size, PlaneDx(from_f32(sum)));
+    write_plane(lane % lanes, dx_plane, dx_plane + plane_size, PlaneDx(from_f32(sum)));
 }

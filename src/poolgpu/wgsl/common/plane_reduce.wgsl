@@ -20,9 +20,10 @@
 // increasing index.
 
 const PLANE_LANES_MAX: u32 = 256u;   // = Tuning's largest plane_lanes (its test checks)
-override SPAN: u32 = 4096u;
+// The run each group reduces (window_walk_plane.wgsl's run_span(): where 0, Params' span);
+// the lanes per group: group_lanes() (common/plane_lanes.wgsl).
+override SPAN: u32 = 0u;
 override PARTS: u32 = 1u;
-override PLANE_LANES: u32 = 256u;   // lanes per plane: a power of two, at most WG_X
 // Chunks a lane loads per step of its walk (Tuning.plane_chunks: 1, 2 or 4).  Written out,
 // their loads are in flight together; one chunk per step, each load waits for the previous
 // chunk's taps.  The lane feeds its chunks to its accumulator in the same order either way,
@@ -34,11 +35,12 @@ var<workgroup> lane_accs: array<Acc, PLANE_LANES_MAX>;
 // The group's unit (a plane, or a plane's part) among the dispatch's, numbered flat
 // (kernels.fold_groups over workgroups); past the end where it is >= params.planes.
 fn plane_slot(wg: vec3<u32>, lane: u32) -> u32 {
-    let first = (wg.y * 65535u + wg.x) * (WG_X / PLANE_LANES);
+    let lanes = group_lanes();
+    let first = (wg.y * 65535u + wg.x) * (WG_X / lanes);
     // (a workgroup's one group: the same for every lane, so that a GPU's compiler keeps the
     // plane's addressing in scalar registers)
-    if (PLANE_LANES == WG_X) { return first; }
-    return first + lane / PLANE_LANES;
+    if (lanes == WG_X) { return first; }
+    return first + lane / lanes;
 }
 
 // The chunk of binding elements [4 * q, 4 * q + 4), those in [first, end) as taps (element e
@@ -69,29 +71,30 @@ fn chunk_taps(acc: Acc, chunk: array<Raw, 4>, index: u32) -> Acc {
     return a;
 }
 
-// The lane's chunks q0, q0 + PLANE_LANES, ... before `last`, STEP per step (their loads
+// The lane's chunks q0, q0 + lanes, ... before `last`, STEP per step (their loads
 // first), then the rest one by one.
 fn stepped_chunks(acc: Acc, q0: u32, last: u32, index: u32) -> Acc {
+    let lanes = group_lanes();
     var a = acc;
-    let count = select(0u, (last - q0 + PLANE_LANES - 1u) / PLANE_LANES, q0 < last);
+    let count = select(0u, (last - q0 + lanes - 1u) / lanes, q0 < last);
     let steps = count / STEP;
     for (var s = 0u; s < steps; s++) {
-        let q = q0 + s * STEP * PLANE_LANES;
+        let q = q0 + s * STEP * lanes;
         let c0 = x_load4(4u * q);
-        let c1 = x_load4(4u * (q + PLANE_LANES));
+        let c1 = x_load4(4u * (q + lanes));
         if (STEP == 2u) {
             a = chunk_taps(a, c0, index + 4u * q);
-            a = chunk_taps(a, c1, index + 4u * (q + PLANE_LANES));
+            a = chunk_taps(a, c1, index + 4u * (q + lanes));
             continue;
         }
-        let c2 = x_load4(4u * (q + 2u * PLANE_LANES));
-        let c3 = x_load4(4u * (q + 3u * PLANE_LANES));
+        let c2 = x_load4(4u * (q + 2u * lanes));
+        let c3 = x_load4(4u * (q + 3u * lanes));
         a = chunk_taps(a, c0, index + 4u * q);
-        a = chunk_taps(a, c1, index + 4u * (q + PLANE_LANES));
-        a = chunk_taps(a, c2, index + 4u * (q + 2u * PLANE_LANES));
-        a = chunk_taps(a, c3, index + 4u * (q + 3u * PLANE_LANES));
+        a = chunk_taps(a, c1, index + 4u * (q + lanes));
+        a = chunk_taps(a, c2, index + 4u * (q + 2u * lanes));
+        a = chunk_taps(a, c3, index + 4u * (q + 3u * lanes));
     }
-    for (var r = q0 + steps * STEP * PLANE_LANES; r < last; r += PLANE_LANES) {
+    for (var r = q0 + steps * STEP * lanes; r < last; r += lanes) {
         a = inner_chunk(a, r, index + 4u * r);
     }
     return a;
@@ -100,22 +103,23 @@ fn stepped_chunks(acc: Acc, q0: u32, last: u32, index: u32) -> Acc {
 // Lane l's accumulator of its group's run: binding elements [first, end) of the plane whose
 // first element is binding element x_plane and has logical index logical_plane.
 fn lane_acc(l: u32, first: u32, end: u32, x_plane: u32, logical_plane: u32) -> Acc {
+    let lanes = group_lanes();
     var acc = acc_new();
     if (first >= end) { return acc; }
     let first_chunk = first >> 2u;
     let last_chunk = (end - 1u) >> 2u;
     let index = logical_plane - x_plane;   // + a binding element: its logical index
     if (l == 0u) { acc = edge_chunk(acc, first_chunk, first, end, index); }
-    // the chunks between: lane l's are first_chunk + l + k * PLANE_LANES (lane 0's from k = 1)
-    let q0 = first_chunk + select(l, PLANE_LANES, l == 0u);
+    // the chunks between: lane l's are first_chunk + l + k * lanes (lane 0's from k = 1)
+    let q0 = first_chunk + select(l, lanes, l == 0u);
     if (STEP == 1u) {
-        for (var q = q0; q < last_chunk; q += PLANE_LANES) {
+        for (var q = q0; q < last_chunk; q += lanes) {
             acc = inner_chunk(acc, q, index + 4u * q);
         }
     } else {
         acc = stepped_chunks(acc, q0, last_chunk, index);
     }
-    if (last_chunk > first_chunk && (last_chunk - first_chunk) % PLANE_LANES == l) {
+    if (last_chunk > first_chunk && (last_chunk - first_chunk) % lanes == l) {
         acc = edge_chunk(acc, last_chunk, first, end, index);
     }
     return acc;
@@ -124,11 +128,12 @@ fn lane_acc(l: u32, first: u32, end: u32, x_plane: u32, logical_plane: u32) -> A
 // The accumulator of the lane's whole group, for every lane of it: the group's accumulators
 // merged in a tree in workgroup memory.  Every lane of the workgroup calls it (barriers).
 fn group_acc(lane: u32, acc: Acc) -> Acc {
-    if (PLANE_LANES == 1u) { return acc; }
-    let l = lane % PLANE_LANES;
+    let lanes = group_lanes();
+    if (lanes == 1u) { return acc; }
+    let l = lane % lanes;
     lane_accs[lane] = acc;
     workgroupBarrier();
-    for (var half = PLANE_LANES / 2u; half > 0u; half >>= 1u) {
+    for (var half = lanes / 2u; half > 0u; half >>= 1u) {
         if (l < half) {
             lane_accs[lane] = acc_merge(lane_accs[lane], lane_accs[lane + half]);
         }

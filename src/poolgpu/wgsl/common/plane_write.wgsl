@@ -1,13 +1,15 @@
-// A plane's dx written by its group of PLANE_LANES lanes (the gradients of global pooling,
-// common/plane_reduce.wgsl's groups): lane l writes the 4-element chunks l, l + PLANE_LANES,
-// ... of the binding elements [first, end) (neighbouring lanes, neighbouring chunks), a chunk
-// wholly inside them in one store, the first and last chunks element by element (they may
-// hold a neighbouring plane's elements, which another group writes).  The kernel gives each
-// element's value: dx_of(p, k) for the plane's element k, from its PlaneDx.
+// A plane's dx written by its group of lanes (the gradients of global pooling,
+// common/plane_reduce.wgsl's groups; group_lanes(): common/plane_lanes.wgsl): lane l writes
+// the 4-element chunks l, l + lanes, ... of the binding elements [first, end) (neighbouring
+// lanes, neighbouring chunks), a chunk wholly inside them in one store, the first and last
+// chunks element by element (they may hold a neighbouring plane's elements, which another
+// group writes).  The kernel gives each element's value: dx_of(p, k) for the plane's element
+// k, from its PlaneDx.
 fn write_plane(l: u32, first: u32, end: u32, p: PlaneDx) {
     let first_chunk = first >> 2u;
     let last_chunk = (end - 1u) >> 2u;
-    for (var chunk = first_chunk + l; chunk <= last_chunk; chunk += PLANE_LANES) {
+    let lanes = group_lanes();
+    for (var chunk = first_chunk + l; chunk <= last_chunk; chunk += lanes) {
         let e = 4u * chunk;
         if (e >= first && e + 4u <= end) {
             let k = e - first;

@@ -8,6 +8,13 @@
 // Groups are numbered flat (plane_slot), one per (plane, part) from plane_origin:
 // unit = (n * C + c) * PARTS + part.
 
+// The run of a plane each group reduces: SPAN, or where it is 0 (the shape-generic form)
+// Params' span, so that one pipeline serves every plane size.
+fn run_span() -> u32 {
+    if (SPAN != 0u) { return SPAN; }
+    return params.span;
+}
+
 // Where acc_save (common/*_partials.wgsl) puts a part's words.
 fn save_word(e: u32, v: u32) { part_word_store(e, v); }
 fn load_word(e: u32) -> u32 { return part_word(e); }
@@ -22,11 +29,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let at = Out(nc / params.channels, nc % params.channels, 0u, 0u, 0u);
     let x_plane = params.x_base + at.n * params.x_n + at.c * params.x_c;
     let plane_size = params.in_d * params.in_h * params.in_w;
-    let l = lane % PLANE_LANES;
+    let l = lane % group_lanes();
     var acc = acc_new();
     if (live) {   // the run: binding elements [first, end)
-        let first = x_plane + part * SPAN;
-        acc = lane_acc(l, first, x_plane + min(plane_size, (part + 1u) * SPAN), x_plane, nc * plane_size);
+        let span = run_span();
+        let first = x_plane + part * span;
+        acc = lane_acc(l, first, x_plane + min(plane_size, (part + 1u) * span), x_plane, nc * plane_size);
     }
     acc = group_acc(lane, acc);
     if (!live || l != 0u) { return; }
