@@ -151,9 +151,10 @@ def draw_row_geometry(data):
 @contextlib.contextmanager
 def tuned_for(device, tuning):
     """Ops compiled inside compile for ``tuning`` (a pg.Tuning, or a preset's name: "cpu"
-    or "gpu")."""
+    or "gpu"), its specialised kernels from the first call (``generic_calls=0``)."""
     before = device.tuning
-    device.tuning = tuning if isinstance(tuning, pg.Tuning) else pg.Tuning.preset(tuning)
+    tuning = tuning if isinstance(tuning, pg.Tuning) else pg.Tuning.preset(tuning)
+    device.tuning = dataclasses.replace(tuning, generic_calls=0)
     try:
         yield device
     finally:

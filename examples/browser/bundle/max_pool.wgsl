@@ -42,6 +42,8 @@ struct Params {
     lines_magic: u32,
     lines_shift: u32,
     opaque_zero: u32,
+    span: u32,
+    plane_lanes: u32,
 }
 @group(0) @binding(0) var<uniform> params: Params;
 
