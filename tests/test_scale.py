@@ -292,6 +292,24 @@ def test_roi_pooling_reads_its_batches_in_ranges(device):
     assert len(op._program.passes) > 2
 
 
+def test_roi_gradients_whose_argmax_and_gather_cannot_share_chunks_refuse_tensors_beyond_a_binding(device):
+    # (their argmax runs over ROIs, their gather over images: no run of (n, c) planes serves both)
+    rng = np.random.default_rng(5)
+    x = random_values("float32", (3, 5, 12, 14), rng, specials=False)
+    rois = np.array([[1, 0, 0, 9, 7], [0, 2, 3, 13, 11], [2, 4, 1, 8, 5]], np.float32)
+    small = bounded(device, 2048)
+    with pytest.raises(pg.DeviceError, match="split the call along N or C"):
+        pg.roi_pool_grad(x, rois, np.ones((3, 5, 2, 3), np.float32), (2, 3), device=small)
+    with pytest.raises(pg.DeviceError, match="split the call along N or C"):
+        pg.roi_align_grad(x, rois[:, 1:], rois[:, 0].astype(np.int64), np.ones((3, 5, 3, 3), np.float32), 3,
+                          sampling_ratio=2, mode="max", device=small)
+    # the average's gradient chunks, with the unchunked bits
+    dy = random_values("float32", (3, 5, 3, 3), rng, specials=False)
+    args = (x, rois[:, 1:], rois[:, 0].astype(np.int64), dy, 3)
+    assert same_bits(pg.roi_align_grad(*args, sampling_ratio=2, device=small),
+                     pg.roi_align_grad(*args, sampling_ratio=2, device=device))
+
+
 def test_a_tensor_whose_total_size_exceeds_a_binding_binds_only_its_elements(device):
     small = bounded(device, 1024)
     x = random_values("float32", (1, 2, 8), np.random.default_rng(4))

@@ -451,8 +451,11 @@ def _roi_pool_grad_program(desc, tuning: Tuning) -> Program:
     whole = _roi_gather_pass(desc, wg_x, tiles)
     parts = fewest_parts(lambda p: loop_total(ROI_POOL_GRAD, dict(whole.constants, PARTS=p[0]), whole.params),
                          (rois,), tuning.loop_budget)[0]
+    # The argmax runs over ROIs and the gather over images, which chunks of (n, c) planes
+    # cannot both follow: run whole only.
     if parts == 1:
-        return Program(first + (whole,), scratch=scratch)
+        return Program(first + (whole,), scratch=scratch, whole_only=True)
     merges, merge_scratch = gradient_merge_passes(desc.output_gradient, parts, tuning.lines_workgroup,
                                                   tuning.loop_budget)
-    return Program(first + (_roi_gather_pass(desc, wg_x, tiles, parts),) + merges, scratch=scratch + merge_scratch)
+    return Program(first + (_roi_gather_pass(desc, wg_x, tiles, parts),) + merges, scratch=scratch + merge_scratch,
+                   whole_only=True)

@@ -215,6 +215,11 @@ def chunked(program: Program, descs: Mapping[str, TensorDesc], limit: int) -> Pr
         return program
     fallback = program.fallback and chunked(program.fallback, descs, limit)
     if program.whole_only:
+        if fallback is None:
+            raise DeviceError(
+                f"{program.passes[0].kernel.file}: a tensor exceeds this device's largest storage binding "
+                f"({limit} bytes usable), and this operator runs only on tensors that each fit one: split the "
+                "call along N or C (several calls on parts of the tensors)")
         return fallback
     if not any(p.split for p in program.passes):
         raise DeviceError(f"{program.passes[0].kernel.file}: a tensor exceeds this device's largest storage binding")

@@ -342,4 +342,7 @@ def _roi_align_grad_program(desc, tuning: Tuning) -> Program:
         scratch += list(walk_scratch)
     n, _, in_h, in_w = desc.input_sizes
     gather, gather_scratch = gradient_passes(desc, tile_layout(n, in_h, in_w, desc.roi.sizes[-2]), tuning)
-    return Program(passes + gather, scratch=tuple(scratch) + gather_scratch)
+    # max: the argmax runs over ROIs and the gather over images, which chunks of (n, c)
+    # planes cannot both follow; run whole only.
+    return Program(passes + gather, scratch=tuple(scratch) + gather_scratch,
+                   whole_only=desc.reduction_function == "max")
