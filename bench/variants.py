@@ -51,6 +51,7 @@ VARIANTS = {
     "wholewg": "the (column, line, plane) grids numbered flat: every lane busy (Tuning.whole_workgroups)",
     "unpoolgather": "unpooling as a gather over the output, atomics only for strays (Tuning.unpool_gather)",
     "fractionalwalk": "fractional max pooling and its gradient by the fractional walks (Tuning.fractional_walks)",
+    "nofractionalwalk": "fractional max pooling and its gradient by the bins walk (Tuning.fractional_walks off)",
 }
 # The values the sweep (bench/sweep.py) tries for each variant taking a number; a variant
 # without values here is left out of it (say which).
@@ -93,6 +94,8 @@ def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
         return replace(tuning, unpool_gather=True)
     if part == "fractionalwalk":
         return replace(tuning, fractional_walks=True)
+    if part == "nofractionalwalk":
+        return replace(tuning, fractional_walks=False)
     if part == "blockgather":
         return replace(tuning, row_gathers=False)
     if part == "tapsfirst":

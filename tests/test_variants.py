@@ -1,6 +1,6 @@
 """The GPU kernel variants: Tuning choices that the GPU preset leaves at the kernels they had
 until a GPU measures them (docs/performance.md, "Kernel variants"; the CPU preset took packed
-planes on lavapipe's measurements), run on every adapter under both presets against the
+planes and the fractional walks on lavapipe's measurements), run on every adapter under both presets against the
 NumPy reference, and where a variant promises it, with the same bits as the kernels it
 replaces (sums of whole planes within their last bits)."""
 
@@ -358,3 +358,4 @@ def test_packed_plane_gradients_write_only_their_elements(device, data_type):
         want = pg.Op(device, desc, unpacked)(*tensors).numpy()
         assert same_bits(dx.numpy(), want), desc.kernel
         assert_canaries_intact(dx)
+
