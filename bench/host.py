@@ -27,7 +27,7 @@ def _per_call_us(run, calls: int, rounds: int, after=None) -> dict:
     return {"median_us": statistics.median(per_call), "min_us": min(per_call), "calls": calls, "rounds": rounds}
 
 
-def measure(device, quick: bool = False) -> dict:
+def measure(device, quick: bool = False, tiny: bool = False) -> dict:
     rounds = 3 if quick else ROUNDS
     x = np.arange(64, dtype=np.float32).reshape(1, 1, 8, 8)
     op = device.compile(pg.MaxPoolingDesc(pg.TensorDesc("float32", x.shape), window_size=(2, 2), strides=(2, 2)))
@@ -60,6 +60,7 @@ def measure(device, quick: bool = False) -> dict:
     results["round_trips"] = round_trips(device, quick)
     if device.info["type"] == "cpu":
         results.update(_torch_round_trip(device, x, numpy_round_trip, rounds))
+        results.update(_converted_models(device, quick, tiny))
     else:  # PyTorch in the bench's process slowed every kernel timed on an H100 2-5x
         results["torch_round_trip"] = {"what": "left out on GPUs: PyTorch stays out of the bench's process there"}
     return results
@@ -89,6 +90,15 @@ def _torch_round_trip(device, x, numpy_round_trip, rounds: int) -> dict:
            "what": "pgt.max_pool2d(torch 1x1x8x8, 2) -> torch: numpy_round_trip's work through poolgpu.torch"}
     row["vs_core"] = row["median_us"] / row["core_median_us"]
     return {"torch_round_trip": row}
+
+
+def _converted_models(device, quick: bool, tiny: bool) -> dict:
+    """bench/models.py's rows, where torch is installed."""
+    try:
+        from . import models
+    except ImportError:
+        return {}
+    return {"converted_models": models.measure(device, quick, tiny)}
 
 
 # -- host round trips against the floor -------------------------------------------------

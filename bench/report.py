@@ -152,6 +152,13 @@ def legend(results: dict) -> list:
             moves = "; ".join(f"{name} {row['gb_per_s']:.2f} GB/s ({row['vs_bare']:.2f}x bare wgpu's time)"
                               for name, row in trips.items() if "vs_bare" in row)
             lines.append(f"Host round trips: {calls}. 3.2 MB: {moves} (medians).")
+        models = host.get("converted_models")
+        if models:
+            lines.append("Converted models (batch 1, 224x224, no_grad; a pooling layer alone through poolgpu.torch "
+                         "over the floor of its bytes): " + "; ".join(
+                             f"{name} {row['torch_ms']:.0f} -> {row['converted_ms']:.0f} ms with "
+                             f"{row['pooling_layers']} layers swapped, a layer {row['layer_vs_floor']:.2f}x the floor"
+                             for name, row in models.items()) + " (medians).")
     return lines
 
 

@@ -373,7 +373,7 @@ class Bench:
             results["resumed"] = dict(self.resumed, kept_in=str(args.resume))
         results["ratios"] = []
         results["ratios_note"] = self.ratios_note
-        results["host"] = host.measure(self.device, args.quick)
+        results["host"] = host.measure(self.device, args.quick, args.tiny)
         progress.step()
         if args.scale:
             progress.show("the ceiling, three ways")

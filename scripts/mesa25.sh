@@ -14,6 +14,10 @@ MESA_DIR="$ROOT/.cache/mesa25"
 mesa_major() {
   dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null | sed -E 's/^[0-9]+://; s/\..*//' || true
 }
+write_icd() {
+  printf '{"file_format_version": "1.0.0", "ICD": {"api_version": "1.3.0", "library_path": "%s"}}\n' "$1" \
+    >"$MESA_DIR/lvp_icd.json"
+}
 private_mesa() {
   local apt=(-o "Dir::Etc::SourceList=$MESA_DIR/sources.list" -o Dir::Etc::SourceParts=/nonexistent
              -o "Dir::State::Lists=$MESA_DIR/lists" -o "Dir::Cache=$MESA_DIR/cache" -o Debug::NoLocking=1)
@@ -35,12 +39,17 @@ private_mesa() {
   for deb in "$MESA_DIR/debs"/*.deb; do dpkg -x "$deb" "$MESA_DIR/root" || return 1; done
   local lvp; lvp="$(find "$MESA_DIR/root" -name libvulkan_lvp.so | head -n 1)"
   [ -n "$lvp" ] || return 1
-  printf '{"file_format_version": "1.0.0", "ICD": {"api_version": "1.3.0", "library_path": "%s"}}\n' "$lvp" \
-    >"$MESA_DIR/lvp_icd.json"
+  write_icd "$lvp"
   echo "$packages" | sed -nE 's/^mesa-vulkan-drivers=//p' >"$MESA_DIR/version"
 }
 codename="$( (. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}") || true)"
 major="$(command -v dpkg-query >/dev/null 2>&1 && mesa_major || true)"
+# The ICD file names the driver by absolute path: a clone moved or copied elsewhere points
+# it at the driver unpacked here.
+unpacked_lvp="$(find "$MESA_DIR/root" -name libvulkan_lvp.so 2>/dev/null | head -n 1 || true)"
+if [ -s "$MESA_DIR/lvp_icd.json" ] && [ -n "$unpacked_lvp" ] && ! grep -qF "\"$unpacked_lvp\"" "$MESA_DIR/lvp_icd.json"; then
+  write_icd "$unpacked_lvp"
+fi
 if [ -s "$MESA_DIR/lvp_icd.json" ]; then
   echo "mesa25: Dawn (the bench's peers, js/run-node.mjs) uses Mesa $(cat "$MESA_DIR/version" 2>/dev/null) from .cache/mesa25"
 elif [ "$codename" = bookworm ] && [ -n "$major" ] && [ "$major" -lt 25 ]; then

@@ -61,4 +61,11 @@ if [ "${CI:-}" = "true" ]; then
   if [ "$triton_here" = true ]; then export POOLGPU_REQUIRE_TRITON="${POOLGPU_REQUIRE_TRITON:-1}"; fi
 fi
 cd "$ROOT"
+# Files run in parallel, a file's tests in one process (its fixtures set up once): the
+# suite is bound by compiling shaders and computing references, one core each. Up to four
+# processes, each with its own devices; POOLGPU_TEST_WORKERS=1 runs them all in this one.
+workers="${POOLGPU_TEST_WORKERS:-$(python -c 'import os; print(max(1, min(4, len(os.sched_getaffinity(0)))))')}"
+if [ "$workers" -gt 1 ]; then
+  exec python -m pytest -n "$workers" --dist loadfile "$@"
+fi
 exec python -m pytest "$@"

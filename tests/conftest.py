@@ -3,11 +3,14 @@ Vulkan and llvmpipe through OpenGL here); GPU tests skip cleanly when there is n
 
 POOLGPU_TEST_BACKENDS (comma-separated, e.g. "vulkan") restricts the adapters tested;
 POOLGPU_REQUIRE_BACKENDS makes the run fail unless adapters of those backends exist (CI).
+Every test runs on every adapter; the first adapter runs all of a test's cases, the others a
+fixed third of them (see `pytest_collection_modifyitems`), POOLGPU_TEST_EVERY_CASE=1 all.
 An adapter on which no device opens (e.g. an OpenGL 3.3 context without compute shaders,
 as NVIDIA's EGL gives) is left out and named in the report header: each of its tests would
 only repeat that error."""
 
 import os
+from collections import Counter
 
 import pytest
 
@@ -59,10 +62,41 @@ def pytest_configure(config):
             raise pytest.UsageError(f"POOLGPU_REQUIRE_BACKENDS: no adapter for {sorted(missing)}")
 
 
+#: On adapters after the first, one in this many of a test's cases runs (its first always).
+OTHER_ADAPTERS_SHARE = 3
+
+
+def pytest_collection_modifyitems(config, items):
+    """The first adapter runs every case; the others run every test with a fixed third of its
+    cases. They all run the same WGSL: what differs between adapters is the backend's
+    translation of it and the device layer, which a third of the cases exercise, while all
+    of them over again would double the suite's time. Files whose subject is the adapter
+    itself (``pytestmark = pytest.mark.every_adapter``) run whole on each."""
+    if os.environ.get("POOLGPU_TEST_EVERY_CASE") == "1" or len(ADAPTERS) < 2:
+        return
+    first = ADAPTERS[0]
+    seen, kept, deselected = Counter(), [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        adapter = callspec.params.get("device") if callspec else None
+        if adapter is None or adapter is first or item.get_closest_marker("every_adapter"):
+            kept.append(item)
+            continue
+        key = (item.nodeid.partition("[")[0], adapter["backend"], adapter["name"])
+        (kept if seen[key] % OTHER_ADAPTERS_SHARE == 0 else deselected).append(item)
+        seen[key] += 1
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
+
+
 def pytest_report_header(config):
     names = ", ".join(f"{a['name']} ({a['backend']})" for a in ADAPTERS) or "none (GPU tests skip)"
     left_out = [f"poolgpu left out {a['name']} ({a['backend']}): {why}" for a, why in _UNUSABLE]
-    return [f"poolgpu adapters: {names}"] + left_out
+    sampled = [] if os.environ.get("POOLGPU_TEST_EVERY_CASE") == "1" or len(ADAPTERS) < 2 else [
+        f"poolgpu runs every case on {ADAPTERS[0]['name']} ({ADAPTERS[0]['backend']}), one in "
+        f"{OTHER_ADAPTERS_SHARE} on the others (POOLGPU_TEST_EVERY_CASE=1: every case everywhere)"]
+    return [f"poolgpu adapters: {names}"] + left_out + sampled
 
 
 @pytest.fixture(

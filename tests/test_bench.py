@@ -3,6 +3,7 @@ as ``bash scripts/bench.sh`` (peers off) on every adapter, the copy roofline's c
 a failed check keeping a time from counting, and the peer worker protocol."""
 
 import dataclasses
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -45,6 +46,14 @@ def test_a_quick_tiny_run_measures_every_available_operator_and_records_everythi
                  "read_back_bare", "read_back_poolgpu"):
         assert 0 < trips[name]["min_us"] <= trips[name]["median_us"], name
     assert trips["numpy_100kb"]["vs_floor"] > 0 and trips["upload_poolgpu"]["gb_per_s"] > 0
+    if device.info["type"] == "cpu" and importlib.util.find_spec("torch"):  # (torch stays out on GPUs)
+        models = results["host"]["converted_models"]
+        assert set(models) == {"resnet18", "googlenet", "efficientnet_b0"}
+        for name, row in models.items():
+            assert row["same_outputs"], name
+            assert row["pooling_layers"] == len(row["layers_us"]) == {"resnet18": 2, "googlenet": 14,
+                                                                      "efficientnet_b0": 17}[name]
+            assert row["converted_ms"] > 0 and row["layer_vs_floor"] > 0
 
     rows = results["rows"]
     expected = {(c.name, op) for c in cases.CASES.values() for op in c.ops}

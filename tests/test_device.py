@@ -13,6 +13,9 @@ import poolgpu as pg
 import reference
 from helpers import ALL_TYPES, layout_strides, random_values, same_bits, tuned_for
 
+# The adapter is this file's subject: every case runs on every adapter (conftest.py).
+pytestmark = pytest.mark.every_adapter
+
 
 def test_list_adapters_describes_each_adapter():
     adapters = pg.list_adapters()

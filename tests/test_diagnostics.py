@@ -13,6 +13,9 @@ import poolgpu as pg
 from conftest import ADAPTERS
 from poolgpu import __main__ as diagnostics
 
+# The adapter is this file's subject: every case runs on every adapter (conftest.py).
+pytestmark = pytest.mark.every_adapter
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -13,6 +13,9 @@ import pytest
 
 import poolgpu.device
 
+# A file's blocks build on each other: every block runs on every adapter (conftest.py).
+pytestmark = pytest.mark.every_adapter
+
 ROOT = Path(__file__).resolve().parents[1]
 FILES = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 FENCE = re.compile(r"^```(\S*)([^\n]*)\n(.*?)^```", re.S | re.M)

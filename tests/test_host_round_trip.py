@@ -15,6 +15,9 @@ from poolgpu.device import _BufferPool
 import reference
 from helpers import same_bits
 
+# The adapter is this file's subject: every case runs on every adapter (conftest.py).
+pytestmark = pytest.mark.every_adapter
+
 
 def fresh_device(device):
     return pg.Device(backend=device.backend, adapter=device.name)

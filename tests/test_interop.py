@@ -6,6 +6,9 @@ import pytest
 
 import poolgpu as pg
 
+# The adapter is this file's subject: every case runs on every adapter (conftest.py).
+pytestmark = pytest.mark.every_adapter
+
 
 def test_tensor_shape_dtype_and_asarray(device):
     x = np.arange(24, dtype=np.float16).reshape(1, 2, 3, 4)

@@ -13,6 +13,9 @@ from poolgpu.dispatches import Planner
 from poolgpu.kernels import grids
 from portable_cases import TUNINGS, cases
 
+# The adapter is this file's subject: every case runs on every adapter (conftest.py).
+pytestmark = pytest.mark.every_adapter
+
 
 def test_line_grids_stay_within_webgpus_workgroup_sizes_whatever_the_workgroup():
     for workgroup in (64, 128, 256):

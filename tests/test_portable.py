@@ -285,7 +285,7 @@ BROKEN = {
 BROKEN_SAYS = {
     "broken-format": r"not a poolgpu-bundle/1 bundle \(format: \"poolgpu-bundle/0\"\)",
     "broken-shader": r"\.wgsl does not compile:\n  \S+\.wgsl:\d+:\d+: ",
-    "broken-input": r"run: input has \d+ bytes; its FLOAT32 elements \[.*\] at strides \[.*\] take \d+",
+    "broken-input": r"run: input has \d+ bytes; its [A-Z]+[0-9]+ elements \[.*\] at strides \[.*\] take \d+",
     "broken-limit": r"the device's maxComputeWorkgroupsPerDimension is \d+, the bundle needs 1099511627776",
 }
 

@@ -18,6 +18,9 @@ import reference
 from helpers import same_bits
 from test_scale import OPERATORS, describe, run
 
+# The adapter is this file's subject: every case runs on every adapter (conftest.py).
+pytestmark = pytest.mark.every_adapter
+
 STRESS = os.environ.get("POOLGPU_STRESS") == "1"
 
 

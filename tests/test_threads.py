@@ -24,6 +24,9 @@ import pytest
 import poolgpu as pg
 from poolgpu import gate
 
+# The adapter is this file's subject: every case runs on every adapter (conftest.py).
+pytestmark = pytest.mark.every_adapter
+
 SCRIPT = Path(__file__).with_name("stress_threads.py")
 SOAK_S = float(os.environ.get("POOLGPU_SOAK", "0") or 0)
 MIXED_S = 25  # the mixed scenario's length in CI

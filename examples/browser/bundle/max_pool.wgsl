@@ -80,8 +80,10 @@ fn y_store4(e: u32, v: array<Raw, 4>) {
     y_words[e >> 2u] = (v[0] & 0xffu) | ((v[1] & 0xffu) << 8u) | ((v[2] & 0xffu) << 16u) | (v[3] << 24u);
 }
 
-// Tensor `idx` was not asked for (an optional output, or the partial results of a walk
-// that is not split): its stores compile to nothing.
+// Tensor `idx` was not given (an optional output, the partial results of a walk that is
+// not split, or an optional input such as a zero point): its stores compile to nothing, its
+// elements read as 0.
+fn idx_load(e: u32) -> u32 { return 0u; }
 fn idx_store_index(e: u32, i: u32) {}
 fn idx_store(e: u32, v: Raw) {}
 fn idx_store4_index(e: u32, i: array<u32, 4>) {}
@@ -94,6 +96,8 @@ fn idx_word(e: u32) -> u32 { return 0u; }
 // A window walk (common/window_walk*.wgsl) feeds each window to the max rule's accumulator
 // (common/max_accumulator.wgsl); the winner's raw bits are the output: values stay exact.
 
+// The accumulator of output `at`'s window before its first tap (the general walk's).
+fn acc_for(at: Out) -> Acc { return acc_new(); }
 fn acc_value(acc: Acc, at: Out) -> Raw { return acc.raw; }
 fn acc_index(acc: Acc) -> u32 { return acc.index; }
 
@@ -230,6 +234,7 @@ fn is_tap(offset: i32, dilation: u32, taps: u32) -> bool {
 // accumulator:
 //     struct Tap; fn tap_of(raw: Raw) -> Tap;      // once per loaded input element
 //     struct Acc; fn acc_new() -> Acc;
+//     fn acc_for(at: Out) -> Acc;                  // the general walk's start of output at's window
 //     fn acc_add(acc: Acc, t: Tap, index: u32, inside: bool) -> Acc;
 //     fn acc_value(acc: Acc, at: Out) -> Raw;  fn acc_index(acc: Acc) -> u32;
 // where `inside` says the tap is input data (not padding: its Tap is then a clamped
