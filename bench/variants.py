@@ -51,6 +51,9 @@ VARIANTS = {
     "wholewg": "the (column, line, plane) grids numbered flat: every lane busy (Tuning.whole_workgroups)",
     "unpoolgather": "unpooling as a gather over the output, atomics only for strays (Tuning.unpool_gather)",
     "fractionalwalk": "fractional max pooling and its gradient by the fractional walks (Tuning.fractional_walks)",
+    "nofractionalwalk": "fractional max pooling and its gradient by the bins walk (Tuning.fractional_walks off)",
+    "pairs": "16-bit inputs: the general walk's two outputs per invocation from shared words (Tuning.paired_words)",
+    "norows": "no rows walks (Tuning.rows_walks off): the general walk where the GPU preset takes it",
 }
 # The values the sweep (bench/sweep.py) tries for each variant taking a number; a variant
 # without values here is left out of it (say which).
@@ -93,6 +96,12 @@ def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
         return replace(tuning, unpool_gather=True)
     if part == "fractionalwalk":
         return replace(tuning, fractional_walks=True)
+    if part == "nofractionalwalk":
+        return replace(tuning, fractional_walks=False)
+    if part == "pairs":
+        return replace(tuning, paired_words=True)
+    if part == "norows":
+        return replace(tuning, rows_walks=False)
     if part == "blockgather":
         return replace(tuning, row_gathers=False)
     if part == "tapsfirst":

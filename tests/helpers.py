@@ -175,8 +175,8 @@ def forward_walk(desc, tuning=None):
 #: them under both presets.  Tuning.for_cpu() leaves them off too, but those in CPU_TAKEN, which
 #: it took on lavapipe's measurements.
 VARIANT_FIELDS = dict(plane_chunks=4, channels_written_out=True, whole_workgroups=True, packed_planes=True,
-                      unpool_gather=True, fractional_walks=True)
-CPU_TAKEN = ("packed_planes",)
+                      unpool_gather=True, fractional_walks=True, paired_words=True)
+CPU_TAKEN = ("packed_planes", "fractional_walks", "paired_words")
 #: Tuning.plane_workgroups, a variant too, at a value that cuts the planes of small tensors
 #: (taken apart from the others, which it would hide: small planes get whole workgroups).
 PLANE_WORKGROUPS = 512

@@ -1,6 +1,6 @@
 """The GPU kernel variants: Tuning choices that the GPU preset leaves at the kernels they had
 until a GPU measures them (docs/performance.md, "Kernel variants"; the CPU preset took packed
-planes on lavapipe's measurements), run on every adapter under both presets against the
+planes, the fractional walks and 16-bit pairs on lavapipe's measurements), run on every adapter under both presets against the
 NumPy reference, and where a variant promises it, with the same bits as the kernels it
 replaces (sums of whole planes within their last bits)."""
 
@@ -358,3 +358,58 @@ def test_packed_plane_gradients_write_only_their_elements(device, data_type):
         want = pg.Op(device, desc, unpacked)(*tensors).numpy()
         assert same_bits(dx.numpy(), want), desc.kernel
         assert_canaries_intact(dx)
+
+
+# Pairs from shared words: 16-bit inputs whose rows start at even elements, two outputs per
+# invocation of the general walk (also under the CPU preset, whose general walk computes one)
+# from the words holding both windows' rows: windows starting at either parity in their
+# words (start padding 1 or 2), overlapping, disjoint and dilated, spans of 2 to 8 elements,
+# a looping D (5 taps), odd input and output widths (rows apart by an even stride; the last
+# output alone), outputs with gaps; max pooling the reference's bits, read from an input
+# with NaN around it and in its gaps (a stray word read would show), average and Lp pooling
+# the plain walk's bits.
+PAIRED_GEOMETRIES = (
+    ((2, 3, 9, 14), dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(1, 1))),
+    ((1, 4, 6, 15), dict(window_size=(2, 2), strides=(2, 2), start_padding=(0, 0), end_padding=(0, 0))),
+    ((1, 2, 7, 12), dict(window_size=(2, 3), strides=(1, 1), dilations=(1, 2), start_padding=(0, 2), end_padding=(1, 2))),
+    ((1, 2, 5, 18), dict(window_size=(1, 4), strides=(1, 3), start_padding=(0, 1), end_padding=(0, 2))),
+    ((2, 2, 20), dict(window_size=(1,), strides=(1,), start_padding=(0,), end_padding=(0,))),
+    ((1, 2, 7, 3, 9), dict(window_size=(5, 2, 3), strides=(1, 2, 2), start_padding=(2, 0, 1), end_padding=(2, 1, 1))),
+)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_paired_words(device, preset):   # (the CPU preset: the first two geometries)
+    base = dataclasses.replace(pg.Tuning.preset(preset), rows_walks=False, paired_words=False)
+    tuning = dataclasses.replace(base, paired_words=True)
+    rng = np.random.default_rng(11)
+    for k, (sizes, geometry) in enumerate(PAIRED_GEOMETRIES[:2] if preset == "cpu" else PAIRED_GEOMETRIES):
+        data_type = (pg.DataType.FLOAT16, pg.DataType.BFLOAT16)[k % 2]
+        x = random_values(data_type, sizes, rng)
+        x_desc = pg.TensorDesc(data_type, sizes, layout_strides(sizes, "gaps") if sizes[-1] % 2 else None)
+        out = pg.MaxPooling2Desc(x_desc, **geometry).output.sizes
+        out_strides = layout_strides(out, "gaps") if k in (2, 5) else None
+        desc = pg.MaxPooling2Desc(x_desc, pg.TensorDesc(data_type, out, out_strides),
+                                  pg.TensorDesc("uint32", out, out_strides), **geometry)
+        program = pg.kernels.program_for(desc, tuning)
+        assert dict(program.passes[0].constants).get("WORD_PAIRS") and program.aligned_elements == 2, k
+        assert not dict(program.fallback.passes[0].constants).get("WORD_PAIRS")
+        y_ref, i_ref = reference.max_pool(x, **geometry)
+        for lead in (16, 18) if k == 1 else (16,):   # (an odd element in: the fallback)
+            xt = sentinel_input(device, x, x_desc.strides, lead_bytes=lead)
+            y, idx = (t.numpy() for t in pg.Op(device, desc, tuning)(xt))
+            assert same_bits(y, y_ref), (k, lead)
+            np.testing.assert_array_equal(idx, i_ref)
+        summed = [pg.AveragePooling1Desc(x_desc, include_padding=k % 2 == 0, **geometry)]
+        for summed in summed + ([pg.LpPooling1Desc(x_desc, p=3, **geometry)] if k == 0 else []):
+            got = pg.Op(device, summed, tuning)(xt).numpy()
+            assert same_bits(got, pg.Op(device, summed, base)(xt).numpy()), (k, summed.kernel)
+    # not taken: 32-bit inputs, rows starting at odd elements, rows not contiguous, the rows walk
+    shape = (1, 2, 8, 16)
+    for desc, walks in ((pg.MaxPooling2Desc(pg.TensorDesc("float32", shape), window_size=(2, 2)), tuning),
+                        (pg.MaxPooling2Desc(pg.TensorDesc("float16", (1, 2, 8, 15)), window_size=(2, 2)), tuning),
+                        (pg.MaxPooling2Desc(pg.TensorDesc("float16", shape, layout_strides(shape, "channels_last")),
+                                            window_size=(2, 2)), tuning),
+                        (pg.MaxPooling2Desc(pg.TensorDesc("float16", shape), window_size=(2, 2)),
+                         dataclasses.replace(tuning, rows_walks=True))):
+        assert not any(dict(p.constants).get("WORD_PAIRS") for p in pg.kernels.program_for(desc, walks).passes)

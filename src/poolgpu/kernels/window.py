@@ -40,6 +40,7 @@ CHUNKED_WALKS = ("rows", "rows_tail", "channels")  # the walks that need 4-eleme
 SPLIT_WALKS = ("general", "plane")  # the walks that split windows longer than an invocation may walk
 ROWS_MAX_CHUNKS = 8  # window_walk_rows.wgsl's span holds 32 elements
 UNROLLED = 4  # window_walk.wgsl: windows written out up to this many taps per dimension
+PAIR_SPAN = 8  # window_walk.wgsl's PAIR_WORDS (5) words hold a pair's row of up to 8 elements, at either parity
 CHANNELS_WRITTEN_OUT = 6  # window_walk_channels.wgsl's WRITTEN_OUT: at most this many rows and columns
 
 
@@ -182,6 +183,17 @@ def _pair_constants(window, lead: int, chunks: int) -> dict:
     return {"PARITY": parity, "PAIRS": (chunks + 1) // 2 if parity == 0 else (chunks + 2) // 2}
 
 
+def pairs_fit(desc) -> bool:
+    """Whether the general walk may compute two outputs per invocation from shared words
+    (window_walk.wgsl's WORD_PAIRS): 16-bit x contiguous along W with its other strides even,
+    windows written out along W whose pair of rows spans at most PAIR_SPAN elements."""
+    window, strides = desc.window, strides_5d(desc.input)
+    span = window.strides[-1] + (window.window_size[-1] - 1) * window.dilations[-1] + 1
+    return desc.input.data_type.size == 2 and strides.get("w", 1) == 1 \
+        and all(st % 2 == 0 for axis, st in strides.items() if axis != "w") \
+        and window.window_size[-1] <= UNROLLED and span <= PAIR_SPAN
+
+
 def plane_walk_fits(in_spatial: tuple, out_spatial: tuple, tuning: Tuning) -> bool:
     """Whether pooling each input plane to one output is the plane walk's: planes of any size
     with ``tuning.packed_planes`` (lanes sized to the plane), else planes of at least
@@ -320,7 +332,10 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
             constants["WRITTEN_OUT"] = True
     else:  # (ow / OUTPUTS, oh, ((n, c, od), part)); chained: (ow, oh, (n, c, od))
         count = math.prod(parts or (1, 1, 1))
-        outputs = 1 if parts else min(tuning.outputs_per_invocation, out_w)  # (split walks: one output each)
+        paired = constants.pop("WORD_PAIRS", False) and not parts and out_w > 1   # (window_walk_program)
+        outputs = 1 if parts else 2 if paired else min(tuning.outputs_per_invocation, out_w)  # (split: one each)
+        if paired:
+            constants["WORD_PAIRS"] = True
         grid_constants, grid_params, grid = lines_grid(-(-out_w // outputs), out_h,
                                                        n * c * out_d * (1 if chain_part is not None else count),
                                                        workgroup, flat)
@@ -437,9 +452,17 @@ def window_walk_passes(kernels_by_walk: dict, accumulator: Accumulator, desc, ro
 def window_walk_program(kernels_by_walk: dict, accumulator: Accumulator, desc, roles: tuple, tuning: Tuning,
                         walk: Optional[str] = None, operands: tuple = (), **constants) -> Program:
     """The passes of window_walk_passes on `walk` (default: walk_for's), with the general
-    walk as the fallback for calls whose tensor offsets are not 4-element aligned."""
+    walk as the fallback for calls whose tensor offsets are not 4-element aligned; the
+    general walk with ``tuning.paired_words`` two outputs per invocation from shared words
+    where pairs_fit, the plain general walk its fallback for inputs at odd offsets."""
     walk = walk or walk_for(desc, tuning)
     passes, scratch = window_walk_passes(kernels_by_walk, accumulator, desc, roles, tuning, walk, operands, **constants)
+    if walk == "general" and len(passes) == 1 and tuning.paired_words and pairs_fit(desc):
+        # two outputs per invocation from shared words, where x's rows start at even elements
+        paired = window_walk_pass(kernels_by_walk, desc, roles, tuning, walk, operands=operands, WORD_PAIRS=True,
+                                  **constants)
+        if loop_total(paired.kernel, paired.constants, paired.params) <= tuning.loop_budget:
+            return Program((paired,), aligned=roles[:1], fallback=Program(passes), aligned_elements=2)
     if walk not in CHUNKED_WALKS:
         return Program(passes, scratch=scratch)
     general = Program(*window_walk_passes(kernels_by_walk, accumulator, desc, roles, tuning, "general", operands,
