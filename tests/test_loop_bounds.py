@@ -156,3 +156,17 @@ def test_every_kernel_declares_the_loops_of_its_wgsl():
         assert kernel.loops is not None, kernel.file
         assert kernel in declared, f"no program above runs {kernel.file} {kernel.library[-1:]}"
         assert declared[kernel] == _loop_variables(kernel), (kernel.file, kernel.library)
+
+
+def test_roi_align_gradients_whose_unsplit_mask_pass_would_pass_the_limit_are_refused():
+    def program(output_size):
+        desc = pg.RoiAlignGradDesc(pg.TensorDesc("float32", (1, 1, 8, 8)),
+                                   pg.TensorDesc("float32", (1, 1) + output_size),
+                                   pg.TensorDesc("float32", (1, 1, 1, 4)), pg.TensorDesc("uint32", (1, 1, 1, 1)),
+                                   minimum_samples_per_output=1, maximum_samples_per_output=1)
+        return kernels.program_for(desc, pg.Tuning.for_cpu())
+
+    widest = program((1022, 1022))   # (height + width at the limit: 2044)
+    assert max(loop_total(p.kernel, dict(p.constants), p.params) for p in widest.passes[:2]) <= LOOP_LIMIT
+    with pytest.raises(pg.ValidationError, match="output_size: .* add up to at most 2044"):
+        program((1022, 1023))

@@ -13,12 +13,13 @@ import struct
 from functools import partial
 
 from ..dtypes import DataType
+from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
 from ..tuning import Tuning
 from .core import Kernel, Pass, Program, Slot, Split
 from .grids import FLAT_GRID, flat_grid, flat_regrid, sorted_constants, stride_fields
 from .registry import register
-from .split import fewest_parts, iterations, loop_total, search_probes
+from .split import LOOP_LIMIT, fewest_parts, iterations, loop_total, search_probes
 
 
 def f32_bits(value: float) -> int:
@@ -293,6 +294,10 @@ def gradient_passes(desc, tiles: dict, tuning: Tuning) -> tuple:
                                                                   desc.align_regions_to_corners}),
                      {"total": masks, "rois": rois, "channels": c, "out_h": out_h, "out_w": out_w,
                       "out_offset": f32_bits(desc.output_pixel_offset), **tiles}, flat_grid(masks, wg_x))
+    if loop_total(TILES, mask_pass.constants, mask_pass.params) > LOOP_LIMIT:
+        # (the mask pass is not split: past the limit llvmpipe would cut its loops short, silently)
+        raise ValidationError("output_size", f"ROI align's gradient takes outputs whose height and width add up to "
+                                             f"at most {(LOOP_LIMIT - 33) // 32 - 2}, got {desc.output_size}")
     dx, dy = desc.output_gradient, desc.input_gradient
     blocks = -(-in_h // ROI_BLOCK) * -(-in_w // ROI_BLOCK)
     params = {"total": n * c * blocks, "origin": 0, "channels": c, "in_h": in_h, "in_w": in_w,
@@ -309,7 +314,6 @@ def gradient_passes(desc, tiles: dict, tuning: Tuning) -> tuple:
         return loop_total(GATHER, base, {**params, **dict(zip(RUN_FIELDS, run))})
 
     if trips((0, 1, 0, 1, 0, 1)) > tuning.loop_budget:
-        from ..errors import ValidationError
         raise ValidationError("maximum_samples_per_output", f"an output of up to {params['visit_y']} x "
                               f"{params['visit_x']} samples is more than one invocation may visit; limit the "
                               f"samples (maximum_samples_per_output, sampling_ratio)")
