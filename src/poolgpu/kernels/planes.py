@@ -15,15 +15,14 @@ from ..tuning import Tuning
 from .core import Kernel, Pass, Program, Slot, Split
 from .grids import IN_SIZES, as_5d, sorted_constants, stride_fields, tensor_stride_params
 from .split import iterations, loop_total
-from .window import flat_planes, plane_group_lanes, plane_loops, plane_regrid
+from .window import flat_planes, plane_group_lanes, plane_lanes, plane_loops, plane_regrid
 
 
 def write_loops(constants: dict, params: dict) -> dict:
     """common/plane_write.wgsl's loop: a lane's chunks of a plane (which spans at most
     (size + 2) // 4 + 1 chunks)."""
     size = params["in_d"] * params["in_h"] * params["in_w"]
-    lanes = constants.get("PLANE_LANES") or params["plane_lanes"]   # (shapes_in_params: from Params)
-    return {"chunk": iterations(1, -(-((size + 2) // 4 + 1) // lanes))}
+    return {"chunk": iterations(1, -(-((size + 2) // 4 + 1) // plane_lanes(constants, params)))}
 
 
 def max_grad_loops(constants: dict, params: dict) -> dict:

@@ -110,11 +110,17 @@ def channels_loops(constants: dict, params: dict) -> dict:
     return {"kd": iterations(1, planes), "r": iterations(planes, rows), "q": iterations(planes * rows, columns)}
 
 
+def plane_lanes(constants: dict, params: dict) -> int:
+    """The lanes per plane of a plane kernel: its override constant, or under
+    ``Tuning.shapes_in_params`` its Params field (common/plane_lanes.wgsl)."""
+    return constants.get("PLANE_LANES") or params["plane_lanes"]
+
+
 def plane_loops(constants: dict, params: dict) -> dict:
     """common/plane_reduce.wgsl's loops: a lane's chunks of its run of the plane (SPAN
     elements, one chunk more where they straddle chunks; STEP per step, the rest one by one),
     the merge tree of its group."""
-    lanes = constants.get("PLANE_LANES") or params["plane_lanes"]   # (shapes_in_params: from Params)
+    lanes = plane_lanes(constants, params)
     # (SPAN and span absent: a plane in one run, the max gradient's)
     span = constants.get("SPAN") or params.get("span") or params["in_d"] * params["in_h"] * params["in_w"]
     step = constants.get("STEP", 1)
