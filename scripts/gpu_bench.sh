@@ -11,6 +11,7 @@
 #                                            # scale resuming the kept runs, the Tuning sweep
 #   bash scripts/gpu_bench.sh check          # there: the correctness check alone
 #   bash scripts/gpu_bench.sh bench [ARGS]   # there: the bench alone (ARGS: the bench's)
+#   bash scripts/gpu_bench.sh sweep [ARGS]   # there: the Tuning sweep alone (ARGS: bench.sweep's)
 #   bash scripts/gpu_bench.sh tests [ARGS]   # there: the suite on the Vulkan adapter (ARGS: pytest's)
 # There, poolgpu runs from the tree that travelled (src/ first on the path); results go under
 # $OUT (default bench/results/gpu): the run as <date>-<gpu>.json and the sweep's table as
@@ -259,5 +260,9 @@ case "$mode" in
     setup_there && preflight
     run_bench 100000 "$@"
     ;;
-  *) sed -n '2,17p' "$0"; exit 2 ;;
+  sweep)
+    setup_there && preflight
+    run_sweep 100000 "$@"
+    ;;
+  *) sed -n '2,18p' "$0"; exit 2 ;;
 esac

@@ -172,13 +172,16 @@ def forward_walk(desc, tuning=None):
                  for walk, k in family.items() if k == kernel), "bins")  # (else adaptive pooling's bins)
 
 
-#: The GPU kernel variants (Tuning fields that Tuning.for_gpu() leaves at the kernels they had
-#: until a GPU measures them, docs/performance.md) at a value that takes each: the tests run
-#: them under both presets.  Tuning.for_cpu() leaves them off too, but those in CPU_TAKEN, which
-#: it took on lavapipe's measurements.
+#: The GPU kernel variants (Tuning fields written for GPUs, docs/performance.md, "Kernel
+#: variants") at a value that takes each, and at the value that leaves each at the kernels it
+#: replaces: the tests run both under both presets.  Each preset takes those its kind of
+#: adapter measured faster: CPU_TAKEN on lavapipe, GPU_TAKEN on a GPU.
 VARIANT_FIELDS = dict(plane_chunks=4, channels_written_out=True, whole_workgroups=True, packed_planes=True,
                       unpool_gather=True, fractional_walks=True, paired_words=True)
+VARIANTS_LEFT = dict(plane_chunks=1, channels_written_out=False, whole_workgroups=False, packed_planes=False,
+                     unpool_gather=False, fractional_walks=False, paired_words=False)
 CPU_TAKEN = ("packed_planes", "fractional_walks", "paired_words")
+GPU_TAKEN = ("packed_planes", "fractional_walks", "paired_words", "channels_written_out", "unpool_gather")
 #: Tuning.plane_workgroups, a variant too, at a value that cuts the planes of small tensors
 #: (taken apart from the others, which it would hide: small planes get whole workgroups).
 PLANE_WORKGROUPS = 512
@@ -189,3 +192,10 @@ def with_variants(tuning, **fields):
     ``fields`` besides."""
     tuning = tuning if isinstance(tuning, pg.Tuning) else pg.Tuning.preset(tuning)
     return dataclasses.replace(tuning, **VARIANT_FIELDS, **fields)
+
+
+def without_variants(tuning, **fields):
+    """``tuning`` (a pg.Tuning or a preset's name) with every GPU kernel variant left at the
+    kernels it replaces, and ``fields`` besides."""
+    tuning = tuning if isinstance(tuning, pg.Tuning) else pg.Tuning.preset(tuning)
+    return dataclasses.replace(tuning, **VARIANTS_LEFT, **fields)

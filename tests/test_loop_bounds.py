@@ -16,7 +16,7 @@ import pytest
 import poolgpu as pg
 from poolgpu import kernels
 from poolgpu.kernels.split import LOOP_LIMIT, loop_total
-from helpers import PLANE_WORKGROUPS, with_variants
+from helpers import PLANE_WORKGROUPS, with_variants, without_variants
 
 F32, F16, BF16, U8, I64 = "float32", "float16", "bfloat16", "uint8", "int64"
 
@@ -115,9 +115,9 @@ def _descriptions():
 TUNINGS = {
     "cpu": pg.Tuning.for_cpu(), "gpu": pg.Tuning.for_gpu(),
     "cpu-256": dataclasses.replace(pg.Tuning.for_cpu(), loop_budget=256),
-    "gpu-1000": dataclasses.replace(pg.Tuning.for_gpu(), loop_budget=1000, plane_part=1024),
     "general-32768": dataclasses.replace(pg.Tuning.for_cpu(), walk="general", loop_budget=32768),
-    # the GPU kernel variants (helpers.VARIANT_FIELDS) under both presets
+    # the GPU kernel variants (helpers.VARIANT_FIELDS) under both presets, taken and left
+    "gpu-left-1000": without_variants("gpu", loop_budget=1000, plane_part=1024),
     "cpu-variants": with_variants("cpu"), "gpu-variants-1000": with_variants("gpu", loop_budget=1000, plane_part=1024),
     "cpu-workgroups-1000": with_variants("cpu", loop_budget=1000, plane_workgroups=PLANE_WORKGROUPS),
     "cpu-planes-256": dataclasses.replace(pg.Tuning.for_cpu(), loop_budget=256, plane_lane_chunks=4096),

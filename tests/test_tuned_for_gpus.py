@@ -4,6 +4,8 @@ plane walk),
 run on every adapter, software ones included, against the NumPy reference.  On real GPUs
 they are the default; here they would otherwise never run."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -40,9 +42,12 @@ def test_global_windows_take_the_plane_walk():
                  pg.AdaptiveAveragePoolingDesc(x, output_size=(1, 1))):
         assert _walk(desc) == "plane"
         assert _walk(desc, gpu=False) == "plane"
-    # planes smaller than a GPU workgroup's lanes: one invocation per output
+    # planes smaller than a GPU workgroup's lanes: packed several to a workgroup; without
+    # packed planes, one invocation per output
     small = pg.MaxPooling2Desc(pg.TensorDesc("FLOAT32", (2, 8, 15, 17)), window_size=(15, 17))
-    assert _walk(small) == "general" and _walk(small, gpu=False) == "plane"
+    assert _walk(small) == "plane" and _walk(small, gpu=False) == "plane"
+    unpacked = dataclasses.replace(pg.Tuning.for_gpu(), packed_planes=False)
+    assert forward_walk(small, unpacked) == "general"
     # planes that are not contiguous (channels last): not the plane walk
     nhwc = pg.TensorDesc("FLOAT32", (2, 8, 16, 16), (2048, 1, 128, 8))
     assert _walk(pg.MaxPooling2Desc(nhwc, window_size=(16, 16))) != "plane"

@@ -1,8 +1,7 @@
-"""The GPU kernel variants: Tuning choices that the GPU preset leaves at the kernels they had
-until a GPU measures them (docs/performance.md, "Kernel variants"; the CPU preset took packed
-planes, the fractional walks and 16-bit pairs on lavapipe's measurements), run on every adapter under both presets against the
-NumPy reference, and where a variant promises it, with the same bits as the kernels it
-replaces (sums of whole planes within their last bits)."""
+"""The GPU kernel variants: Tuning choices written for GPUs, each taken by a preset once its kind
+of adapter measured it (docs/performance.md, "Kernel variants"), run on every adapter under
+both presets against the NumPy reference, and where a variant promises it, with the same bits
+as the kernels it replaces (sums of whole planes within their last bits)."""
 
 import dataclasses
 
@@ -14,8 +13,9 @@ from hypothesis import strategies as st
 import poolgpu as pg
 import reference
 import test_scale
-from helpers import (CPU_TAKEN, VARIANT_FIELDS, assert_canaries_intact, canary_tensor, forward_walk, layout_strides,
-                     random_values, same_bits, sentinel_input, tuned_for, with_variants)
+from helpers import (CPU_TAKEN, GPU_TAKEN, VARIANT_FIELDS, VARIANTS_LEFT, assert_canaries_intact, canary_tensor, forward_walk, layout_strides,
+                     random_values, same_bits, sentinel_input, tuned_for, with_variants,
+                     without_variants)
 
 PRESETS = ("cpu", "gpu")
 
@@ -28,14 +28,12 @@ def outputs(device, desc, arrays, tuning, strides=None) -> tuple:
     return tuple(t.numpy() for t in (result if isinstance(result, tuple) else (result,)))
 
 
-def test_the_variants_are_tuning_fields_the_gpu_preset_leaves_off():
-    for preset in PRESETS:
+def test_each_preset_takes_the_variants_its_adapters_measured():
+    for preset, taken in (("cpu", CPU_TAKEN), ("gpu", GPU_TAKEN)):
         tuning = pg.Tuning.preset(preset)
         for field, value in VARIANT_FIELDS.items():
-            if preset == "cpu" and field in CPU_TAKEN:
-                assert getattr(tuning, field) == value, field
-            else:
-                assert getattr(tuning, field) != value, (preset, field)
+            expected = value if field in taken else VARIANTS_LEFT[field]
+            assert getattr(tuning, field) == expected, (preset, field)
     with pytest.raises(pg.ValidationError, match="plane_chunks"):
         pg.Tuning(plane_chunks=3)
 
@@ -63,8 +61,9 @@ def same_or_last_bits(got, expected) -> bool:
 
 
 # Every operator, small and in chunks of planes (tensors larger than a binding: the grids
-# restricted to a run of planes), with every variant taken: the preset's bits (sums of whole
-# planes, which packed planes merge over other lanes, within their last bits).
+# restricted to a run of planes), with every variant taken: the bits of the kernels they
+# replace (sums of whole planes, which packed planes merge over other lanes, within their
+# last bits).
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=test_scale.chunk_cases(), preset=st.sampled_from(PRESETS))
 def test_every_operator_with_the_variants_gives_the_presets_bits(device, case, preset):
@@ -72,7 +71,7 @@ def test_every_operator_with_the_variants_gives_the_presets_bits(device, case, p
         desc, arrays = test_scale.describe(case)
     except pg.ValidationError:
         assume(False)
-    with tuned_for(device, preset):
+    with tuned_for(device, without_variants(preset)):
         _, expected = test_scale.run(device, desc, arrays)
     with tuned_for(device, with_variants(preset)):
         _, got = test_scale.run(device, desc, arrays)
@@ -142,7 +141,8 @@ def test_the_channels_walk_written_out(device, preset):
         if data_type.is_float:  # the same taps in the same order: the loops' bits
             desc = pg.AveragePooling1Desc(x_desc, **geometry)
             got, = outputs(device, desc, (x,), tuning, x_desc.strides)
-            assert same_bits(got, outputs(device, desc, (x,), pg.Tuning.preset(preset), x_desc.strides)[0])
+            loops = dataclasses.replace(tuning, channels_written_out=False)
+            assert same_bits(got, outputs(device, desc, (x,), loops, x_desc.strides)[0])
     assert written_out == len(CHANNELS_GEOMETRIES) - 1
 
 

@@ -104,8 +104,7 @@ class Tuning:
         invocation from 4-element chunks with ``rows_walks``) and a gather over dx reading
         its covering windows from the table; ``False``: the bins walk and a gather
         searching the bin table.  The same bits either way (lavapipe, case FR: the forward
-        1.7x, the gradient 4.0-4.8x faster; the GPU preset leaves it off until a GPU measures
-        it).
+        1.7x, the gradient 4.0-4.8x faster; H200: 1.5x, 2.4x).
     paired_words : bool
         Where the forward pooling takes the general walk over 16-bit inputs contiguous along
         W (their other strides even, offsets of whole words; windows of at most 4 taps along
@@ -113,7 +112,7 @@ class Tuning:
         per invocation, each window row of the pair loaded once as the 32-bit words holding
         it, both outputs' taps taken from them (else a word per tap, half of it kept).  The
         same bits (lavapipe, case A float16, the general walk: max 1.5x, average 1.8-2.1x
-        faster; the GPU preset leaves it off until a GPU measures it).
+        faster; H200: 1.04-1.18x).
     block_workgroup : int
         Invocations per workgroup of the gradients' block gathers.
     flat_workgroup : int
@@ -244,20 +243,22 @@ class Tuning:
         faster than one; four were 0.8-0.9x as fast as two), the plane walk for global
         pooling with workgroups of 256 invocations, and workgroups of 256 invocations over
         (column, line, plane) grids (H100, case A at GPU scale: 0.90-0.98x the time of 64).
+        On an H200 (docs/performance.md, 2026-11-28), against the kernels they replace:
+        packed planes of at most 4 chunks a lane (case C, 7x7 planes: 0.12-0.43x the time),
+        unpooling as a gather (cases A and B: 0.32-0.46x), the fractional walks (0.66x, the
+        gradient 0.41x), the channels walk written out (NHWC: 0.63-0.80x), 16-bit pairs
+        (0.85-0.96x).
 
         Returns
         -------
         Tuning
             ``target="gpu"``, ``rows_walks=False``, ``plane_walk=True``, ``plane_lanes=256``,
-            ``outputs_per_invocation=2``, ``lines_workgroup=256``, ``packed_planes=False``
-            (a workgroup per plane until a GPU measures packed planes) with
-            ``plane_lane_chunks=1`` (the lanes they would take: a chunk each); the other
-            fields as :meth:`for_cpu`'s, but ``fractional_walks=False`` and
-            ``paired_words=False`` (the kernels they replace, until a GPU measures them).
+            ``outputs_per_invocation=2``, ``lines_workgroup=256``, ``plane_lane_chunks=4``,
+            ``channels_written_out=True``, ``unpool_gather=True``; the other fields as
+            :meth:`for_cpu`'s.
         """
-        return cls(target="gpu", rows_walks=False, plane_walk=True, plane_lanes=256, packed_planes=False,
-                   plane_lane_chunks=1, outputs_per_invocation=2, lines_workgroup=256, fractional_walks=False,
-                   paired_words=False)
+        return cls(target="gpu", rows_walks=False, plane_walk=True, plane_lanes=256, plane_lane_chunks=4,
+                   outputs_per_invocation=2, lines_workgroup=256, channels_written_out=True, unpool_gather=True)
 
     @classmethod
     def preset(cls, target: str) -> "Tuning":
