@@ -3,6 +3,7 @@ in the bench's schema, docs/bench-tables.md made from them (and current), the pl
 which runs the bench keeps."""
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -128,7 +129,8 @@ def test_a_run_cut_short_is_completed_by_the_earlier_runs_of_the_same_shaders_an
 @pytest.mark.parametrize("path", sorted(report.GPU_RUNS.glob(report.TUNING_PREFIX + "*.json")), ids=lambda p: p.name)
 def test_kept_sweeps_hold_the_sweep_schema(path):
     table = report.load(path)
-    assert path.name == report.TUNING_PREFIX + report.gpu_run_name(table)
+    assert path.name.startswith(report.TUNING_PREFIX)
+    assert report.is_gpu_run_name(path.name[len(report.TUNING_PREFIX):], table)
     assert table["entries"] and "current" in table["summary"] and table["tuning"]["target"] in ("cpu", "gpu")
     for entry in table["entries"]:
         if entry["status"] == "ok" and "best" in entry:
@@ -299,7 +301,7 @@ def test_a_kept_run_on_a_cpu_adapter_becomes_latest_and_the_tables_are_made_agai
     kept = report.load(tmp_path / "latest.json")
     assert kept["rows"] == report.load(tmp_path / "out" / "bench.json")["rows"] and kept["summary"] == "min_ms"
     tables = report.TABLES.read_text()
-    assert str(tmp_path / "latest.json") in tables and "## H100: NVIDIA H100 80GB HBM3" in tables
+    assert str(tmp_path / "latest.json") in tables and re.search(r"^## H\d+: NVIDIA H\d+", tables, re.M)  # (the GPU runs')
     assert "| C | max | " in tables
     readme = report.README.read_text()
     assert f"([{tmp_path / 'latest.json'}]({tmp_path / 'latest.json'}), fastest repetitions)" in readme

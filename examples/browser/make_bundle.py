@@ -9,6 +9,7 @@ last.  The output takes the same layout, so the page turns bytes into pixels wit
 converting anything.
 """
 
+import dataclasses
 from pathlib import Path
 
 import poolgpu as pg
@@ -29,8 +30,10 @@ def description() -> pg.MaxPoolingDesc:
                              window_size=(WINDOW, WINDOW), strides=(WINDOW, WINDOW))
 
 
-#: Bundles usually run on GPUs: the GPU preset (pg.export's default).
-TUNING = pg.Tuning.for_gpu()
+#: Bundles usually run on GPUs: the GPU preset (pg.export's default), but the channels walk's
+#: loops (channels_written_out off): a browser without a GPU runs WebGPU on SwiftShader, which
+#: takes minutes to compile the walk written out (docs/portable.md).
+TUNING = dataclasses.replace(pg.Tuning.for_gpu(), channels_written_out=False)
 
 
 if __name__ == "__main__":
