@@ -159,7 +159,23 @@ def legend(results: dict) -> list:
                              f"{name} {row['torch_ms']:.0f} -> {row['converted_ms']:.0f} ms with "
                              f"{row['pooling_layers']} layers swapped, a layer {row['layer_vs_floor']:.2f}x the floor"
                              for name, row in models.items()) + " (medians).")
+    lines += _new_shapes_lines(results.get("new_shapes") or {})
     return lines
+
+
+def _new_shapes_lines(new_shapes: dict) -> list:
+    """bench/new_shapes.py's rows in a line: each operator's first call at a new input size
+    (an operator already used, the default shape-generic pipelines) over its warm call, and
+    the resnet18-shaped model's first forward at a new size over its warm forward."""
+    run = new_shapes.get("generic_calls_2") or {}
+    parts = [f"{name} {row['new_shape_ms']:.1f} ms ({row['new_shape_vs_warm']:.1f}x)"
+             for name, row in run.get("operators", {}).items()]
+    parts += [f"resnet18-shaped first forward at {size} {row['first_forward_ms']:.0f} ms "
+              f"({row['first_forward_ms'] / row['warm_min_ms']:.1f}x)" for size, row in run.get("resnet18_shaped", {}).items()]
+    if not parts:
+        return []
+    return ["New shapes (the first call at a new input size of an operator already used, and its time over a warm "
+            "call's; the model's first size compiles everything; Mesa's on-disk shader cache off): " + "; ".join(parts) + "."]
 
 
 def _ratio_cell(result) -> str:

@@ -191,6 +191,18 @@ def test_rows_past_the_time_limit_are_counted_not_listed():
     assert "| 3D | max | f32 | NHWC |" not in text
 
 
+def test_the_new_shape_rows_are_summed_up_in_a_line():
+    results = report.load(report.GPU_RUNS / "2026-11-23-h100.json")
+    assert "New shapes" not in report.markdown(results)
+    operator = dict(new_shape_vs_warm=1.84, first_call_ms=300.0, new_shape_ms=2.0, warm_ms=1.1)
+    model = dict(first_forward_ms=90.0, warm_min_ms=60.0)
+    results["new_shapes"] = {"generic_calls_2": {"operators": {"max_pool": operator},
+                                                 "resnet18_shaped": {"240": model}},
+                             "generic_calls_0": {"operators": {"max_pool": dict(operator, new_shape_vs_warm=300.0)}}}
+    assert ("compiles everything; Mesa's on-disk shader cache off): max_pool 2.0 ms (1.8x); resnet18-shaped first forward "
+            "at 240 90 ms (1.5x).") in report.markdown(results)
+
+
 def test_a_run_is_named_as_bench_gpu_keeps_it(tmp_path, capsys):
     path = tmp_path / "run.json"
     path.write_text(json.dumps({"date": "2026-12-01T10:00:00+00:00", "adapter": {"name": "NVIDIA H200"}}))
