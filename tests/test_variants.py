@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 import poolgpu as pg
 import reference
 import test_scale
-from helpers import (CPU_TAKEN, GPU_TAKEN, VARIANT_FIELDS, VARIANTS_LEFT, assert_canaries_intact, canary_tensor, forward_walk, layout_strides,
-                     random_values, same_bits, sentinel_input, tuned_for, with_variants,
+from helpers import (CPU_TAKEN, GPU_TAKEN, VARIANT_FIELDS, VARIANTS_LEFT, assert_canaries_intact, canary_tensor,
+                     forward_walk, layout_strides, random_values, same_bits, sentinel_input, tuned_for, with_variants,
                      without_variants)
 
 PRESETS = ("cpu", "gpu")
@@ -66,7 +66,7 @@ def same_or_last_bits(got, expected) -> bool:
 # last bits).
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=test_scale.chunk_cases(), preset=st.sampled_from(PRESETS))
-def test_every_operator_with_the_variants_gives_the_presets_bits(device, case, preset):
+def test_every_operator_with_the_variants_gives_the_bits_of_the_kernels_they_replace(device, case, preset):
     try:
         desc, arrays = test_scale.describe(case)
     except pg.ValidationError:

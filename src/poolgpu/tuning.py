@@ -112,7 +112,7 @@ class Tuning:
         per invocation, each window row of the pair loaded once as the 32-bit words holding
         it, both outputs' taps taken from them (else a word per tap, half of it kept).  The
         same bits (lavapipe, case A float16, the general walk: max 1.5x, average 1.8-2.1x
-        faster; H200: 1.04-1.18x).
+        faster; H200: 1.01-1.16x).
     block_workgroup : int
         Invocations per workgroup of the gradients' block gathers.
     flat_workgroup : int
@@ -246,8 +246,8 @@ class Tuning:
         On an H200 (docs/performance.md, 2026-11-28), against the kernels they replace:
         packed planes of at most 4 chunks a lane (case C, 7x7 planes: 0.12-0.43x the time),
         unpooling as a gather (cases A and B: 0.32-0.46x), the fractional walks (0.66x, the
-        gradient 0.41x), the channels walk written out (NHWC: 0.63-0.80x), 16-bit pairs
-        (0.85-0.96x).
+        gradient 0.41x), the channels walk written out (NHWC: 0.73-0.80x), 16-bit pairs
+        (0.86-0.99x).
 
         Returns
         -------
