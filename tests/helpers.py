@@ -154,7 +154,7 @@ def tuned_for(device, tuning):
     """Ops compiled inside compile for ``tuning`` (a pg.Tuning, or a preset's name: "cpu"
     or "gpu"), its specialised kernels from the first call (``generic_calls=0``)."""
     before = device.tuning
-    tuning = copy.copy(tuning if isinstance(tuning, pg.Tuning) else pg.Tuning.preset(tuning))
+    tuning = copy.copy(as_tuning(tuning))
     object.__setattr__(tuning, "generic_calls", 0)  # (not replace(): some tests go past the limits on purpose)
     device.tuning = tuning
     try:
@@ -176,10 +176,11 @@ def forward_walk(desc, tuning=None):
 #: variants") at a value that takes each, and at the value that leaves each at the kernels it
 #: replaces: the tests run both under both presets.  Each preset takes those its kind of
 #: adapter measured faster: CPU_TAKEN on lavapipe, GPU_TAKEN on a GPU.
-VARIANT_FIELDS = dict(plane_chunks=4, channels_written_out=True, whole_workgroups=True, packed_planes=True,
-                      unpool_gather=True, fractional_walks=True, paired_words=True)
-VARIANTS_LEFT = dict(plane_chunks=1, channels_written_out=False, whole_workgroups=False, packed_planes=False,
-                     unpool_gather=False, fractional_walks=False, paired_words=False)
+_VARIANTS = {"plane_chunks": (4, 1), "channels_written_out": (True, False), "whole_workgroups": (True, False),
+             "packed_planes": (True, False), "unpool_gather": (True, False), "fractional_walks": (True, False),
+             "paired_words": (True, False)}   # field: (taken, left)
+VARIANT_FIELDS = {field: taken for field, (taken, _) in _VARIANTS.items()}
+VARIANTS_LEFT = {field: left for field, (_, left) in _VARIANTS.items()}
 CPU_TAKEN = ("packed_planes", "fractional_walks", "paired_words")
 GPU_TAKEN = ("packed_planes", "fractional_walks", "paired_words", "channels_written_out", "unpool_gather")
 #: Tuning.plane_workgroups, a variant too, at a value that cuts the planes of small tensors
@@ -187,15 +188,18 @@ GPU_TAKEN = ("packed_planes", "fractional_walks", "paired_words", "channels_writ
 PLANE_WORKGROUPS = 512
 
 
+def as_tuning(tuning) -> pg.Tuning:
+    """``tuning`` itself, or the preset it names ("cpu" or "gpu")."""
+    return tuning if isinstance(tuning, pg.Tuning) else pg.Tuning.preset(tuning)
+
+
 def with_variants(tuning, **fields):
     """``tuning`` (a pg.Tuning or a preset's name) with every GPU kernel variant taken, and
     ``fields`` besides."""
-    tuning = tuning if isinstance(tuning, pg.Tuning) else pg.Tuning.preset(tuning)
-    return dataclasses.replace(tuning, **VARIANT_FIELDS, **fields)
+    return dataclasses.replace(as_tuning(tuning), **VARIANT_FIELDS, **fields)
 
 
 def without_variants(tuning, **fields):
     """``tuning`` (a pg.Tuning or a preset's name) with every GPU kernel variant left at the
     kernels it replaces, and ``fields`` besides."""
-    tuning = tuning if isinstance(tuning, pg.Tuning) else pg.Tuning.preset(tuning)
-    return dataclasses.replace(tuning, **VARIANTS_LEFT, **fields)
+    return dataclasses.replace(as_tuning(tuning), **VARIANTS_LEFT, **fields)

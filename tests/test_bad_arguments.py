@@ -1105,9 +1105,9 @@ def fuzz(device, name):
     call, case, check, names = FUNCTIONS[name]
     rng = np.random.default_rng([zlib.crc32(name.encode()), SEED])
     outcomes = {"ok": 0, "refused": 0}
-    i = -1
-    # CALLS calls, and more (up to 4 x CALLS) until both branches are reached
-    while (i := i + 1) < CALLS or (not (outcomes["ok"] and outcomes["refused"]) and i < 4 * CALLS):
+    for i in range(4 * CALLS):  # CALLS calls, and more until both branches are reached
+        if i >= CALLS and outcomes["ok"] and outcomes["refused"]:
+            break
         kw = mutate(rng, case(rng, device) if getattr(case, "takes_device", False) else case(rng), device)
         try:
             with warnings.catch_warnings():

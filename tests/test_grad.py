@@ -2,9 +2,8 @@
 the independent NumPy reference, finite differences of the forward operators, PyTorch's
 backward passes, exact FLOAT16 rounding, determinism, layouts and untouched canaries."""
 
-from dataclasses import replace
-
 import functools
+from dataclasses import replace
 
 import numpy as np
 import pytest
