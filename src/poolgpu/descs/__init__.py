@@ -14,6 +14,7 @@ re-checking.  Besides its public fields every description answers:
 from typing import Union
 
 from ._common import described
+from ._made import made
 from .binned import AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, RoiPoolingDesc
 from .fractional import FractionalMaxPoolingDesc, FractionalMaxPoolingGradDesc
 from .gradients import (AdaptiveAveragePoolingGradDesc, AdaptiveMaxPoolingGradDesc, AveragePoolingGradDesc,

@@ -7,7 +7,7 @@ from typing import Optional, Sequence
 from ..arguments import array, integers
 from ..descs import (AdaptiveAveragePoolingGradDesc, AdaptiveMaxPoolingGradDesc, AveragePoolingGradDesc,
                      FractionalMaxPoolingGradDesc, LpPoolingGradDesc, MaxPoolingGradDesc, MaxUnpoolingGradDesc,
-                     RoiPoolingGradDesc, described)
+                     RoiPoolingGradDesc, described, made)
 from ..device import Device
 from ..errors import ValidationError
 from ..interop import unsigned_indices
@@ -51,7 +51,7 @@ def max_pool_grad(x: ArrayLike, dy: ArrayLike, window_size: Window, strides: Opt
     """
 
     def describe(input, input_gradient):
-        return MaxPoolingGradDesc(input, input_gradient, **_window(
+        return made(MaxPoolingGradDesc, input, input_gradient, **_window(
             input, window_size=window_size, strides=strides, start_padding=start_padding, end_padding=end_padding,
             dilations=dilations))
 
@@ -95,7 +95,7 @@ def average_pool_grad(dy: ArrayLike, input_sizes: Sequence[int], window_size: Wi
 
     def describe(input_gradient):
         output_gradient = described(input_gradient.data_type, input_sizes, "input_sizes")
-        return AveragePoolingGradDesc(
+        return made(AveragePoolingGradDesc,
             input_gradient, output_gradient, include_padding=include_padding,
             counted_end_padding=counted_end_padding, divisor_override=divisor_override, **_window(
                 output_gradient, window_size=window_size, strides=strides, start_padding=start_padding,
@@ -124,7 +124,7 @@ def adaptive_max_pool_grad(x: ArrayLike, dy: ArrayLike, device: Optional[Device]
         x's sizes: zero except that each bin's ``dy`` is added at the bin's argmax (ties to
         the lowest flat index, NaN larger than every number).
     """
-    return _run(lambda input, input_gradient: AdaptiveMaxPoolingGradDesc(input, input_gradient), (x, dy), device,
+    return _run(lambda input, input_gradient: made(AdaptiveMaxPoolingGradDesc, input, input_gradient), (x, dy), device,
                 names=("x", "dy"))
 
 
@@ -149,7 +149,8 @@ def adaptive_average_pool_grad(dy: ArrayLike, input_sizes: Sequence[int], device
     input_sizes = integers(input_sizes, "input_sizes", minimum=1, maximum=None)
 
     def describe(input_gradient):
-        return AdaptiveAveragePoolingGradDesc(input_gradient, described(input_gradient.data_type, input_sizes, "input_sizes"))
+        return made(AdaptiveAveragePoolingGradDesc, input_gradient,
+                    described(input_gradient.data_type, input_sizes, "input_sizes"))
 
     return _run(describe, (dy,), device, names=("dy",))
 
@@ -175,8 +176,8 @@ def max_unpool_grad(dy: ArrayLike, indices: ArrayLike, device: Optional[Device] 
         index lies outside dy or a larger ``j`` has the same index (it did not reach the
         output).
     """
-    return _run(lambda input_gradient, idx: MaxUnpoolingGradDesc(input_gradient, idx), (dy, unsigned_indices(indices)),
-                device, names=("dy", "indices"))
+    return _run(lambda input_gradient, idx: made(MaxUnpoolingGradDesc, input_gradient, idx),
+                (dy, unsigned_indices(indices)), device, names=("dy", "indices"))
 
 
 def lp_pool_grad(x: ArrayLike, dy: ArrayLike, window_size: Window, strides: Optional[Window] = None,
@@ -209,7 +210,7 @@ def lp_pool_grad(x: ArrayLike, dy: ArrayLike, window_size: Window, strides: Opti
     """
 
     def describe(input, input_gradient):
-        return LpPoolingGradDesc(input, input_gradient, p=p, **_window(
+        return made(LpPoolingGradDesc, input, input_gradient, p=p, **_window(
             input, window_size=window_size, strides=strides, start_padding=start_padding, end_padding=end_padding,
             dilations=dilations))
 
@@ -254,7 +255,8 @@ def roi_pool_grad(x: ArrayLike, rois: ArrayLike, dy: ArrayLike, pooled_size: Seq
         rois = roi_array(rois, x)
 
     def describe(input, roi, input_gradient):
-        return RoiPoolingGradDesc(input, roi, input_gradient, spatial_scale=spatial_scale, pooled_size=pooled_size)
+        return made(RoiPoolingGradDesc, input, roi, input_gradient, spatial_scale=spatial_scale,
+                    pooled_size=pooled_size)
 
     return _run(describe, (x, rois, dy), device, names=("x", "rois", "dy"))
 
@@ -300,7 +302,7 @@ def fractional_max_pool_grad(x: ArrayLike, dy: ArrayLike, window_size: Window, s
                                              "poolgpu.torch.fractional_max_pool2d/3d differentiate others")
 
     def describe(input, sample_values, input_gradient):
-        return FractionalMaxPoolingGradDesc(input, sample_values, input_gradient,
+        return made(FractionalMaxPoolingGradDesc, input, sample_values, input_gradient,
                                             **_window(input, window_size=window_size))
 
     return _run(describe, (x, samples, dy), device, names=("x", "samples", "dy"))

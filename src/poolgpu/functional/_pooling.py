@@ -9,7 +9,7 @@ import numpy as np
 from ..arguments import array, flag, integers, is_integer
 from ..descs import (AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, AveragePooling1Desc,
                      FractionalMaxPoolingDesc, LpPooling1Desc, MaxPooling2Desc, MaxUnpoolingDesc, RoiPoolingDesc,
-                     described)
+                     described, made)
 from ..device import Device
 from ..dtypes import DataType
 from ..errors import ValidationError
@@ -63,7 +63,7 @@ def max_pool(x: ArrayLike, window_size: Window, strides: Optional[Window] = None
     indices = DataType.of(indices_type, "indices_type") if flag(return_indices, "return_indices") else None
 
     def describe(input):
-        return MaxPooling2Desc(input, output_indices=indices, **_window(
+        return made(MaxPooling2Desc, input, output_indices=indices, **_window(
             input, window_size=window_size, strides=strides, start_padding=start_padding, end_padding=end_padding,
             dilations=dilations))
 
@@ -111,7 +111,7 @@ def average_pool(x: ArrayLike, window_size: Window, strides: Optional[Window] = 
     """
 
     def describe(input):
-        return AveragePooling1Desc(
+        return made(AveragePooling1Desc,
             input, include_padding=include_padding, counted_end_padding=counted_end_padding,
             divisor_override=divisor_override, **_window(
                 input, window_size=window_size, strides=strides, start_padding=start_padding,
@@ -153,7 +153,7 @@ def lp_pool(x: ArrayLike, window_size: Window, strides: Optional[Window] = None,
     """
 
     def describe(input):
-        return LpPooling1Desc(input, p=p, **_window(
+        return made(LpPooling1Desc, input, p=p, **_window(
             input, window_size=window_size, strides=strides, start_padding=start_padding, end_padding=end_padding,
             dilations=dilations))
 
@@ -216,7 +216,7 @@ def roi_pool(x: ArrayLike, rois: ArrayLike, pooled_size: Sequence[int], spatial_
         rois = roi_array(rois, x)
 
     def describe(input, roi):
-        return RoiPoolingDesc(input, roi, spatial_scale=spatial_scale, pooled_size=pooled_size)
+        return made(RoiPoolingDesc, input, roi, spatial_scale=spatial_scale, pooled_size=pooled_size)
 
     return _run(describe, (x, rois), device, names=("x", "rois"))
 
@@ -251,7 +251,8 @@ def adaptive_max_pool(x: ArrayLike, output_size: Union[int, Sequence[Optional[in
         For an unsupported type or a non-positive output size.
     """
     indices = DataType.of(indices_type, "indices_type") if flag(return_indices, "return_indices") else None
-    return _run(lambda input: AdaptiveMaxPoolingDesc(input, output_indices=indices, output_size=output_size), (x,), device)
+    return _run(lambda input: made(AdaptiveMaxPoolingDesc, input, output_indices=indices, output_size=output_size),
+                (x,), device)
 
 
 def adaptive_average_pool(x: ArrayLike, output_size: Union[int, Sequence[Optional[int]]],
@@ -277,7 +278,7 @@ def adaptive_average_pool(x: ArrayLike, output_size: Union[int, Sequence[Optiona
     ValidationError
         For an unsupported type or a non-positive output size.
     """
-    return _run(lambda input: AdaptiveAveragePoolingDesc(input, output_size=output_size), (x,), device)
+    return _run(lambda input: made(AdaptiveAveragePoolingDesc, input, output_size=output_size), (x,), device)
 
 
 
@@ -325,7 +326,7 @@ def max_unpool(x: ArrayLike, indices: ArrayLike, output_sizes: Sequence[int],
             raise ValidationError(
                 "output_sizes", f"expected {input.rank} sizes (or {input.rank - 2} spatial ones), got {sizes}"
             )
-        return MaxUnpoolingDesc(input, indices, described(input.data_type, sizes, "output_sizes"))
+        return made(MaxUnpoolingDesc, input, indices, described(input.data_type, sizes, "output_sizes"))
 
     return _run(describe, (x, unsigned_indices(indices)), device, names=("x", "indices"))
 
@@ -386,7 +387,7 @@ def fractional_max_pool(x: ArrayLike, window_size: Window, output_sizes: Union[i
                 raise ValidationError("output_sizes", f"expected N, C = {input.sizes[:2]} (x's), got {sizes}")
             sizes = sizes[2:]
         try:
-            return FractionalMaxPoolingDesc(input, sample_values, output_indices=indices, output_size=sizes,
+            return made(FractionalMaxPoolingDesc, input, sample_values, output_indices=indices, output_size=sizes,
                                             **_window(input, window_size=window_size))
         except ValidationError as exc:   # (the description's output_size is this argument)
             if exc.field == "output_size":

@@ -8,7 +8,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from ..arguments import array, shown
-from ..descs import QuantizedLinearAveragePoolingDesc
+from ..descs import QuantizedLinearAveragePoolingDesc, made
 from ..device import Device
 from ..dtypes import DataType
 from ..errors import ValidationError
@@ -140,7 +140,7 @@ def quantized_average_pool(x: ArrayLike, x_scale: Scale, x_zero_point: ZeroPoint
     tensors, device, as_numpy = on_device([x_given] + [operands[n] for n in given], device, ["x"] + given)
     on = dict(zip(given, tensors[1:]))
     try:
-        desc = QuantizedLinearAveragePoolingDesc(
+        desc = made(QuantizedLinearAveragePoolingDesc,
             tensors[0].desc, *(on[n].desc if n in on else None for n in names),
             include_padding=include_padding, counted_end_padding=counted_end_padding,
             divisor_override=divisor_override, rounding=rounding, vectorized_channels=vectorized_channels, **_window(

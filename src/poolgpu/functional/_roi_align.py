@@ -8,7 +8,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from ..arguments import U32_MAX, array, choice, flag, integer, integers, is_integer
-from ..descs import RoiAlign1Desc, RoiAlignGradDesc
+from ..descs import RoiAlign1Desc, RoiAlignGradDesc, made
 from ..descs.roi_align import ROI_BATCH_TYPES, f32_number
 from ..device import Device
 from ..dtypes import DataType
@@ -122,7 +122,7 @@ def roi_align(x: ArrayLike, rois: ArrayLike, batch_indices: ArrayLike, output_si
     x, rois, batch_indices = roi_align_inputs(x, rois, batch_indices)
 
     def describe(input, roi, batch):
-        return RoiAlign1Desc(input, roi, batch, **fields)
+        return made(RoiAlign1Desc, input, roi, batch, **fields)
 
     return _run(describe, (x, rois, batch_indices), device, names=("x", "rois", "batch_indices"))
 
@@ -161,6 +161,6 @@ def roi_align_grad(x: ArrayLike, rois: ArrayLike, batch_indices: ArrayLike, dy: 
     x, rois, batch_indices = roi_align_inputs(x, rois, batch_indices)
 
     def describe(input, gradient, roi, batch):
-        return RoiAlignGradDesc(input, gradient, roi, batch, **fields)
+        return made(RoiAlignGradDesc, input, gradient, roi, batch, **fields)
 
     return _run(describe, (x, dy, rois, batch_indices), device, names=("x", "dy", "rois", "batch_indices"))
