@@ -209,3 +209,54 @@ def test_the_backward_of_poolgpu_torch_reads_the_input_the_forward_uploaded(devi
     expected = torch.nn.functional.max_pool2d(x, 3, 2, 1)
     assert torch.equal(y, expected) and torch.equal(grad, torch.autograd.grad(expected.sum(), x)[0])
 
+
+
+def test_poolgpu_torch_calls_on_host_inputs_are_one_submission_through_pooled_buffers(device, monkeypatch):
+    torch = pytest.importorskip("torch")
+    import poolgpu.torch as pgt
+
+    dev = fresh_device(device)
+    x = torch.randn(2, 3, 9, 8)
+    for source in (x, x.numpy(), x.to(torch.bfloat16)):
+        expected = torch.nn.functional.max_pool2d(torch.as_tensor(source), 3, 2, 1)
+        pgt.max_pool2d(source, 3, 2, 1, device=dev)  # the first call makes buffers and bind groups
+        idle = dev._tensor_pool.idle_bytes, dev._staging_pool.idle_bytes
+        bound = {id(op): dict(op._bound) for op in dev._ops.values()}
+        submitted, dispatched = [], []
+        submit, dispatch = pg.Device._submit, pg.Device._dispatch
+        monkeypatch.setattr(pg.Device, "_submit", lambda self, *a: submitted.append(a[0]) or submit(self, *a))
+        monkeypatch.setattr(pg.Device, "_dispatch", lambda self, *a: dispatched.append(a) or dispatch(self, *a))
+        for _ in range(2):
+            submitted.clear()
+            y = pgt.max_pool2d(source, 3, 2, 1, device=dev)
+            assert type(y) is type(source)
+            assert torch.equal(torch.as_tensor(y), expected)
+            assert len(submitted) == 1 and submitted[0] is not None and not dispatched  # dispatches and read-back
+            assert (dev._tensor_pool.idle_bytes, dev._staging_pool.idle_bytes) == idle  # nothing new allocated
+            assert {id(op): dict(op._bound) for op in dev._ops.values()} == bound  # the same bind groups
+        monkeypatch.undo()
+
+
+def test_poolgpu_torch_skips_torchs_dispatcher_only_where_nothing_of_torch_follows_the_call(device, monkeypatch):
+    torch = pytest.importorskip("torch")
+    import poolgpu.torch as pgt
+    from poolgpu.torch import _ops
+
+    dev = fresh_device(device)
+    through = []
+    call = _ops.call
+    monkeypatch.setattr(_ops, "call", lambda name, *a: through.append(name) or call(name, *a))
+    x = torch.randn(1, 2, 6, 6)
+    expected = torch.nn.functional.max_pool2d(x, 2)
+    assert torch.equal(pgt.max_pool2d(x, 2, device=dev), expected) and through == []
+    w = x.clone().requires_grad_()
+    y = pgt.max_pool2d(w, 2, device=dev)  # autograd records it
+    assert through == ["max_pool2d"] and y.requires_grad
+    with torch.no_grad():
+        assert not pgt.max_pool2d(w, 2, device=dev).requires_grad and through == ["max_pool2d"]
+    traced = torch.jit.trace(lambda t: pgt.max_pool2d(t, 2, device=dev), x)  # a tracer follows it
+    assert len(through) > 1 and set(through) == {"max_pool2d"}
+    x2 = torch.randn(1, 2, 6, 6)
+    assert torch.equal(traced(x2), torch.nn.functional.max_pool2d(x2, 2))
+    assert pgt.max_pool2d(x.to("meta"), 2, device=dev).shape == (1, 2, 3, 3)  # shapes only: its fake
+    assert through[-1] == "max_pool2d"

@@ -232,28 +232,37 @@ class Op:
 
     def _round_trip(self, arrays: Sequence[np.ndarray]) -> tuple:
         """The outputs on host ``arrays`` (packed as the op's inputs, already read by
-        ``arguments.array``) as new NumPy arrays: inputs and outputs in buffers of the
-        device's pool, the dispatches and the read-back in one submission, the buffers given
-        back once it is done.  Each role takes the buffer it had in the op's last round trip
-        where that one is idle, so that the op's bind groups for it are found again."""
-        if self._generic_calls_left is not None:
-            self._count_generic_call()
-        device, recent = self.device, self._recent
-
-        def temporary(role, desc):
-            ref = recent.get(role)
-            return device._temporary(desc, ref() if ref is not None else None)
-
-        inputs = tuple(temporary(role, desc) for role, desc in self._inputs)
+        ``arguments.array``) as new NumPy arrays: the inputs written into buffers of the
+        device's pool, then :meth:`_to_host`; the buffers given back once it is done."""
+        device = self.device
+        inputs = tuple(self._temporary(role, desc) for role, desc in self._inputs)
         for tensor, array in zip(inputs, arrays):
             device._write(tensor.buffer, array, tensor.desc)
-        outputs = tuple(temporary(role, desc) for role, desc in self._outputs)
+        results = self._to_host(inputs)
+        self._recent.update((role, weakref.ref(t.buffer)) for role, t in zip(self._input_roles, inputs))
+        device._recycle(inputs)  # (the read-back waited for every use of them)
+        return results
+
+    def _to_host(self, inputs: tuple, read_as=None) -> tuple:
+        """The outputs on the Tensors ``inputs`` as new NumPy arrays: outputs in buffers of
+        the device's pool, the dispatches and the read-back in one submission, the outputs'
+        buffers given back once it is done.  ``read_as(output)``: the Tensor read in its
+        place (a view of the same bytes as another type), where given."""
+        if self._generic_calls_left is not None:
+            self._count_generic_call()
+        outputs = tuple(self._temporary(role, desc) for role, desc in self._outputs)
         bound, outputs = self._prepare(inputs, outputs)
-        results = device._read_tensors(outputs, bound)
-        tensors = inputs + outputs
-        self._recent = {role: weakref.ref(t.buffer) for role, t in zip(self._input_roles + self._output_roles, tensors)}
-        device._recycle(tensors)  # (the read-back waited for every use of them)
+        results = self.device._read_tensors(outputs if read_as is None else tuple(map(read_as, outputs)), bound)
+        self._recent.update((role, weakref.ref(t.buffer)) for role, t in zip(self._output_roles, outputs))
+        self.device._recycle(outputs)
         return tuple(results)
+
+    def _temporary(self, role: str, desc: TensorDesc) -> Tensor:
+        """A tensor of ``desc`` in a pooled buffer: the one ``role`` had in the op's last
+        round trip where that one is idle, so that the op's bind groups for it are found
+        again."""
+        ref = self._recent.get(role)
+        return self.device._temporary(desc, ref() if ref is not None else None)
 
     def _prepare(self, inputs: tuple, out) -> tuple:
         """(the bound dispatches, the output tensors) of a call: inputs and ``out`` checked

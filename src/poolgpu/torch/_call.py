@@ -38,11 +38,21 @@ BFLOAT16_BITS = np.dtype(np.uint16)
 
 def host_values(t: Tensor) -> np.ndarray:
     """A pg.Tensor's values; BFLOAT16 as BFLOAT16_BITS."""
+    return _as_read(t).numpy()
+
+
+def _as_read(t: Tensor) -> Tensor:
+    """The Tensor whose values are read back in ``t``'s place: ``t``, or a BFLOAT16 one's
+    bits as UINT16 (NumPy's BFLOAT16_BITS)."""
     if t.data_type != DataType.BFLOAT16:
-        return t.numpy()
+        return t
     d = t.desc
-    return t.device.wrap(t.buffer, TensorDesc(DataType.UINT16, d.sizes, d.strides, d.total_size_in_bytes),
-                         t.offset).numpy()
+    return t.device.wrap(t.buffer, TensorDesc(DataType.UINT16, d.sizes, d.strides, d.total_size_in_bytes), t.offset)
+
+
+def as_host(value: Union[Tensor, np.ndarray]) -> np.ndarray:
+    """A result of :meth:`Call.compute` on the host: an array as it is, a Tensor's values."""
+    return value if isinstance(value, np.ndarray) else host_values(value)
 
 
 def as_float(values: np.ndarray) -> np.ndarray:
@@ -197,6 +207,17 @@ class Call:
                 self._x = self._upload_temporary(self.host())
         return self._x
 
+    def compute(self, desc, *tensors: Tensor) -> tuple:
+        """The results of the operator ``desc`` on ``tensors`` (on ``device``): poolgpu
+        Tensors for a pg.Tensor input; for a torch or NumPy input, NumPy arrays (BFLOAT16 as
+        BFLOAT16_BITS), computed and read back in one submission through the device's pooled
+        buffers (docs/design.md, "Host round trips")."""
+        op = self.device.compile(desc)
+        if self.kind != "tensor":
+            return op._to_host(tensors, _as_read)
+        results = op(*tensors)
+        return results if isinstance(results, tuple) else (results,)
+
     def upload(self, value) -> Tensor:
         """Another tensor of the call (an incoming gradient, indices), batched as the input, on
         ``device``."""
@@ -270,9 +291,10 @@ class Plan(NamedTuple):
         else:
             values = self.forward()
         results = tuple(self.call.give(v) for v in values)
-        # A result read back to the host waited for every use of the call's uploads: their
-        # buffers go back to the pool (none of the results refers to them).
-        if self.call.kind != "tensor" and any(isinstance(v, Tensor) for v in values):
+        # Results on the host were read back after every use of the call's uploads (the
+        # read-back submits and waits for all work before it): their buffers go back to the
+        # pool (none of the results refers to them).
+        if self.call.kind != "tensor":
             self.call.recycle()
         return results
 
@@ -355,7 +377,7 @@ def _drop_leading(t: Tensor) -> Tensor:
     return t.device.wrap(t.buffer, TensorDesc(d.data_type, d.sizes[1:], d.strides[1:], d.total_size_in_bytes), t.offset)
 
 
-def plane_indices(flat: Tensor, plane: int) -> np.ndarray:
+def plane_indices(flat: Union[Tensor, np.ndarray], plane: int) -> np.ndarray:
     """poolgpu's flat indices over the whole tensor as PyTorch's int64 indices within each
     (n, c) plane (on the host: one pass)."""
-    return flat.numpy().astype(np.int64) % plane
+    return as_host(flat).astype(np.int64) % plane

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import functional as _functional
 from ..arguments import shown
-from ..descs import AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc
+from ..descs import AdaptiveAveragePoolingDesc, AdaptiveMaxPoolingDesc, made
 from ..device import Device
 from ..dtypes import DataType
 from ..errors import ValidationError
@@ -61,15 +61,15 @@ def _plan(types: tuple):
         if types == FLOATS:
             def forward():
                 x = call.tensor()
-                return (call.device.compile(AdaptiveAveragePoolingDesc(x.desc, output_size=sizes))(x),)
+                return call.compute(made(AdaptiveAveragePoolingDesc, x.desc, output_size=sizes), x)
         else:
             def forward():
                 x = call.tensor()
-                desc = AdaptiveMaxPoolingDesc(x.desc, output_indices=DataType.UINT32 if return_indices else None,
-                                              output_size=sizes)
-                result = call.device.compile(desc)(x)
+                desc = made(AdaptiveMaxPoolingDesc, x.desc,
+                            output_indices=DataType.UINT32 if return_indices else None, output_size=sizes)
+                result = call.compute(desc, x)
                 if not return_indices:
-                    return (result,)
+                    return result
                 return result[0], plane_indices(result[1], math.prod(call.sizes[2:]))
         indices = ((out_sizes, np.dtype(np.int64)),) if return_indices else ()
         return Plan(call, ((out_sizes, call.dtype),) + indices, forward)

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ..arguments import number, sequence, shown
-from ..descs import FractionalMaxPoolingDesc, FractionalMaxPoolingGradDesc
+from ..descs import FractionalMaxPoolingDesc, FractionalMaxPoolingGradDesc, made
 from ..descs.fractional import SAMPLE_ORDER, window_starts
 from ..device import Device
 from ..dtypes import DataType
@@ -77,11 +77,12 @@ def _plan(function, input, kernel, output_size, samples, *, device, return_indic
 
     def forward():
         x, (s, _) = call.tensor(), uploaded_samples()
-        desc = FractionalMaxPoolingDesc(x.desc, s.desc, output_indices=DataType.UINT32 if return_indices else None,
-                                        window_size=tuple(kernel), output_size=tuple(output_size))
-        result = call.device.compile(desc)(x, s)
+        desc = made(FractionalMaxPoolingDesc, x.desc, s.desc,
+                    output_indices=DataType.UINT32 if return_indices else None, window_size=tuple(kernel),
+                    output_size=tuple(output_size))
+        result = call.compute(desc, x, s)
         if not return_indices:
-            return (result,)
+            return result
         return result[0], plane_indices(result[1], math.prod(call.sizes[2:]))
 
     indices = ((out_sizes, np.dtype(np.int64)),) if return_indices else ()
@@ -140,8 +141,8 @@ def _gradient(function, grad_output, input, kernel, output_size, samples, *, dev
                             return_indices=True)[0].forward()[1]
             return (_added_at(indices, call.host_of(grad_output), call.sizes, call.dtype),)
         x, dy = call.tensor(), call.upload(grad_output)
-        return (call.device.compile(FractionalMaxPoolingGradDesc(x.desc, s.desc, dy.desc, window_size=tuple(kernel)))(
-            x, s, dy),)
+        return call.compute(made(FractionalMaxPoolingGradDesc, x.desc, s.desc, dy.desc, window_size=tuple(kernel)),
+                            x, s, dy)
 
     return gradient_plan(plan, compute)
 

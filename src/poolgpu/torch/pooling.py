@@ -9,7 +9,7 @@ import numpy as np
 
 from ..arguments import number
 from ..descs import (AveragePooling1Desc, AveragePoolingGradDesc, LpPooling1Desc, LpPoolingGradDesc,
-                     MaxPooling2Desc, MaxPoolingGradDesc)
+                     MaxPooling2Desc, MaxPoolingGradDesc, made)
 from ..descs.pooling import LP_MAX_P
 from ..device import Device
 from ..dtypes import DataType
@@ -17,8 +17,8 @@ from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
 from . import _quantized as quantized
 from ._arguments import boolean, checked, integer_arg, return_flag, sizes_arg, window_args
-from ._call import (FLOATS, MAX_TYPES, Call, Input, Output, Plan, Result, Size, as_float, gradient_plan, negated,
-                    of_type, plane_indices)
+from ._call import (FLOATS, MAX_TYPES, Call, Input, Output, Plan, Result, Size, as_float, as_host, gradient_plan,
+                    negated, of_type, plane_indices)
 from ._forms import function_forms
 from ._ops import define_family, dispatch, torch_function
 
@@ -39,10 +39,10 @@ def _max_pool_plan(function, input, kernel, stride, padding, dilation, ceil_mode
 
     def forward():
         x = call.tensor()
-        desc = MaxPooling2Desc(x.desc, output_indices=DataType.UINT32 if return_indices else None, **fields)
-        result = call.device.compile(desc)(x)
+        result = call.compute(made(MaxPooling2Desc, x.desc, output_indices=DataType.UINT32 if return_indices else None,
+                                   **fields), x)
         if not return_indices:
-            return (result,)
+            return result
         return result[0], plane_indices(result[1], math.prod(call.sizes[2:]))
 
     return Plan(call, ((out_sizes, call.dtype),) + (((out_sizes, np.dtype(np.int64)),) if return_indices else ()),
@@ -56,7 +56,7 @@ def _max_pool_gradient(function, grad_output, input, kernel, stride, padding, di
 
     def compute():
         x, dy = call.tensor(), call.upload(grad_output)
-        return (call.device.compile(MaxPoolingGradDesc(x.desc, dy.desc, **fields))(x, dy),)
+        return call.compute(made(MaxPoolingGradDesc, x.desc, dy.desc, **fields), x, dy)
 
     return gradient_plan(plan, compute)
 
@@ -131,8 +131,8 @@ def _avg_pool_plan(function, input, kernel, stride, padding, ceil_mode, count_in
 
     def forward():
         x = call.tensor()
-        y = call.device.compile(AveragePooling1Desc(x.desc, **divisor, **fields))(x)
-        return (negated(y.numpy()) if negate else y,)
+        y, = call.compute(made(AveragePooling1Desc, x.desc, **divisor, **fields), x)
+        return (negated(as_host(y)) if negate else y,)
 
     plan = Plan(call, ((call.sizes[:2] + out, call.dtype),), forward)
     return plan, fields, divisor, negate
@@ -145,7 +145,7 @@ def _avg_pool_gradient(function, grad_output, input, *arguments, device):
     def compute():
         dy = call.upload_host(negated(call.host_of(grad_output))) if negate else call.upload(grad_output)
         dx = TensorDesc(dy.data_type, call.sizes)
-        return (call.device.compile(AveragePoolingGradDesc(dy.desc, dx, **divisor, **fields))(dy),)
+        return call.compute(made(AveragePoolingGradDesc, dy.desc, dx, **divisor, **fields), dy)
 
     return gradient_plan(plan, compute)
 
@@ -253,10 +253,10 @@ def _lp_pool_parts(function, input, p, kernel, stride, ceil_mode, *, device):
     def forward():
         if math.isinf(p):  # PyTorch: max_pool of |x|
             x = call.upload_host(_magnitudes(call.host()))
-            return (call.device.compile(MaxPooling2Desc(x.desc, **fields))(x),)
+            return call.compute(made(MaxPooling2Desc, x.desc, **fields), x)
         x = call.tensor()
-        y = call.device.compile(LpPooling1Desc(x.desc, p=p, **fields))(x)
-        return (y,) if scale is None else (of_type(as_float(y.numpy()) * scale, call.dtype),)
+        y, = call.compute(made(LpPooling1Desc, x.desc, p=p, **fields), x)
+        return (y,) if scale is None else (of_type(as_float(as_host(y)) * scale, call.dtype),)
 
     return Plan(call, ((call.sizes[:2] + out, call.dtype),), forward), fields, scale
 
@@ -277,14 +277,14 @@ def _lp_pool_gradient(function, grad_output, input, p, kernel, stride, ceil_mode
         if math.isinf(p):
             host = call.host()
             x, dy = call.upload_host(_magnitudes(host)), call.upload(grad_output)
-            dx = call.device.compile(MaxPoolingGradDesc(x.desc, dy.desc, **fields))(x, dy)
-            return (of_type(as_float(dx.numpy()) * np.sign(as_float(host)), call.dtype),)
+            dx, = call.compute(made(MaxPoolingGradDesc, x.desc, dy.desc, **fields), x, dy)
+            return (of_type(as_float(as_host(dx)) * np.sign(as_float(host)), call.dtype),)
         x = call.tensor()
         if scale is None:
             dy = call.upload(grad_output)
         else:
             dy = call.upload_host(of_type(as_float(call.host_of(grad_output)) * scale, call.dtype))
-        return (call.device.compile(LpPoolingGradDesc(x.desc, dy.desc, p=p, **fields))(x, dy),)
+        return call.compute(made(LpPoolingGradDesc, x.desc, dy.desc, p=p, **fields), x, dy)
 
     return gradient_plan(plan, compute)
 

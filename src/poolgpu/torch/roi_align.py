@@ -137,7 +137,7 @@ def _plan(function, input, boxes, output_size, spatial_scale, sampling_ratio, al
     def forward():
         x = call.tensor()
         rois, batch = _Rois(call, boxes, function).tensors()
-        return (call.device.compile(RoiAlign1Desc(x.desc, rois.desc, batch.desc, **fields))(x, rois, batch),)
+        return call.compute(RoiAlign1Desc(x.desc, rois.desc, batch.desc, **fields), x, rois, batch)
 
     return Plan(call, ((out_sizes, call.dtype),), forward)
 
@@ -150,7 +150,7 @@ def _input_gradient(call: Call, boxes, function: str, dy: np.ndarray, fields: di
     dyt = call.upload_host(np.ascontiguousarray(dy))
     fields = {k: v for k, v in fields.items() if k != "output_size"}
     desc = RoiAlignGradDesc(None, dyt.desc, rois.desc, batch.desc, input_sizes=call.sizes, **fields)
-    return (call.device.compile(desc)(dyt, rois, batch),)
+    return call.compute(desc, dyt, rois, batch)
 
 
 def _gradient(function, grad_output, input, boxes, output_size, spatial_scale, sampling_ratio, aligned, *, device):

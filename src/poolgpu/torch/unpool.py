@@ -10,7 +10,7 @@ import torch
 
 from .. import functional as _functional
 from ..arguments import is_integer, shown
-from ..descs import MaxUnpoolingDesc
+from ..descs import MaxUnpoolingDesc, made
 from ..device import Device
 from ..errors import ValidationError
 from ..tensor import Tensor
@@ -74,7 +74,7 @@ def _plan(function, input, indices, kernel, strides, padding, output_size, *, de
 
     def forward():
         x, idx = call.tensor(), global_indices()
-        return (call.device.compile(MaxUnpoolingDesc(x.desc, idx.desc, TensorDesc(x.data_type, out_sizes)))(x, idx),)
+        return call.compute(made(MaxUnpoolingDesc, x.desc, idx.desc, TensorDesc(x.data_type, out_sizes)), x, idx)
 
     return Plan(call, ((out_sizes, call.dtype),), forward), global_indices
 
