@@ -168,8 +168,9 @@ def forward_walk(desc, tuning=None):
     preset), read off its program (poolgpu.kernels.window's kernels by walk)."""
     kernel = pg.kernels.program_for(desc, tuning).passes[0].kernel
     window = pg.kernels.window
-    return next((walk for family in (window.MAX_POOL, window.AVERAGE_POOL, window.LP_POOL)
+    walk = next((walk for family in (window.MAX_POOL, window.AVERAGE_POOL, window.LP_POOL)
                  for walk, k in family.items() if k == kernel), "bins")  # (else adaptive pooling's bins)
+    return "general" if walk in window.GENERAL_ENTRIES else walk  # (the general walk's other entry points)
 
 
 #: The GPU kernel variants (Tuning fields written for GPUs, docs/performance.md, "Kernel

@@ -32,7 +32,10 @@ def _accumulator(file: str, ordered: bool = False) -> Accumulator:
 
 
 def _walks(accumulator: Accumulator, *walks: str) -> dict:
-    """The accumulator's kernels of ``walks`` (kernels.window's names, "merge" among them)."""
+    """The accumulator's kernels of ``walks`` (kernels.window's names, "merge" among them;
+    "general" with its two outputs per invocation: 8-bit inputs never take 16-bit pairs)."""
+    if "general" in walks:
+        walks += ("general_two",)
     return {walk: k for walk, k in _pooling_kernels(accumulator).items() if walk in walks}
 
 

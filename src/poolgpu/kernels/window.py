@@ -8,6 +8,7 @@ an invocation may walk split into parts, merged by further passes (kernels/split
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from functools import partial
 from typing import Optional
@@ -28,7 +29,8 @@ _CHUNKED = (
 )
 _PART = Slot("part", True, snippet="words_write.wgsl")  # a split walk's partial results
 WALKS = {  # walk -> (its files in wgsl/common, its slots)
-    "general": (("store_one.wgsl", "window_walk.wgsl"), (Slot("x", False), Slot("y", True), Slot("idx", True), _PART)),
+    "general": (("store_one.wgsl", "window_walk.wgsl", "window_walk_one.wgsl"),
+                (Slot("x", False), Slot("y", True), Slot("idx", True), _PART)),
     "rows": (("window_walk_rows.wgsl", "rows_store4.wgsl"), _CHUNKED),
     "rows_tail": (("window_walk_rows.wgsl", "store_one.wgsl", "rows_store_tail.wgsl"),
                   (_CHUNKED[0], Slot("y", True), Slot("idx", True))),
@@ -36,11 +38,13 @@ WALKS = {  # walk -> (its files in wgsl/common, its slots)
     "plane": (("store_one.wgsl", "plane_lanes.wgsl", "plane_reduce.wgsl", "window_walk_plane.wgsl"),
               (_CHUNKED[0], Slot("y", True), Slot("idx", True), _PART)),
 }
+# The general walk's kernels besides one output per invocation ("general"): name -> entry point
+GENERAL_ENTRIES = {"general_two": "window_walk_two.wgsl", "general_pairs": "window_walk_pairs.wgsl"}
 CHUNKED_WALKS = ("rows", "rows_tail", "channels")  # the walks that need 4-element aligned tensors
 SPLIT_WALKS = ("general", "plane")  # the walks that split windows longer than an invocation may walk
 ROWS_MAX_CHUNKS = 8  # window_walk_rows.wgsl's span holds 32 elements
 UNROLLED = 4  # window_walk.wgsl: windows written out up to this many taps per dimension
-PAIR_SPAN = 8  # window_walk.wgsl's PAIR_WORDS (5) words hold a pair's row of up to 8 elements, at either parity
+PAIR_SPAN = 8  # window_walk_pairs.wgsl's PAIR_WORDS (5) words hold a pair's row of up to 8 elements, at either parity
 CHANNELS_WRITTEN_OUT = 6  # window_walk_channels.wgsl's WRITTEN_OUT: at most this many rows and columns
 
 
@@ -144,6 +148,12 @@ def _pooling_kernels(accumulator: Accumulator) -> dict:
         kernels[walk] = Kernel(accumulator.file, slots + accumulator.slots, "x",
                                library=accumulator.library + partials + shared + walk_files, params=params,
                                loops=_WALK_LOOPS[walk])
+    # the general walk's other entry points (two outputs per invocation; 16-bit pairs sharing
+    # words): kernels of their own, that none holds the others' windows (window_walk_one.wgsl)
+    general = kernels["general"]
+    for name, entry in GENERAL_ENTRIES.items():
+        kernels[name] = dataclasses.replace(general, library=tuple(
+            entry if f == "window_walk_one.wgsl" else f for f in general.library))
     kernels["merge"] = merge_kernel(accumulator)
     return kernels
 
@@ -191,7 +201,7 @@ def _pair_constants(window, lead: int, chunks: int) -> dict:
 
 def pairs_fit(desc) -> bool:
     """Whether the general walk may compute two outputs per invocation from shared words
-    (window_walk.wgsl's WORD_PAIRS): 16-bit x contiguous along W with its other strides even,
+    (window_walk_pairs.wgsl): 16-bit x contiguous along W with its other strides even,
     windows written out along W whose pair of rows spans at most PAIR_SPAN elements."""
     window, strides = desc.window, strides_5d(desc.input)
     span = window.strides[-1] + (window.window_size[-1] - 1) * window.dilations[-1] + 1
@@ -283,7 +293,7 @@ def plane_regrid(groups: int, first: int, count: int) -> tuple:
 
 def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, walk: str = "general",
                      parts: tuple = (), *, operands: tuple = (), chain_part: Optional[int] = None,
-                     **constants) -> Pass:
+                     pairs: bool = False, **constants) -> Pass:
     """A pass of a window-walk kernel: `walk` picks the walk (see walk_for); the general
     walk computes ``tuning.outputs_per_invocation`` neighbouring outputs along W per
     invocation (window_walk.wgsl's OUTPUTS), or with ``parts`` (along D, H, W) one part
@@ -291,8 +301,10 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
     with ``parts`` (one count), a part of a plane per workgroup (split walks: where they
     have more than one part, their roles name the partial results' scratch "part" fourth).
     ``chain_part``: the general walk's part ``chain_part`` of every window, continuing the
-    accumulators the pass of the part before saved (CHAINED).  ``operands``: the roles of
-    the accumulator's operand slots (Accumulator.operands; None: absent)."""
+    accumulators the pass of the part before saved (CHAINED).  ``pairs``: the general walk's
+    two outputs per invocation from shared words (window_walk_pairs.wgsl: where pairs_fit).
+    ``operands``: the roles of the accumulator's operand slots (Accumulator.operands; None:
+    absent)."""
     workgroup, flat = tuning.lines_workgroup, tuning.whole_workgroups
     walk_slots = len(WALKS[walk][1])
     roles = (tuple(roles) + (None,) * 4)[:walk_slots]  # (only split walks save parts)
@@ -338,10 +350,8 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
             constants["WRITTEN_OUT"] = True
     else:  # (ow / OUTPUTS, oh, ((n, c, od), part)); chained: (ow, oh, (n, c, od))
         count = math.prod(parts or (1, 1, 1))
-        paired = constants.pop("WORD_PAIRS", False) and not parts and out_w > 1   # (window_walk_program)
+        paired = pairs and not parts and out_w > 1   # (window_walk_program)
         outputs = 1 if parts else 2 if paired else min(tuning.outputs_per_invocation, out_w)  # (split: one each)
-        if paired:
-            constants["WORD_PAIRS"] = True
         grid_constants, grid_params, grid = lines_grid(-(-out_w // outputs), out_h,
                                                        n * c * out_d * (1 if chain_part is not None else count),
                                                        workgroup, flat)
@@ -377,7 +387,10 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
     indices = getattr(desc, "output_indices", None)
     for name, tensor in (("x", desc.input), ("y", desc.output), ("idx", indices)):
         params.update(tensor_stride_params(name, tensor))
-    return Pass(kernels_by_walk[walk], roles, sorted_constants(constants), params, grid, split)
+    kernel = kernels_by_walk[walk]
+    if walk == "general" and constants["OUTPUTS"] == 2:
+        kernel = kernels_by_walk["general_pairs" if paired else "general_two"]
+    return Pass(kernel, roles, sorted_constants(constants), params, grid, split)
 
 
 def _plane_divisor_counts(constants: dict) -> bool:
@@ -465,7 +478,7 @@ def window_walk_program(kernels_by_walk: dict, accumulator: Accumulator, desc, r
     passes, scratch = window_walk_passes(kernels_by_walk, accumulator, desc, roles, tuning, walk, operands, **constants)
     if walk == "general" and len(passes) == 1 and tuning.paired_words and pairs_fit(desc):
         # two outputs per invocation from shared words, where x's rows start at even elements
-        paired = window_walk_pass(kernels_by_walk, desc, roles, tuning, walk, operands=operands, WORD_PAIRS=True,
+        paired = window_walk_pass(kernels_by_walk, desc, roles, tuning, walk, operands=operands, pairs=True,
                                   **constants)
         if loop_total(paired.kernel, paired.constants, paired.params) <= tuning.loop_budget:
             return Program((paired,), aligned=roles[:1], fallback=Program(passes), aligned_elements=2)
