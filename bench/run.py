@@ -374,8 +374,10 @@ class Bench:
         results["ratios"] = []
         results["ratios_note"] = self.ratios_note
         results["host"] = host.measure(self.device, args.quick, args.tiny)
-        # (two processes of their own, a converted model's forwards: seconds; not with --quick)
-        results["new_shapes"] = {"note": "left out with --quick"} if args.quick else new_shapes.measure(self.device)
+        # (four processes of their own at real sizes, a converted model's forwards: seconds on
+        # a GPU, minutes on a software adapter; not with --quick, nor --tiny, whose sizes they are not)
+        results["new_shapes"] = ({"note": "left out with --quick or --tiny"} if args.quick or args.tiny
+                                 else new_shapes.measure(self.device))
         progress.step()
         if args.scale:
             progress.show("the ceiling, three ways")

@@ -350,6 +350,8 @@ def test_repeated_data_holds_the_references_of_the_standard_data_repeated():
         base = cases.Data(cases.CASES[name], "float16", tiny=True, seed=3)
         big = base.repeated(2)
         for op in cases.CASES[name].ops:
+            if op.endswith("1000"):  # (the 100-region rows' boxes, ten times over: the same repetition)
+                continue
             problem = cases.build(op, big)
             if problem is None:
                 continue
