@@ -139,9 +139,9 @@ class Tuning:
         How many calls a newly compiled operator makes on its shape-generic pipelines
         (``shape_generic()``'s) before its specialised ones are built, where those are not
         built yet: a new input size of an operator already used then builds nothing on its
-        first calls (a pipeline costs 100-300 ms on lavapipe), and one that repeats gets
-        the specialised pipelines from its next call.  0: every operator builds its
-        specialised pipelines when compiled.
+        first calls (a pipeline costs 0.1-1 s on lavapipe with a cold shader cache), and one
+        that repeats gets the specialised pipelines from its next call.  0: every operator
+        builds its specialised pipelines when compiled.
     loop_budget : int
         The most loop iterations one invocation of a kernel may run, 256 to 32768: longer
         windows, bins and planes are split into parts that several invocations walk, merged
