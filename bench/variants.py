@@ -49,7 +49,10 @@ VARIANTS = {
                 "(Tuning.plane_workgroups)",
     "channelsout": "the channels walk's rows and columns written out (Tuning.channels_written_out)",
     "wholewg": "the (column, line, plane) grids numbered flat: every lane busy (Tuning.whole_workgroups)",
-    "unpoolgather": "unpooling as a gather over the output, atomics only for strays (Tuning.unpool_gather)",
+    "unpoolgather": "unpooling as a gather over the output, atomics only for strays, on planes of every size "
+                    "(Tuning.unpool_gather, unpool_gather_plane=1)",
+    "unpoolplaneN": "unpooling as a gather on output planes of at least N elements, the atomic pick on smaller ones "
+                    "(Tuning.unpool_gather_plane)",
     "fractionalwalk": "fractional max pooling and its gradient by the fractional walks (Tuning.fractional_walks)",
     "nofractionalwalk": "fractional max pooling and its gradient by the bins walk (Tuning.fractional_walks off)",
     "pairs": "16-bit inputs: the general walk's two outputs per invocation from shared words (Tuning.paired_words)",
@@ -58,7 +61,8 @@ VARIANTS = {
 # The values the sweep (bench/sweep.py) tries for each variant taking a number; a variant
 # without values here is left out of it (say which).
 SWEEP = {"outN": (1, 2), "wgN": (64, 128, 256), "rowsN": (4,), "planeN": (64, 128, 256), "partN": (4096, 65536),
-         "planechunksN": (2, 4), "packedN": (1, 2, 4, 16), "planewgN": (528, 2112)}
+         "planechunksN": (2, 4), "packedN": (1, 2, 4, 16), "planewgN": (528, 2112),
+         "unpoolplaneN": (4096, 16384)}
 
 
 def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
@@ -93,7 +97,9 @@ def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
     if part == "wholewg":
         return replace(tuning, whole_workgroups=True)
     if part == "unpoolgather":
-        return replace(tuning, unpool_gather=True)
+        return replace(tuning, unpool_gather=True, unpool_gather_plane=1)
+    if name == "unpoolplane" and digits:
+        return replace(tuning, unpool_gather=True, unpool_gather_plane=int(digits))
     if part == "fractionalwalk":
         return replace(tuning, fractional_walks=True)
     if part == "nofractionalwalk":
