@@ -56,6 +56,8 @@ VARIANTS = {
     "fractionalwalk": "fractional max pooling and its gradient by the fractional walks (Tuning.fractional_walks)",
     "nofractionalwalk": "fractional max pooling and its gradient by the bins walk (Tuning.fractional_walks off)",
     "pairs": "16-bit inputs: the general walk's two outputs per invocation from shared words (Tuning.paired_words)",
+    "lponepass": "Lp pooling's gradient over disjoint windows in one pass (Tuning.lp_gradient_one_pass)",
+    "nolponepass": "Lp pooling's gradient in two passes everywhere (Tuning.lp_gradient_one_pass off)",
     "norows": "no rows walks (Tuning.rows_walks off): the general walk where the GPU preset takes it",
 }
 # The values the sweep (bench/sweep.py) tries for each variant taking a number; a variant
@@ -106,6 +108,10 @@ def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
         return replace(tuning, fractional_walks=False)
     if part == "pairs":
         return replace(tuning, paired_words=True)
+    if part == "lponepass":
+        return replace(tuning, lp_gradient_one_pass=True)
+    if part == "nolponepass":
+        return replace(tuning, lp_gradient_one_pass=False)
     if part == "norows":
         return replace(tuning, rows_walks=False)
     if part == "blockgather":

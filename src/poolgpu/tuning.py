@@ -119,6 +119,14 @@ class Tuning:
         it, both outputs' taps taken from them (else a word per tap, half of it kept).  The
         same bits (lavapipe, case A float16, the general walk: max 1.5x, average 1.8-2.1x
         faster; H200: 1.01-1.16x).
+    lp_gradient_one_pass : bool
+        Lp pooling's gradient over windows that do not overlap (stride at least the dilated
+        window in every dimension: 2 x 2 stride 2, global pooling) in one pass: each block of
+        dx elements computes its window's result and writes its gradient, where two passes
+        write each window's result into a scratch tensor and read it back.  The same bits
+        (lavapipe, 2 x 2 stride 2 and 7 x 7 global windows: 0.28-0.53x the two passes' time;
+        GPUs: left off until measured, since on small planes one lane per window makes
+        scalar loads where the packed planes' lanes make coalesced ones).
     block_workgroup : int
         Invocations per workgroup of the gradients' block gathers.
     flat_workgroup : int
@@ -182,6 +190,7 @@ class Tuning:
     unpool_gather_plane: int = 1
     fractional_walks: bool = True
     paired_words: bool = True
+    lp_gradient_one_pass: bool = True
     block_workgroup: int = 64
     flat_workgroup: int = 64
     row_gathers: bool = True
@@ -263,12 +272,12 @@ class Tuning:
         Tuning
             ``target="gpu"``, ``rows_walks=False``, ``plane_walk=True``, ``plane_lanes=256``,
             ``outputs_per_invocation=2``, ``lines_workgroup=256``, ``plane_lane_chunks=4``,
-            ``channels_written_out=True``, ``unpool_gather=True``, ``unpool_gather_plane=256``;
-            the other fields as :meth:`for_cpu`'s.
+            ``channels_written_out=True``, ``unpool_gather=True``, ``unpool_gather_plane=256``,
+            ``lp_gradient_one_pass=False``; the other fields as :meth:`for_cpu`'s.
         """
         return cls(target="gpu", rows_walks=False, plane_walk=True, plane_lanes=256, plane_lane_chunks=4,
                    outputs_per_invocation=2, lines_workgroup=256, channels_written_out=True, unpool_gather=True,
-                   unpool_gather_plane=256)
+                   unpool_gather_plane=256, lp_gradient_one_pass=False)
 
     @classmethod
     def preset(cls, target: str) -> "Tuning":
