@@ -116,7 +116,7 @@ def test_lp_pool_grad_in_one_pass_over_disjoint_windows(device, preset):
         out = pg.LpPooling1Desc(x_desc, **geometry).output.sizes
         x = random_values(dt, sizes, rng)
         dy = random_values(dt, out, rng, specials=False)
-        for p in (1, 2, 3):
+        for p in (1, 2, 3) if k == 0 else (1 + k % 3,):
             desc = pg.LpPoolingGradDesc(x_desc, pg.TensorDesc(dt, out), x_desc, p=p, **geometry)
             assert len(kernels.program_for(desc, one).passes) == 1 < len(kernels.program_for(desc, two).passes)
             got, want = (pg.Op(device, desc, t)(upload(device, x, layout or "packed"), device.upload(dy)).numpy()
