@@ -58,14 +58,13 @@ VARIANTS = {
     "pairs": "16-bit inputs: the general walk's two outputs per invocation from shared words (Tuning.paired_words)",
     "lponepass": "Lp pooling's gradient over disjoint windows in one pass (Tuning.lp_gradient_one_pass)",
     "nolponepass": "Lp pooling's gradient in two passes everywhere (Tuning.lp_gradient_one_pass off)",
-    "depthN": "N outputs along D per invocation of the general walk (Tuning.depth_outputs)",
     "norows": "no rows walks (Tuning.rows_walks off): the general walk where the GPU preset takes it",
 }
 # The values the sweep (bench/sweep.py) tries for each variant taking a number; a variant
 # without values here is left out of it (say which).
 SWEEP = {"outN": (1, 2), "wgN": (64, 128, 256), "rowsN": (4,), "planeN": (64, 128, 256), "partN": (4096, 65536),
          "planechunksN": (2, 4), "packedN": (1, 2, 4, 16), "planewgN": (528, 2112),
-         "unpoolplaneN": (4096, 16384), "depthN": (2,)}
+         "unpoolplaneN": (4096, 16384)}
 
 
 def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
@@ -113,8 +112,6 @@ def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
         return replace(tuning, lp_gradient_one_pass=True)
     if part == "nolponepass":
         return replace(tuning, lp_gradient_one_pass=False)
-    if name == "depth" and digits:
-        return replace(tuning, depth_outputs=int(digits))
     if part == "norows":
         return replace(tuning, rows_walks=False)
     if part == "blockgather":

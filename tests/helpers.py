@@ -178,8 +178,7 @@ def forward_walk(desc, tuning=None):
 #: adapter measured faster: CPU_TAKEN on lavapipe, GPU_TAKEN on a GPU.
 _VARIANTS = {"plane_chunks": (4, 1), "channels_written_out": (True, False), "whole_workgroups": (True, False),
              "packed_planes": (True, False), "unpool_gather": (True, False), "fractional_walks": (True, False),
-             "paired_words": (True, False), "lp_gradient_one_pass": (True, False),
-             "depth_outputs": (2, 1)}   # field: (taken, left)
+             "paired_words": (True, False), "lp_gradient_one_pass": (True, False)}   # field: (taken, left)
 VARIANT_FIELDS = {field: taken for field, (taken, _) in _VARIANTS.items()}
 VARIANTS_LEFT = {field: left for field, (_, left) in _VARIANTS.items()}
 CPU_TAKEN = ("packed_planes", "fractional_walks", "paired_words", "lp_gradient_one_pass")

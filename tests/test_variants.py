@@ -413,34 +413,3 @@ def test_paired_words(device, preset):   # (the CPU preset: the first two geomet
                         (pg.MaxPooling2Desc(pg.TensorDesc("float16", shape), window_size=(2, 2)),
                          dataclasses.replace(tuning, rows_walks=True))):
         assert not any(dict(p.constants).get("WORD_PAIRS") for p in pg.kernels.program_for(desc, walks).passes)
-
-
-# Two outputs along D per invocation of the general walk (Tuning.depth_outputs): windows sharing
-# planes (3x3x3 stride 2, padded), a looping, dilated D (5 taps) with an odd output depth (the
-# last output alone), 16-bit pairs (the GPU preset's); max pooling the reference's bits and
-# indices, average (then Lp) pooling the bits of one output along D.
-DEPTH_GEOMETRIES = (
-    ((2, 3, 7, 9, 10), dict(window_size=(3, 3, 3), strides=(2, 2, 2), start_padding=(1, 1, 1), end_padding=(1, 1, 1))),
-    ((1, 2, 13, 4, 6), dict(window_size=(5, 2, 2), strides=(1, 1, 2), dilations=(2, 1, 1), start_padding=(2, 0, 0),
-                            end_padding=(2, 1, 1))),
-)
-
-
-@pytest.mark.parametrize("preset", PRESETS)
-def test_two_outputs_along_d(device, preset):
-    one = dataclasses.replace(pg.Tuning.preset(preset), rows_walks=False)
-    two = dataclasses.replace(one, depth_outputs=2)
-    rng = np.random.default_rng(19)
-    for k, (sizes, geometry) in enumerate(DEPTH_GEOMETRIES):
-        data_type = (pg.DataType.FLOAT32, pg.DataType.FLOAT16)[k % 2]
-        x = random_values(data_type, sizes, rng)
-        x_desc = pg.TensorDesc(data_type, sizes)
-        desc = pg.MaxPooling2Desc(x_desc, output_indices="uint32", **geometry)
-        assert dict(pg.kernels.program_for(desc, two).passes[0].constants).get("OUTPUTS_D") == 2
-        y, idx = outputs(device, desc, (x,), two)
-        y_ref, i_ref = reference.max_pool(x, **geometry)
-        assert same_bits(y, y_ref), k
-        np.testing.assert_array_equal(idx, i_ref)
-        summed = pg.LpPooling1Desc(x_desc, p=3, **geometry) if k else pg.AveragePooling1Desc(x_desc, **geometry)
-        assert same_bits(outputs(device, summed, (x,), two)[0], outputs(device, summed, (x,), one)[0]), k
-

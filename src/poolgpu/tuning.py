@@ -81,10 +81,6 @@ class Tuning:
     outputs_per_invocation : {1, 2}
         Neighbouring outputs along W per invocation of the general walk (it is also the
         first pass of the max pooling gradient).
-    depth_outputs : {1, 2}
-        Neighbouring outputs along D per invocation of the general walk (3-D pooling): with
-        2, the window planes two outputs' windows share are loaded once (3x3x3 stride 2: 5
-        planes for two outputs, not 6); each window's taps in the same order, the same bits.
     rows_per_invocation : int
         Output rows per invocation of the rows walks, 1 to 4 (fewer where the output has).
     lines_workgroup : int
@@ -187,7 +183,6 @@ class Tuning:
     plane_chunks: int = 1
     channels_written_out: bool = False
     outputs_per_invocation: int = 1
-    depth_outputs: int = 1
     rows_per_invocation: int = 4
     lines_workgroup: int = 64
     whole_workgroups: bool = False
@@ -221,8 +216,6 @@ class Tuning:
                                                   f"got {value!r}")
         if self.outputs_per_invocation > 2:
             raise ValidationError("outputs_per_invocation", f"expected 1 or 2, got {self.outputs_per_invocation}")
-        if self.depth_outputs > 2:
-            raise ValidationError("depth_outputs", f"expected 1 or 2, got {self.depth_outputs}")
         if self.rows_per_invocation > 4:
             raise ValidationError("rows_per_invocation", f"expected 1 to 4, got {self.rows_per_invocation}")
         if self.plane_lanes not in (4, 8, 16, 32, 64, 128, 256):  # (window_walk_plane.wgsl's tree halves them)

@@ -70,9 +70,9 @@ def _taps_walked(constants: dict, params: dict) -> tuple:
 
 def general_loops(constants: dict, params: dict) -> dict:
     """window_walk.wgsl's loops: a looping dimension's loop runs once per window plane or row
-    that holds it, OUTPUTS x OUTPUTS_D windows per invocation."""
+    that holds it, OUTPUTS windows per invocation."""
     d, h, w = _taps_walked(constants, params)
-    outputs = constants.get("OUTPUTS", 1) * constants.get("OUTPUTS_D", 1)
+    outputs = constants.get("OUTPUTS", 1)
     loops = {"kd": 0, "kh": 0, "kw": 0}
     if constants["KD"] > UNROLLED:
         loops["kd"] = outputs * iterations(1, d)
@@ -340,15 +340,12 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
         count = math.prod(parts or (1, 1, 1))
         paired = constants.pop("WORD_PAIRS", False) and not parts and out_w > 1   # (window_walk_program)
         outputs = 1 if parts else 2 if paired else min(tuning.outputs_per_invocation, out_w)  # (split: one each)
-        depth = 1 if parts else min(tuning.depth_outputs, out_d)
         if paired:
             constants["WORD_PAIRS"] = True
         grid_constants, grid_params, grid = lines_grid(-(-out_w // outputs), out_h,
-                                                       n * c * -(-out_d // depth) * (1 if chain_part is not None else count),
+                                                       n * c * out_d * (1 if chain_part is not None else count),
                                                        workgroup, flat)
         constants["OUTPUTS"] = outputs
-        if depth > 1:
-            constants["OUTPUTS_D"] = depth
         if count > 1:
             constants.update(PARTS=count, **{f"PARTS_{axis}": p for axis, p in zip("DHW", parts)})
         if chain_part is not None:
@@ -414,7 +411,7 @@ def _plane_parts(desc, tuning: Tuning) -> int:
 def _general_parts(kernel: Kernel, whole: Pass, budget: int) -> tuple:
     """The fewest parts along D, H, W of the general walk's windows (all 1: unsplit) for its
     loops to fit ``budget``."""
-    base = dict(whole.constants, OUTPUTS=1, OUTPUTS_D=1)
+    base = dict(whole.constants, OUTPUTS=1)
 
     def trips(parts: tuple) -> int:
         cut = dict(base, **{f"PARTS_{axis}": p for axis, p in zip("DHW", parts)})

@@ -5,10 +5,6 @@
 // needs two word atomics per element.
 
 override OUTPUTS: u32 = 1u;
-// And OUTPUTS_D neighbouring outputs along D (1 or 2; Tuning.depth_outputs): the second's
-// windows are walked after the first's with no store between them, so that the loads of the
-// window planes both share are made once (the compiler merges loads of the same address).
-override OUTPUTS_D: u32 = 1u;
 
 // Windows are walked with their taps written out, up to UNROLLED taps along each dimension
 // (guarded by the window's override constants, which fold away); longer ones loop.  naga
@@ -215,34 +211,14 @@ fn pair_windows(at: Out, next: Out, x_plane: u32, logical_plane: u32) -> Pair {
     return q;
 }
 
-// The windows of output `at` and, where `two`, of the next along W.
-fn row_windows(at: Out, two: bool, x_plane: u32, logical_plane: u32) -> Pair {
-    let next = Out(at.n, at.c, at.d, at.h, at.w + 1u);
-    if (WORD_PAIRS && two) { return pair_windows(at, next, x_plane, logical_plane); }
-    var p: Pair;
-    p.a = window_of(at, 0u, x_plane, logical_plane);
-    if (two) { p.b = window_of(next, 0u, x_plane, logical_plane); }
-    return p;
-}
-
-fn store_row(at: Out, two: bool, p: Pair) {
-    if (two) {
-        store_two(at, p.a, Out(at.n, at.c, at.d, at.h, at.w + 1u), p.b);
-    } else {
-        store_one(at, p.a);
-    }
-}
-
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let pos = grid_position(wg, lid);   // (ow / OUTPUTS, oh, ((n, c, od / OUTPUTS_D), part)); CHAINED: (ow, oh, (n, c, od))
+    let pos = grid_position(wg, lid);   // (ow / OUTPUTS, oh, ((n, c, od), part)); CHAINED: (ow, oh, (n, c, od))
     if (pos.x >= params.columns) { return; }
     let part = select(pos.z % PARTS, params.chain_part, CHAINED);
-    let group = select(pos.z / PARTS, pos.z, CHAINED);   // (n, c, od / OUTPUTS_D)
-    let depth_groups = (params.out_d + OUTPUTS_D - 1u) / OUTPUTS_D;
-    let od = OUTPUTS_D * (group % depth_groups);
-    let nc = group / depth_groups;
-    let plane = nc * params.out_d + od;   // (n, c, od)
+    let plane = select(pos.z / PARTS, pos.z, CHAINED);   // (n, c, od)
+    let od = plane % params.out_d;
+    let nc = plane / params.out_d;
     let at = Out(nc / params.channels, nc % params.channels, od, pos.y, OUTPUTS * pos.x);
     let x_plane = params.x_base + at.n * params.x_n + at.c * params.x_c;
     let logical_plane = nc * params.in_d * params.in_h * params.in_w;
@@ -263,14 +239,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         acc_save(params.part_base + (output * PARTS + part) * ACC_WORDS, window_of(at, part, x_plane, logical_plane));
         return;
     }
-    let two = OUTPUTS == 2u && at.w + 1u < params.out_w;   // (else a row's last output)
-    let row = row_windows(at, two, x_plane, logical_plane);
-    if (OUTPUTS_D == 1u || od + 1u >= params.out_d) {
-        store_row(at, two, row);
+    let next = Out(at.n, at.c, od, at.h, at.w + 1u);
+    if (OUTPUTS == 1u || next.w >= params.out_w) {   // (a row's last output)
+        store_one(at, window_of(at, 0u, x_plane, logical_plane));
         return;
     }
-    let below = Out(at.n, at.c, od + 1u, at.h, at.w);
-    let row_below = row_windows(below, two, x_plane, logical_plane);
-    store_row(at, two, row);
-    store_row(below, two, row_below);
+    if (WORD_PAIRS) {
+        let pair = pair_windows(at, next, x_plane, logical_plane);
+        store_two(at, pair.a, next, pair.b);
+        return;
+    }
+    store_two(at, window_of(at, 0u, x_plane, logical_plane), next, window_of(next, 0u, x_plane, logical_plane));
 }
