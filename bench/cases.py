@@ -66,6 +66,7 @@ NEEDS = {
     "max_bwd": ("MaxPoolingGradDesc",),
     "max_fwd_bwd": ("MaxPoolingDesc", "MaxPoolingGradDesc"),
     "avg_bwd": ("AveragePoolingGradDesc",),
+    "lp2_bwd": ("LpPoolingGradDesc",),   # (no case runs it by default: bench.variants --ops lp2_bwd)
     "unpool": ("MaxUnpoolingDesc",),
     "adaptive_max": ("AdaptiveMaxPoolingDesc",),  # poolgpu's own descriptions (not in DirectML)
     "adaptive_avg": ("AdaptiveAveragePoolingDesc",),
@@ -407,6 +408,13 @@ def _build(op: str, data: Data) -> Optional[Problem]:
             lambda: {"dx": _float(reference.average_pool_grad(data.dy(out), x_sizes, include_padding=False, **g))},
             dict(spec, include_padding=False),
         )
+    if op == "lp2_bwd":
+        return Problem(
+            op, {"x": data.x, "dy": data.dy(out)},
+            [Step(lambda t: pg.LpPoolingGradDesc(input=t["x"], input_gradient=t["dy"],
+                                                 output_gradient=t.new(dt, x_sizes), p=2, **g),
+                  {"input": "x", "input_gradient": "dy"}, {"output_gradient": "dx"})],
+            ("dx",), lambda: {"dx": _float(reference.lp_pool_grad(data.x, data.dy(out), p=2, **g))}, dict(spec, p=2))
     if op == "unpool":
         values, indices = data.max_pool()
         return Problem(

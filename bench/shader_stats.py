@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .cases import CASES
+from .cases import CASES, NEEDS
 from .peers import MESA_DIR, private_mesa
 
 COLUMNS = {"Instructions": "instr", "VGPRs": "VGPRs", "SGPRs": "SGPRs", "Spilled VGPRs": "spilled V",
@@ -58,7 +58,9 @@ def plan(args) -> list:
     for name in args.cases.split(","):
         for dtype in args.dtype.split(","):
             for layout in args.layout.split(","):
-                entries += [(name, dtype, layout, op) for op in CASES[name].ops
+                # (and operators no case runs by default, named exactly: lp2_bwd)
+                ops = CASES[name].ops + tuple(op for op in args.ops.split(",") if op in NEEDS and op not in CASES[name].ops)
+                entries += [(name, dtype, layout, op) for op in ops
                             if any(fnmatch.fnmatchcase(op, pattern) for pattern in args.ops.split(","))]
     return entries
 

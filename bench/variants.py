@@ -49,16 +49,22 @@ VARIANTS = {
                 "(Tuning.plane_workgroups)",
     "channelsout": "the channels walk's rows and columns written out (Tuning.channels_written_out)",
     "wholewg": "the (column, line, plane) grids numbered flat: every lane busy (Tuning.whole_workgroups)",
-    "unpoolgather": "unpooling as a gather over the output, atomics only for strays (Tuning.unpool_gather)",
+    "unpoolgather": "unpooling as a gather over the output, atomics only for strays, on planes of every size "
+                    "(Tuning.unpool_gather, unpool_gather_plane=1)",
+    "unpoolplaneN": "unpooling as a gather on output planes of at least N elements, the atomic pick on smaller ones "
+                    "(Tuning.unpool_gather_plane)",
     "fractionalwalk": "fractional max pooling and its gradient by the fractional walks (Tuning.fractional_walks)",
     "nofractionalwalk": "fractional max pooling and its gradient by the bins walk (Tuning.fractional_walks off)",
     "pairs": "16-bit inputs: the general walk's two outputs per invocation from shared words (Tuning.paired_words)",
+    "lponepass": "Lp pooling's gradient over disjoint windows in one pass (Tuning.lp_gradient_one_pass)",
+    "nolponepass": "Lp pooling's gradient in two passes everywhere (Tuning.lp_gradient_one_pass off)",
     "norows": "no rows walks (Tuning.rows_walks off): the general walk where the GPU preset takes it",
 }
 # The values the sweep (bench/sweep.py) tries for each variant taking a number; a variant
 # without values here is left out of it (say which).
 SWEEP = {"outN": (1, 2), "wgN": (64, 128, 256), "rowsN": (4,), "planeN": (64, 128, 256), "partN": (4096, 65536),
-         "planechunksN": (2, 4), "packedN": (1, 2, 4, 16), "planewgN": (528, 2112)}
+         "planechunksN": (2, 4), "packedN": (1, 2, 4, 16), "planewgN": (528, 2112),
+         "unpoolplaneN": (4096, 16384)}
 
 
 def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
@@ -93,13 +99,19 @@ def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
     if part == "wholewg":
         return replace(tuning, whole_workgroups=True)
     if part == "unpoolgather":
-        return replace(tuning, unpool_gather=True)
+        return replace(tuning, unpool_gather=True, unpool_gather_plane=1)
+    if name == "unpoolplane" and digits:
+        return replace(tuning, unpool_gather=True, unpool_gather_plane=int(digits))
     if part == "fractionalwalk":
         return replace(tuning, fractional_walks=True)
     if part == "nofractionalwalk":
         return replace(tuning, fractional_walks=False)
     if part == "pairs":
         return replace(tuning, paired_words=True)
+    if part == "lponepass":
+        return replace(tuning, lp_gradient_one_pass=True)
+    if part == "nolponepass":
+        return replace(tuning, lp_gradient_one_pass=False)
     if part == "norows":
         return replace(tuning, rows_walks=False)
     if part == "blockgather":

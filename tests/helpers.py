@@ -179,11 +179,15 @@ def forward_walk(desc, tuning=None):
 #: adapter measured faster: CPU_TAKEN on lavapipe, GPU_TAKEN on a GPU.
 _VARIANTS = {"plane_chunks": (4, 1), "channels_written_out": (True, False), "whole_workgroups": (True, False),
              "packed_planes": (True, False), "unpool_gather": (True, False), "fractional_walks": (True, False),
-             "paired_words": (True, False)}   # field: (taken, left)
+             "paired_words": (True, False), "lp_gradient_one_pass": (True, False)}   # field: (taken, left)
 VARIANT_FIELDS = {field: taken for field, (taken, _) in _VARIANTS.items()}
 VARIANTS_LEFT = {field: left for field, (_, left) in _VARIANTS.items()}
-CPU_TAKEN = ("packed_planes", "fractional_walks", "paired_words")
+CPU_TAKEN = ("packed_planes", "fractional_walks", "paired_words", "lp_gradient_one_pass")
 GPU_TAKEN = ("packed_planes", "fractional_walks", "paired_words", "channels_written_out", "unpool_gather")
+#: The sizes from which a preset takes a variant, at a value that takes it at every size: set with
+#: the variants taken, so that small tensors run them too (Tuning.unpool_gather_plane: for_gpu()
+#: leaves the smallest planes to the kernels the gather replaces).
+EVERY_SIZE = {"unpool_gather_plane": 1}
 #: Tuning.plane_workgroups, a variant too, at a value that cuts the planes of small tensors
 #: (taken apart from the others, which it would hide: small planes get whole workgroups).
 PLANE_WORKGROUPS = 512
@@ -195,9 +199,9 @@ def as_tuning(tuning) -> pg.Tuning:
 
 
 def with_variants(tuning, **fields):
-    """``tuning`` (a pg.Tuning or a preset's name) with every GPU kernel variant taken, and
-    ``fields`` besides."""
-    return dataclasses.replace(as_tuning(tuning), **VARIANT_FIELDS, **fields)
+    """``tuning`` (a pg.Tuning or a preset's name) with every GPU kernel variant taken at every
+    size, and ``fields`` besides."""
+    return dataclasses.replace(as_tuning(tuning), **{**VARIANT_FIELDS, **EVERY_SIZE, **fields})
 
 
 def without_variants(tuning, **fields):

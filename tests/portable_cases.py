@@ -311,6 +311,8 @@ PINNED = (
     # 16-bit pairs from shared words (the GPU preset's general walk): windows starting at odd
     # elements (padding 1), the last output of odd rows alone
     Case("max", pg.DataType.FLOAT16, "odd", 2, "packed", "packed", "packed", "uint32", "gpu-variants", 20),
+    # Lp pooling's gradient over disjoint windows in one pass
+    Case("lp_grad", pg.DataType.FLOAT16, "aligned", 2, "packed", "packed", "gaps", None, "gpu-variants", 21),
     # quantized average pooling's walks under each rounding (seed % 4: directml, onnxruntime,
     # pytorch, onnxruntime_global), and the integer adaptive average's split bins
     Case("quantized_average", pg.DataType.INT8, "aligned", 1, "packed", "packed", "packed", None, "cpu", 2),

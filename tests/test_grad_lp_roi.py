@@ -91,6 +91,44 @@ def test_lp_pool_grad_special_values(device):
     assert np.isfinite(dx).all() and dx[0, 0, 1] > 0.99 and dx[0, 0, 3] > 0.99
 
 
+# Windows that do not overlap (strides at least the dilated window: larger, padded, dilated,
+# 3-D, global, channels-last) in one pass (Tuning.lp_gradient_one_pass): the two passes' bits,
+# NaN, infinities and signed zeros included, under both presets; overlapping windows and windows
+# past the loop budget keep the two passes.
+DISJOINT_LP = (((2, 3, 8, 8), dict(window_size=(2, 2), strides=(2, 2)), None),
+               ((2, 3, 9, 11), dict(window_size=(2, 3), strides=(3, 4), start_padding=(1, 0), end_padding=(1, 2)),
+                "channels_last"),
+               ((1, 2, 5, 7, 9), dict(window_size=(2, 2, 2), strides=(2, 3, 4), dilations=(1, 1, 2)), None),
+               ((2, 3, 7, 7), dict(window_size=(7, 7)), None),
+               ((2, 2, 20), dict(window_size=(3,), strides=(5,), dilations=(2,)), None))
+
+
+@pytest.mark.parametrize("preset", ["cpu", "gpu"])
+def test_lp_pool_grad_in_one_pass_over_disjoint_windows(device, preset):
+    import dataclasses
+    one = dataclasses.replace(pg.Tuning.preset(preset), lp_gradient_one_pass=True)
+    two = dataclasses.replace(one, lp_gradient_one_pass=False)
+    rng = np.random.default_rng(21)
+    for k, (sizes, geometry, layout) in enumerate(DISJOINT_LP):
+        dt = (pg.DataType.FLOAT32, pg.DataType.FLOAT16)[k % 2]
+        strides = layout_strides(sizes, layout) if layout else None
+        x_desc = pg.TensorDesc(dt, sizes, strides)
+        out = pg.LpPooling1Desc(x_desc, **geometry).output.sizes
+        x = random_values(dt, sizes, rng)
+        dy = random_values(dt, out, rng, specials=False)
+        for p in (1, 2, 3) if k == 0 else (1 + k % 3,):
+            desc = pg.LpPoolingGradDesc(x_desc, pg.TensorDesc(dt, out), x_desc, p=p, **geometry)
+            assert len(kernels.program_for(desc, one).passes) == 1 < len(kernels.program_for(desc, two).passes)
+            got, want = (pg.Op(device, desc, t)(upload(device, x, layout or "packed"), device.upload(dy)).numpy()
+                         for t in (one, two))
+            assert same_bits(got, want), (sizes, p)
+    x_desc = pg.TensorDesc("float32", (1, 2, 17, 17))
+    for geometry, tuning in ((dict(window_size=(3, 3), strides=(2, 2)), one),
+                             (dict(window_size=(17, 17)), dataclasses.replace(one, loop_budget=256))):
+        desc = pg.LpPoolingGradDesc(x_desc, pg.LpPooling1Desc(x_desc, **geometry).output, x_desc, **geometry)
+        assert len(kernels.program_for(desc, tuning).passes) > 1
+
+
 @st.composite
 def roi_grad_cases(draw):
     n, c, h, w = draw(st.integers(1, 2)), draw(st.integers(1, 3)), draw(st.integers(1, 12)), draw(st.integers(1, 12))

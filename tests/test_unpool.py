@@ -242,15 +242,15 @@ def test_max_unpool_tensor_in_tensor_out_and_signed_numpy_indices(device):
 
 # -- the gather over the output (Tuning.unpool_gather) ----------------------------------------
 
-def gather_tuning(preset="cpu"):
-    return dataclasses.replace(pg.Tuning.preset(preset), unpool_gather=True)
+def gather_tuning(preset="cpu", smallest_plane=1):
+    return dataclasses.replace(pg.Tuning.preset(preset), unpool_gather=True, unpool_gather_plane=smallest_plane)
 
 
 def unpool_both_ways(device, desc, arrays, layouts, preset):
-    """``desc`` run with the atomic winners (the preset's kernels) and as the gather: (the
-    two outputs, the gather's kernel files)."""
+    """``desc`` run with the atomic winners and as the gather, under the preset's other
+    choices: (the two outputs, the gather's kernel files)."""
     results = []
-    for tuning in (pg.Tuning.preset(preset), gather_tuning(preset)):
+    for tuning in (dataclasses.replace(pg.Tuning.preset(preset), unpool_gather=False), gather_tuning(preset)):
         op = pg.Op(device, desc, tuning)
         y = canary_tensor(device, desc.output)
         op(*(upload(device, a, layout) for a, layout in zip(arrays, layouts)), out=y)
@@ -367,6 +367,37 @@ def test_unpool_gather_strays_into_other_planes_and_ties_across_them(device):
                                                 pg.TensorDesc(F32, (1, 3, 8, 8))), gather_tuning(preset))(
             device.upload(x), device.upload(idx))
         assert same_bits(out.numpy(), want)
+
+
+# The gather from a plane size on (Tuning.unpool_gather_plane): output planes below it take the
+# atomic pick, planes of that size and more the gather, each with the other path's bits; the GPU
+# preset leaves global pooling's 7 x 7 planes (bench case C) to the atomic pick and takes the
+# gather on case B's 56 x 56.
+@pytest.mark.parametrize("preset", ["cpu", "gpu"])
+def test_unpool_gather_from_a_plane_size(device, preset):
+    rng = np.random.default_rng(17)
+    smallest = 64
+    for in_sizes, out_sizes, window in (((2, 3, 1, 1), (2, 3, 7, 7), (7, 7)),      # 49 elements: below
+                                        ((2, 3, 4, 4), (2, 3, 8, 8), (2, 2))):     # 64: from it on
+        x = random_values(F32, out_sizes, rng)
+        y, idx = reference.max_pool(x, window, strides=window)
+        idx = idx.astype(np.uint32)
+        idx.ravel()[::5] = rng.integers(0, idx.size * 4, idx.size)[::5]   # strays, some into other planes
+        desc = pg.MaxUnpoolingDesc(pg.TensorDesc(F32, in_sizes), pg.TensorDesc("uint32", in_sizes),
+                                   pg.TensorDesc(F32, out_sizes))
+        want = reference.max_unpool(y, idx, out_sizes)
+        tuning = gather_tuning(preset, smallest)
+        gathers = np.prod(out_sizes[2:]) >= smallest
+        files = [p.kernel.file for p in pg.kernels.program_for(desc, tuning).passes]
+        assert ("max_unpool_gather.wgsl" in files) == gathers, files
+        other = gather_tuning(preset) if not gathers else dataclasses.replace(tuning, unpool_gather=False)
+        got, theirs = (pg.Op(device, desc, t)(device.upload(y), device.upload(idx)).numpy() for t in (tuning, other))
+        assert same_bits(got, want) and same_bits(theirs, want), (out_sizes, files)
+    for sizes, gathers in (((8, 512, 7, 7), False), ((8, 256, 56, 56), True)):
+        pooled = sizes[:2] + (1, 1) if sizes[2] == 7 else sizes[:2] + (28, 28)
+        desc = pg.MaxUnpoolingDesc(pg.TensorDesc(F32, pooled), pg.TensorDesc("uint32", pooled), pg.TensorDesc(F32, sizes))
+        files = [p.kernel.file for p in pg.kernels.program_for(desc, pg.Tuning.preset(preset)).passes]
+        assert ("max_unpool_gather.wgsl" in files) == (gathers and preset == "gpu"), (sizes, files)
 
 
 # -- validation (no GPU) ---------------------------------------------------------------------

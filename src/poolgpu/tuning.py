@@ -98,6 +98,12 @@ class Tuning:
         elsewhere, and is written once; ``False``: an atomic pick of every output element's
         winner in a scratch word, then its value scattered (dense outputs, after a zero
         fill) or gathered.  The same bits either way.
+    unpool_gather_plane : int
+        With ``unpool_gather``: the smallest output plane (elements of an (n, c) plane of
+        the output) that takes the gather; smaller planes take the atomic pick.  On a small
+        plane each input element stands for many outputs, each of which the gather visits
+        (H200: 7 x 7 outputs from one input each, 1.6-2.0x the atomic pick's time; 56 x 56
+        and 112 x 112 from 2 x 2 windows, 0.32-0.53x).
     fractional_walks : bool
         Fractional max pooling and its gradient by the fractional walks: a table of each
         plane's window starts, a walk over each output's window (four outputs per
@@ -113,6 +119,14 @@ class Tuning:
         it, both outputs' taps taken from them (else a word per tap, half of it kept).  The
         same bits (lavapipe, case A float16, the general walk: max 1.5x, average 1.8-2.1x
         faster; H200: 1.01-1.16x).
+    lp_gradient_one_pass : bool
+        Lp pooling's gradient over windows that do not overlap (stride at least the dilated
+        window in every dimension: 2 x 2 stride 2, global pooling) in one pass: each block of
+        dx elements computes its window's result and writes its gradient, where two passes
+        write each window's result into a scratch tensor and read it back.  The same bits
+        (lavapipe, 2 x 2 stride 2 and 7 x 7 global windows: 0.28-0.53x the two passes' time;
+        GPUs: left off until measured, since on small planes one lane per window makes
+        scalar loads where the packed planes' lanes make coalesced ones).
     block_workgroup : int
         Invocations per workgroup of the gradients' block gathers.
     flat_workgroup : int
@@ -173,8 +187,10 @@ class Tuning:
     lines_workgroup: int = 64
     whole_workgroups: bool = False
     unpool_gather: bool = False
+    unpool_gather_plane: int = 1
     fractional_walks: bool = True
     paired_words: bool = True
+    lp_gradient_one_pass: bool = True
     block_workgroup: int = 64
     flat_workgroup: int = 64
     row_gathers: bool = True
@@ -245,7 +261,9 @@ class Tuning:
         (column, line, plane) grids (H100, case A at GPU scale: 0.90-0.98x the time of 64).
         On an H200 (docs/performance.md, 2026-11-28), against the kernels they replace:
         packed planes of at most 4 chunks a lane (case C, 7x7 planes: 0.12-0.43x the time),
-        unpooling as a gather (cases A and B: 0.32-0.46x), the fractional walks (0.66x, the
+        unpooling as a gather on output planes of at least 256 elements (cases A and B,
+        12544 and 3136: 0.32-0.53x; case C, 49: 1.6-2.0x, so it keeps the atomic pick; the
+        ratios' log-linear interpolation crosses 1 near 260), the fractional walks (0.66x, the
         gradient 0.41x), the channels walk written out (NHWC: 0.73-0.80x), 16-bit pairs
         (0.86-0.99x).
 
@@ -254,11 +272,12 @@ class Tuning:
         Tuning
             ``target="gpu"``, ``rows_walks=False``, ``plane_walk=True``, ``plane_lanes=256``,
             ``outputs_per_invocation=2``, ``lines_workgroup=256``, ``plane_lane_chunks=4``,
-            ``channels_written_out=True``, ``unpool_gather=True``; the other fields as
-            :meth:`for_cpu`'s.
+            ``channels_written_out=True``, ``unpool_gather=True``, ``unpool_gather_plane=256``,
+            ``lp_gradient_one_pass=False``; the other fields as :meth:`for_cpu`'s.
         """
         return cls(target="gpu", rows_walks=False, plane_walk=True, plane_lanes=256, plane_lane_chunks=4,
-                   outputs_per_invocation=2, lines_workgroup=256, channels_written_out=True, unpool_gather=True)
+                   outputs_per_invocation=2, lines_workgroup=256, channels_written_out=True, unpool_gather=True,
+                   unpool_gather_plane=256, lp_gradient_one_pass=False)
 
     @classmethod
     def preset(cls, target: str) -> "Tuning":

@@ -104,8 +104,8 @@ AVERAGE_POOL_GRAD, AVERAGE_POOL_GRAD_CHANNELS = _block_gather_kernels(
 LP_POOL_GRAD = Kernel(
     "lp_pool_grad.wgsl", (Slot("x", False), Slot("y", False), Slot("dy", False), Slot("dx", True),
                           Slot("part", True, snippet="words_write.wgsl")), "dy",
-    library=("window_constants.wgsl", "lp_power.wgsl", "divide.wgsl", "taps.wgsl", "windows_covering.wgsl",
-             "row_grid.wgsl", "gather_lanes1.wgsl"),
+    library=("window_constants.wgsl", "lp_power.wgsl", "lp_derivative.wgsl", "divide.wgsl", "taps.wgsl",
+             "windows_covering.wgsl", "row_grid.wgsl", "gather_lanes1.wgsl"),
     params=BLOCK_PARAMS + stride_fields("x", "y", "dy", "dx"), loops=block_gather_loops,
 )
 _DISJOINT_LIBRARY = ("window_constants.wgsl", "divide.wgsl", "taps.wgsl", "windows_covering.wgsl", "max_accumulator.wgsl",
@@ -114,6 +114,13 @@ DISJOINT_PARAMS = BLOCK_PARAMS + stride_fields("x", "dy", "dx")
 MAX_POOL_GRAD_DISJOINT = Kernel(
     "max_pool_grad_disjoint.wgsl", (Slot("x", False), Slot("dy", False), Slot("dx", True)), value_slot="x",
     library=_DISJOINT_LIBRARY + ("disjoint_lanes1.wgsl",), params=DISJOINT_PARAMS, loops=disjoint_loops,
+)
+# Lp pooling's accumulator (lp_pool.wgsl) fed by the one pass over disjoint windows
+LP_POOL_GRAD_DISJOINT = Kernel(
+    "lp_pool.wgsl", (Slot("x", False), Slot("dy", False), Slot("dx", True)), value_slot="x",
+    library=LP.library + ("lp_derivative.wgsl", "window_constants.wgsl", "divide.wgsl", "taps.wgsl",
+                          "windows_covering.wgsl", "row_grid.wgsl", "lp_grad_disjoint.wgsl"),
+    params=DISJOINT_PARAMS + ("opaque_zero",), loops=disjoint_loops,
 )
 MAX_POOL_GRAD_DISJOINT_CHANNELS = Kernel(  # four channels per invocation, in 4-element chunks
     "max_pool_grad_disjoint.wgsl",
@@ -390,8 +397,7 @@ def _max_pool_grad_program(desc, tuning: Tuning) -> Program:
         return whole_planes
     desc = _lone_windows_disjoint(desc)
     disjoint = {"x": "input", "dy": "input_gradient", "dx": "output_gradient"}
-    if all(s >= e for s, e in zip(desc.window.strides, desc.window.extents)) and not element_block_axes(desc.window) \
-            and _fits(_gradient_block_pass(MAX_POOL_GRAD_DISJOINT, desc, tuning, disjoint, {}), tuning):
+    if _disjoint(desc) and _fits(_gradient_block_pass(MAX_POOL_GRAD_DISJOINT, desc, tuning, disjoint, {}), tuning):
         # (with element blocks, reading each window once per element: the gather instead)
         return _disjoint_max_pool_grad_program(desc, tuning)
     forward = desc.forward
@@ -483,12 +489,27 @@ def _average_pool_grad_program(desc, tuning: Tuning) -> Program:
     return general
 
 
+def _disjoint(desc) -> bool:
+    """Whether no dx element lies in two windows (stride >= dilated extent everywhere), and
+    the one-pass gradients' blocks hold whole windows (no element blocks)."""
+    window = desc.window
+    return all(s >= e for s, e in zip(window.strides, window.extents)) and not element_block_axes(window)
+
+
 @register("lp_pool_grad")
 def _lp_pool_grad_program(desc, tuning: Tuning) -> Program:
-    """Pass 1: the forward Lp pooling (on the walk of walk_for) into scratch "lp_output";
-    pass 2: the gather adding each window's dy times its d y / d x (lp_pool_grad.wgsl)."""
+    """Where windows do not overlap (with ``Tuning.lp_gradient_one_pass``): one pass computing
+    each window's y and writing its block (common/lp_grad_disjoint.wgsl).  Else pass 1: the
+    forward Lp pooling (on the walk of walk_for) into scratch "lp_output"; pass 2: the gather
+    adding each window's dy times its d y / d x (lp_pool_grad.wgsl)."""
     desc = _lone_windows_disjoint(desc)
     forward = desc.forward
+    if tuning.lp_gradient_one_pass and _disjoint(desc):
+        one = _gradient_block_pass(LP_POOL_GRAD_DISJOINT, desc, tuning,
+                                   {"x": "input", "dy": "input_gradient", "dx": "output_gradient"},
+                                   lp_constants(forward))
+        if _fits(one, tuning):
+            return Program((one,))
     walk = walk_for(forward, tuning)
 
     def program(walk: str) -> Program:

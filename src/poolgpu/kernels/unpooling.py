@@ -1,6 +1,7 @@
 """Max unpooling: deterministic winner selection (integer atomicMax), then a gather (each
 output element copies its winner) or, into dense outputs, a scatter (each winner copies
-itself); or (``Tuning.unpool_gather``) a gather in which each output element finds its
+itself); or (``Tuning.unpool_gather``, on output planes of at least
+``Tuning.unpool_gather_plane`` elements) a gather in which each output element finds its
 winner among the input elements whose band holds it (common/unpool_band.wgsl), the atomic
 pick kept for the strays.  Its gradient: the same winners, then a gather over dx (each input
 element reads dy where it won)."""
@@ -155,7 +156,7 @@ def _max_unpool_program(desc, tuning: Tuning) -> Program:
     # zeroed again.
     scratch = (("winner", TensorDesc(DataType.UINT32, y.sizes)),)
     general = Program((winners, write(MAX_UNPOOL, out_w)), scratch=scratch)
-    if tuning.unpool_gather:
+    if tuning.unpool_gather and out_plane >= tuning.unpool_gather_plane:
         return _gather_program(desc, tuning, general)
     # Indices contiguous along W are read in 4-element chunks where they start at a multiple
     # of 4 elements (else the general program runs).

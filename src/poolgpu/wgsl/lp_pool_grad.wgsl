@@ -5,36 +5,18 @@
 // window of zeros).  Here one invocation owns a block of SD x SH x SW dx elements
 // (common/windows_covering.wgsl; one along its element-block dimensions) and, for each, visits
 // in a fixed order every window tap landing on it, adding dy * (|x| / y)^(p - 1) of that
-// window; the sign comes last (0 for a zero, NaN for a NaN x).  (|x| / y, never above 1
-// beyond rounding, keeps the power in range where |x|^(p - 1) and y^(1 - p) would not be.)
+// window; the sign comes last (0 for a zero, NaN for a NaN x; common/lp_derivative.wgsl).
 // No atomics and a fixed summation order: the same inputs give bit-identical dx, run after
 // run.  Sums are f32, one channel per invocation (common/gather_lanes1.wgsl).
 //
 // Prepended by poolgpu.kernels: the value type (Raw, to_f32, magnitude_f32, from_f32) and the
 // tensors x, y, dy and dx; library: block_of, block_element, first_tap and block_window
-// (common/windows_covering.wgsl), general_power (lp_power.wgsl), Sum, dy_sum, gather_put.
+// (common/windows_covering.wgsl), general_power (lp_power.wgsl), lp_factor and sign_factor
+// (lp_derivative.wgsl), Sum, dy_sum, gather_put.
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
 override P: f32 = 2.0;
-
-// A window's factor (|x| / y)^(p - 1) for an element of magnitude m (not 0) and result y.
-fn lp_factor(m: f32, y: f32) -> f32 {
-    if (P == 1.0) { return 1.0; }
-    if (bitcast<u32>(y) == 0u) { return 0.0; }   // (y's rounding to the type kept it above 0 otherwise)
-    let ratio = m / y;
-    if (P == 2.0) { return ratio; }
-    return general_power(ratio, P - 1.0);
-}
-
-// sign(x) as a factor: 0 for a zero, x itself (NaN) for a NaN; on the bits.
-fn sign_factor(x: f32) -> f32 {
-    let bits = bitcast<u32>(x);
-    let magnitude = bits & 0x7fffffffu;
-    if (magnitude == 0u) { return 0.0; }
-    if (magnitude > 0x7f800000u) { return x; }
-    return select(1.0, -1.0, bits >= 0x80000000u);
-}
 
 @compute @workgroup_size(WG_X)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
