@@ -344,10 +344,10 @@ def test_tuning_presets_validation_and_the_op_cache(device):
     with tuned_for(device, general):
         op = device.compile(desc)
         assert op.tuning == dataclasses.replace(general, generic_calls=0)  # (tuned_for's)
-        assert op._program.passes[0].kernel.library[-1] == "window_walk.wgsl" and device.tuned_for == "cpu"
+        assert "window_walk.wgsl" in op._program.passes[0].kernel.library and device.tuned_for == "cpu"
     # the cache is keyed by tuning: the device's own tuning gives its own op, switching back finds the first
     assert device.compile(desc) is not op
     with tuned_for(device, pg.Tuning(walk="general")):
         assert device.compile(desc) is op
     other = pg.Device(wgpu_device=device.wgpu_device, tuning=general)
-    assert other.tuning == general and other.compile(desc)._program.passes[0].kernel.library[-1] == "window_walk.wgsl"
+    assert other.tuning == general and "window_walk.wgsl" in other.compile(desc)._program.passes[0].kernel.library

@@ -84,6 +84,9 @@ def assert_same_bytes(got: dict, expected: dict):
 #: to the implementation (Mesa 22.3 and 25.0 gave results 1 ulp apart; naga and Tint on
 #: the same driver, the same bits).
 POW_ULPS = 4
+#: The gradient composes two of them (the window's root, then (|x| / y)^(p - 1)), whose
+#: errors add: Dawn on Mesa 25 and poolgpu on Mesa 22 gave gradients up to 5 ulp apart.
+POW_GRADIENT_ULPS = 8
 
 
 def assert_within_ulps(got: bytes, expected: bytes, data_type, ulps: int):
@@ -305,7 +308,8 @@ def test_node_webgpu_gives_poolgpus_bytes(node_run, device, case, chunked):
     if case.operator in ("lp", "lp_grad") and desc.p not in (1, 2):
         # pow's precision is the driver's (WGSL): Node's Dawn runs on Mesa 25's lavapipe
         role = "output" if case.operator == "lp" else "output_gradient"
-        assert_within_ulps(got[role], expected[role], getattr(desc, role).data_type, POW_ULPS)
+        assert_within_ulps(got[role], expected[role], getattr(desc, role).data_type,
+                           POW_ULPS if case.operator == "lp" else POW_GRADIENT_ULPS)
     else:
         assert_same_bytes(got, expected)
 

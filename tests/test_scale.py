@@ -235,7 +235,7 @@ def test_channels_last_gradients_chunk_over_whole_batches(device, operator, chan
     assert dict(program.passes[-1].constants).get("CHANNEL_LANES")
     if operator == "max_grad":
         walk = "window_walk_channels.wgsl" if channels % 4 == 0 else "window_walk.wgsl"
-        assert program.passes[0].kernel.library[-1] == walk and program.scratch[0][1].strides[1] == 1
+        assert walk in program.passes[0].kernel.library and program.scratch[0][1].strides[1] == 1
     _, expected = run(device, desc, arrays)
     geometry = {k: case[k] for k in ("window_size", "strides", "start_padding", "end_padding", "dilations")}
     if operator == "max_grad":
@@ -368,7 +368,7 @@ def test_rows_of_millions_fold_over_the_grid(device):
     x = random_values("uint8", (1, 1, 8_600_005), np.random.default_rng(5))
     xt = device.upload(x, strides=(2 * x.size, 2 * x.size, 2))  # not contiguous along W: the general walk
     op = device.compile(pg.MaxPooling1Desc(xt.desc, output_indices="uint32", window_size=(3,)))
-    assert op._program.passes[0].kernel.library[-1] == "window_walk.wgsl" and folded(op.desc, device)
+    assert "window_walk.wgsl" in op._program.passes[0].kernel.library and folded(op.desc, device)
     y, i = op(xt)
     y_ref, i_ref = reference.max_pool(x, (3,))
     assert same_bits(y.numpy(), y_ref) and np.array_equal(i.numpy(), i_ref)
