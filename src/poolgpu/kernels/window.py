@@ -149,7 +149,7 @@ def _pooling_kernels(accumulator: Accumulator) -> dict:
                                library=accumulator.library + partials + shared + walk_files, params=params,
                                loops=_WALK_LOOPS[walk])
     # the general walk's other entry points (two outputs per invocation; 16-bit pairs sharing
-    # words): kernels of their own, that none holds the others' windows (window_walk_one.wgsl)
+    # words): kernels of their own, so that none holds the others' windows (window_walk_one.wgsl)
     general = kernels["general"]
     for name, entry in GENERAL_ENTRIES.items():
         kernels[name] = dataclasses.replace(general, library=tuple(
