@@ -1,6 +1,7 @@
 """Converted models: classifiers shaped as torchvision's (random weights, batch 1, float32)
-with torch's pooling and with poolgpu's (``pgt.convert``), and what a pooling layer costs
-through poolgpu.torch against the floor of its bytes (bench/host.py's ``_Floor``).
+with torch's pooling and with poolgpu's (``pgt.convert``), against the floor of each pooling
+layer's bytes (bench/host.py's ``_Floor``) in the same places of the model, and what a
+pooling layer costs alone through poolgpu.torch against the floor.
 
 torchvision is not needed (beside PyTorch's CPU build it does not import): the models are
 written here with torchvision's layer shapes, which is all the pooling layers see.
@@ -18,6 +19,7 @@ import torch.nn as nn
 import poolgpu.torch as pgt
 
 from .host import _alternating, _Floor
+from .timing import GpuTimer
 
 ROUNDS = 7
 SIZE = 224
@@ -118,6 +120,15 @@ def _pooling_layers(model) -> list:
     return [m for m in model.modules() if type(m) in pooling]
 
 
+def _floor_after(floor, x_np):
+    """A forward hook: the floor's round trip of ``x_np``'s bytes, the layer's output kept."""
+
+    def hook(module, args, output):
+        floor.round_trip(x_np)
+
+    return hook
+
+
 def measure(device, quick: bool = False, tiny: bool = False) -> dict:
     """A row per model: torch's forward and the converted one (alternating rounds), the
     pooling layers swapped, and each layer alone through poolgpu.torch against the floor of
@@ -126,7 +137,7 @@ def measure(device, quick: bool = False, tiny: bool = False) -> dict:
     rounds = 1 if tiny else 3 if quick else ROUNDS
     size = TINY_SIZE if tiny else SIZE
     x = torch.randn(1, 3, size, size)
-    rows = {}
+    rows, timer = {}, GpuTimer(device)
     for name, make in MODELS.items():
         model = make().eval()
         layers = _pooling_layers(model)
@@ -137,29 +148,58 @@ def measure(device, quick: bool = False, tiny: bool = False) -> dict:
         for hook in hooks:
             hook.remove()
         converted = pgt.convert(copy.deepcopy(model), device=device)
+        # The floor inside the model: torch's model with the floor's round trip of each pooling
+        # layer's bytes after the layer.  Between convolutions the same host work takes 2-3x
+        # longer than in a loop of its own on a CPU adapter (the floor too: caches and threads
+        # are cold after torch's work), so a model's pooling is compared with this floor.
+        floored = copy.deepcopy(model)
+        for layer, layer_x in zip(_pooling_layers(floored), inputs):
+            floor = _Floor(device, layer_x.numel() * 4, layer(layer_x).numel() * 4)
+            layer.register_forward_hook(_floor_after(floor, layer_x.numpy()))
         with torch.no_grad():
             same = torch.allclose(model(x), converted(x), rtol=1e-4, atol=1e-4)
-            timed = _alternating({"torch": lambda: model(x), "poolgpu": lambda: converted(x)}, 1, rounds)
+            timed = _alternating({"torch": lambda: model(x), "poolgpu": lambda: converted(x),
+                                  "floor": lambda: floored(x)}, 1, rounds)
             per_layer = []
             for layer, layer_x in zip(layers, inputs):
                 ours = pgt.convert(copy.deepcopy(layer), device=device)
                 out = layer(layer_x)
                 floor = _Floor(device, layer_x.numel() * 4, out.numel() * 4)
                 x_np = layer_x.numpy()
+                x_device, kernel_us = device.upload(x_np), []  # (the layer's own GPU time: on device tensors)
                 times = _alternating({"torch": lambda: layer(layer_x), "poolgpu": lambda: ours(layer_x),
-                                      "floor": lambda: floor.round_trip(x_np)}, 3, rounds)
-                per_layer.append({k: v["median_us"] for k, v in times.items()})
+                                      "floor": lambda: floor.round_trip(x_np),
+                                      "kernel": lambda: kernel_us.append(timer.seconds(lambda: ours(x_device)) * 1e6)},
+                                     3, rounds)
+                per_layer.append(dict({k: v["median_us"] for k, v in times.items()}, kernel=statistics.median(kernel_us)))
         torch_ms, ours_ms = timed["torch"]["median_us"] / 1e3, timed["poolgpu"]["median_us"] / 1e3
+        floor_per_layer_us = (timed["floor"]["median_us"] - timed["torch"]["median_us"]) / len(layers)
+        # What a swapped layer adds: poolgpu's layer in place of torch's (whose own time is
+        # taken out of the model's), over the floor's round trip in the same place.
+        torch_layers_us = sum(p["torch"] for p in per_layer)
+        added_us = (timed["poolgpu"]["median_us"] - timed["torch"]["median_us"] + torch_layers_us) / len(layers)
+        kernels_us = sum(p["kernel"] for p in per_layer) / len(layers)
         rows[name] = {
             "what": f"{name}-shaped classifier, random weights, 1x3x{size}x{size} float32, forward under no_grad",
             "pooling_layers": len(layers), "same_outputs": bool(same),
             "torch_ms": torch_ms, "converted_ms": ours_ms, "converted_vs_torch": ours_ms / torch_ms,
             "added_per_layer_us": (ours_ms - torch_ms) * 1e3 / len(layers),
+            "floor_ms": timed["floor"]["median_us"] / 1e3, "floor_per_layer_us": floor_per_layer_us,
+            # (None where the floor's share drowned in the model's own spread: tiny inputs)
+            "in_model_vs_floor": added_us / floor_per_layer_us if floor_per_layer_us > 0 else None,
+            "in_model_beyond_kernel_vs_floor": (added_us - kernels_us) / floor_per_layer_us
+            if floor_per_layer_us > 0 else None,
             "layer_vs_floor": statistics.median(p["poolgpu"] / p["floor"] for p in per_layer),
+            "layer_beyond_kernel_vs_floor": statistics.median((p["poolgpu"] - p["kernel"]) / p["floor"]
+                                                              for p in per_layer),
             "layer_vs_torch": statistics.median(p["poolgpu"] / p["torch"] for p in per_layer),
             "layers_us": per_layer,
         }
     return rows
+
+
+def _times(ratio) -> str:
+    return "n/a" if ratio is None else f"{ratio:.2f}x"
 
 
 def main(argv=None) -> int:
@@ -177,7 +217,10 @@ def main(argv=None) -> int:
     for name, row in measure(device, args.quick).items():
         print(f"{name:16s} {row['pooling_layers']:2d} pooling layers  torch {row['torch_ms']:7.1f} ms  "
               f"converted {row['converted_ms']:7.1f} ms ({row['converted_vs_torch']:.2f}x, "
-              f"{row['added_per_layer_us']:+.0f} us a layer)  a layer: {row['layer_vs_floor']:.2f}x the floor, "
+              f"{row['added_per_layer_us']:+.0f} us a layer)  in the model: {_times(row['in_model_vs_floor'])} the floor "
+              f"({_times(row['in_model_beyond_kernel_vs_floor'])} beyond the kernels);"
+              f"  a layer alone: {row['layer_vs_floor']:.2f}x the floor "
+              f"({row['layer_beyond_kernel_vs_floor']:.2f}x beyond its kernel), "
               f"{row['layer_vs_torch']:.2f}x torch{'' if row['same_outputs'] else '  OUTPUTS DIFFER'}")
     return 0
 

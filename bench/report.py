@@ -147,17 +147,29 @@ def legend(results: dict) -> list:
         )
         trips = host.get("round_trips")
         if trips:
-            calls = "; ".join(f"{name} {row['median_us']:.0f} us ({row['vs_floor']:.2f}x the floor)"
+            calls = "; ".join(f"{name} {row['median_us']:.0f} us ({row['vs_floor']:.2f}x the floor"
+                              + (f", {row['beyond_kernel_vs_floor']:.2f}x beyond the kernel"
+                                 if "beyond_kernel_vs_floor" in row else "") + ")"
                               for name, row in trips.items() if "vs_floor" in row)
+            kernels = "; ".join(f"{name} {row['median_us']:.0f} us" for name, row in trips.items()
+                                if name.startswith("kernel_"))
+            calls += f"; the kernels alone: {kernels}" if kernels else ""
             moves = "; ".join(f"{name} {row['gb_per_s']:.2f} GB/s ({row['vs_bare']:.2f}x bare wgpu's time)"
                               for name, row in trips.items() if "vs_bare" in row)
             lines.append(f"Host round trips: {calls}. 3.2 MB: {moves} (medians).")
         models = host.get("converted_models")
         if models:
-            lines.append("Converted models (batch 1, 224x224, no_grad; a pooling layer alone through poolgpu.torch "
-                         "over the floor of its bytes): " + "; ".join(
+            lines.append("Converted models (batch 1, 224x224, no_grad; what a swapped pooling layer adds over the "
+                         "floor of its bytes in the same place of torch's model; a pooling layer alone through "
+                         "poolgpu.torch over the floor): " + "; ".join(
                              f"{name} {row['torch_ms']:.0f} -> {row['converted_ms']:.0f} ms with "
-                             f"{row['pooling_layers']} layers swapped, a layer {row['layer_vs_floor']:.2f}x the floor"
+                             f"{row['pooling_layers']} layers swapped"
+                             + (f", {row['in_model_beyond_kernel_vs_floor']:.2f}x the floor in its place beyond "
+                                f"the kernels ({row['in_model_vs_floor']:.2f}x with them)"
+                                if row.get("in_model_vs_floor") is not None else "")
+                             + f", a layer alone {row['layer_vs_floor']:.2f}x the floor"
+                             + (f" ({row['layer_beyond_kernel_vs_floor']:.2f}x beyond its kernel)"
+                                if "layer_beyond_kernel_vs_floor" in row else "")
                              for name, row in models.items()) + " (medians).")
     lines += _new_shapes_lines(results.get("new_shapes") or {})
     return lines

@@ -46,6 +46,11 @@ def test_a_quick_tiny_run_measures_every_available_operator_and_records_everythi
                  "read_back_bare", "read_back_poolgpu"):
         assert 0 < trips[name]["min_us"] <= trips[name]["median_us"], name
     assert trips["numpy_100kb"]["vs_floor"] > 0 and trips["upload_poolgpu"]["gb_per_s"] > 0
+    for label in ("100kb", "stem"):
+        assert trips[f"kernel_{label}"]["median_us"] > 0
+        kernel_share = trips[f"kernel_{label}"]["median_us"] / trips[f"floor_{label}"]["median_us"]
+        assert trips[f"numpy_{label}"]["beyond_kernel_vs_floor"] == pytest.approx(
+            trips[f"numpy_{label}"]["vs_floor"] - kernel_share)
     if device.info["type"] == "cpu" and importlib.util.find_spec("torch"):  # (torch stays out on GPUs)
         models = results["host"]["converted_models"]
         assert set(models) == {"resnet18", "googlenet", "efficientnet_b0"}
@@ -53,7 +58,9 @@ def test_a_quick_tiny_run_measures_every_available_operator_and_records_everythi
             assert row["same_outputs"], name
             assert row["pooling_layers"] == len(row["layers_us"]) == {"resnet18": 2, "googlenet": 14,
                                                                       "efficientnet_b0": 17}[name]
-            assert row["converted_ms"] > 0 and row["layer_vs_floor"] > 0
+            assert row["converted_ms"] > 0 and row["layer_vs_floor"] > 0 and row["floor_ms"] > 0
+            assert all(layer["kernel"] > 0 for layer in row["layers_us"]), name
+            assert (row["in_model_vs_floor"] is None) == (row["floor_per_layer_us"] <= 0), name
 
     rows = results["rows"]
     expected = {(c.name, op) for c in cases.CASES.values() for op in c.ops}

@@ -66,3 +66,23 @@ def test_a_list_changed_after_a_call_gives_the_new_description():
     window[0] = 4
     assert made(pg.AveragePooling1Desc, x, window_size=window).output.sizes == (1, 1, 5, 7)
     assert first.output.sizes == (1, 1, 7, 7)
+
+
+def test_packed_tensor_descs_are_made_once_and_refusals_every_time():
+    from poolgpu.tensor_desc import packed_desc
+
+    first = packed_desc(pg.DataType.FLOAT16, (1, 3, 5, 7))
+    assert first == pg.TensorDesc("float16", (1, 3, 5, 7)) and first.strides == (105, 35, 7, 1)
+    assert packed_desc(pg.DataType.FLOAT16, (1, 3, 5, 7)) is first
+    assert packed_desc(pg.DataType.FLOAT32, (1, 3, 5, 7)).total_size_in_bytes == 4 * 105 != first.total_size_in_bytes
+    for _ in range(2):
+        with pytest.raises(pg.ValidationError, match="sizes"):
+            packed_desc(pg.DataType.FLOAT32, (3, 4))
+
+
+def test_int_tuples_keep_their_keys_apart_from_tuples_of_other_numbers():
+    counted = Counted.fresh()
+    plain = made(counted, (1, 2), strides=[3, 4])
+    assert made(counted, (1, 2), strides=[3, 4]) is plain
+    for other in [((True, 2), [3, 4]), ((1, 2), (3, 4)), ((np.int64(1), 2), [3, 4]), ((1.0, 2), [3, 4])]:
+        assert made(counted, other[0], strides=other[1]) is not plain

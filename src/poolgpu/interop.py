@@ -14,7 +14,7 @@ from .arguments import array
 from .device import Device, default_device
 from .dtypes import DataType
 from .tensor import Tensor
-from .tensor_desc import TensorDesc
+from .tensor_desc import TensorDesc, packed_desc
 
 __all__ = ["on_device", "answer", "round_trip", "unsigned_indices"]
 
@@ -119,7 +119,7 @@ def round_trip(describe: Callable[..., Any], inputs: Sequence[Any], device: Opti
         tensors, device, as_numpy = on_device(inputs, device, names)
         return answer(device.compile(describe(*(t.desc for t in tensors)))(*tensors), as_numpy)
     arrays = [array(x, names[i] if i < len(names) else f"input {i}") for i, x in enumerate(inputs)]
-    descs = [TensorDesc(DataType.of(a.dtype, names[i] if i < len(names) else f"input {i}"), a.shape)
+    descs = [packed_desc(DataType.of(a.dtype, names[i] if i < len(names) else f"input {i}"), a.shape)
              for i, a in enumerate(arrays)]
     device = default_device() if device is None else device
     op = device.compile(describe(*descs))

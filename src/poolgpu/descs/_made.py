@@ -41,6 +41,8 @@ def _key(value):
     if kind in _PLAIN:
         return kind, value
     if kind is tuple or kind is list:
+        if all(type(item) is int for item in value):  # (sizes, strides: the common case, fast)
+            return kind, tuple(value)
         return kind, tuple(map(_key, value))
     if kind is float or isinstance(value, np.floating):
         return kind, float(value).hex()

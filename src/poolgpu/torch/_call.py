@@ -19,7 +19,7 @@ from ..device import Device, default_device
 from ..dtypes import DataType
 from ..errors import ValidationError
 from ..tensor import Tensor
-from ..tensor_desc import MAX_ELEMENTS, TensorDesc
+from ..tensor_desc import MAX_ELEMENTS, TensorDesc, packed_desc
 from ._arguments import geometry
 
 #: What the functions take and give: a result is of its input's kind.
@@ -227,7 +227,7 @@ class Call:
         """``upload_host`` into a buffer of the device's pool (docs/design.md, "Host round
         trips"), given back by ``recycle()``."""
         device = self.device
-        desc = TensorDesc(DataType.UINT16 if array.dtype == BFLOAT16_BITS else DataType.of(array.dtype), array.shape)
+        desc = packed_desc(DataType.UINT16 if array.dtype == BFLOAT16_BITS else DataType.of(array.dtype), array.shape)
         t = device._temporary(desc)
         device._write(t.buffer, array, desc)
         self._temporaries.append(t)
