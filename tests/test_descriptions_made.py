@@ -86,3 +86,12 @@ def test_int_tuples_keep_their_keys_apart_from_tuples_of_other_numbers():
     assert made(counted, (1, 2), strides=[3, 4]) is plain
     for other in [((True, 2), [3, 4]), ((1, 2), (3, 4)), ((np.int64(1), 2), [3, 4]), ((1.0, 2), [3, 4])]:
         assert made(counted, other[0], strides=other[1]) is not plain
+
+
+def test_data_types_of_numpy_dtypes_are_remembered_and_refusals_repeated():
+    for _ in range(2):
+        assert pg.DataType.of(np.dtype(np.float16)) is pg.DataType.FLOAT16
+        assert pg.DataType.of(np.dtype(">i2")) is pg.DataType.INT16
+        assert pg.DataType.of(np.dtype(np.uint8), "x") is pg.DataType.UINT8
+        with pytest.raises(pg.ValidationError, match="x"):
+            pg.DataType.of(np.dtype(np.float64), "x")

@@ -21,6 +21,8 @@ from .errors import ValidationError
 
 __all__ = ["DataType"]
 
+_OF_DTYPE: dict = {}  # NumPy dtype -> DataType, for DataType.of (a dozen entries at most)
+
 
 class DataType(enum.IntEnum):
     """DirectML's tensor data types, numbered as DML_TENSOR_DATA_TYPE: FLOAT32, FLOAT16,
@@ -106,6 +108,9 @@ class DataType(enum.IntEnum):
         """
         if isinstance(value, DataType):
             return value
+        known = _OF_DTYPE.get(value) if isinstance(value, np.dtype) else None
+        if known is not None:  # (a host array's call asks this of its dtype every time)
+            return known
         if isinstance(value, str):
             name = value.strip().upper()
             if name in cls.__members__:
@@ -115,6 +120,8 @@ class DataType(enum.IntEnum):
         except Exception:  # NumPy raises TypeError, ValueError, ... for what is no dtype
             name = None
         if name in cls.__members__:
+            if isinstance(value, np.dtype):
+                _OF_DTYPE[value] = cls[name]
             return cls[name]
         supported = ", ".join(m.name for m in cls)
         if type(value).__module__.split(".")[0] == "torch":
