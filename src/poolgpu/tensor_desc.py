@@ -199,23 +199,9 @@ class TensorDesc:
 def packed_desc(data_type: DataType, sizes: tuple) -> TensorDesc:
     """``TensorDesc(data_type, sizes)``, the same frozen object for the same arguments (the
     256 most recently used kept): a TensorDesc's checks cost some 50 microseconds, a tenth
-    of a small call's host path, and a host array's call makes one per input.
-
-    Parameters
-    ----------
-    data_type : DataType
-    sizes : tuple of int
-        Python ints (an array's ``shape``).
-
-    Returns
-    -------
-    TensorDesc
-
-    Raises
-    ------
-    ValidationError
-        As ``TensorDesc`` (nothing is kept for arguments that raise).
-    """
+    of a small call's host path, and a host array's call makes one per input.  ``sizes``:
+    a tuple of Python ints (an array's ``shape``).  Raises as ``TensorDesc``; nothing is
+    kept for arguments that raise."""
     return TensorDesc(data_type, sizes)
 
 
