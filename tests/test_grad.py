@@ -746,13 +746,44 @@ def test_element_block_axes_bound_the_elements_an_invocation_visits(strides, axe
 
 
 def test_element_blocks_keep_the_gathers_within_the_loop_budget():
-    # a 1x4096x1 block (strides 1, 4096, 1: within BLOCK_ELEMENTS_MAX) loops about 37000
-    # times, past the default budget: element blocks along H, the largest stride
+    # a 1x4096x1 block (strides 1, 4096, 1: within BLOCK_ELEMENTS_MAX) of windows overlapping
+    # along D loops past the default budget: element blocks along H, the largest stride
     from poolgpu.kernels.gradients import BLOCK_ELEMENTS_MAX, element_block_axes
-    shape, geometry = (1, 1, 3, 3, 3), dict(window_size=(1, 1, 1), strides=(1, 4096, 1))
+    shape, geometry = (1, 1, 3, 3, 3), dict(window_size=(2, 1, 1), strides=(1, 4096, 1))
     desc = pg.AveragePoolingGradDesc(pg.TensorDesc(F32, pg.pooling_output_sizes(shape, **geometry)),
                                      pg.TensorDesc(F32, shape), **geometry)
     assert element_block_axes(desc.window) == "" and 4096 <= BLOCK_ELEMENTS_MAX
     for tuning in ("cpu", "gpu"):
         constants = dict(kernels.program_for(desc, pg.Tuning.preset(tuning)).passes[-1].constants)
         assert {k for k in constants if k.startswith("BY_ELEMENT_")} == {"BY_ELEMENT_H"}
+
+@pytest.mark.parametrize("layout", ["packed", "channels_last"])
+@pytest.mark.parametrize("data_type", FLOAT_TYPES)
+@pytest.mark.parametrize("shape, geometry", [
+    ((2, 8, 7, 7), dict(window_size=(7, 7))),  # global: case C's head
+    ((2, 8, 8, 10), dict(window_size=(2, 3), strides=(3, 4), start_padding=(1, 0), end_padding=(1, 2))),  # gaps
+    ((2, 4, 9, 8), dict(window_size=(2, 2), strides=(4, 3), dilations=(2, 1), include_padding=True,
+                        start_padding=(1, 1), end_padding=(0, 1))),
+    ((1, 4, 5, 6, 7), dict(window_size=(2, 2, 3), strides=(2, 3, 3), start_padding=(1, 0, 1), end_padding=(0, 1, 1))),
+    ((2, 4, 6, 9), dict(window_size=(3, 3), strides=(3, 3), divisor_override=5)),
+])
+def test_average_gradient_of_disjoint_windows_reads_each_window_once(device, layout, data_type, shape, geometry):
+    """Windows that cannot overlap: the block gather reads its own window's dy once and
+    writes its share to every element a tap lands on (zeros between dilated taps and in the
+    gaps between windows), one channel or four at a time; the reference's values."""
+    rng = np.random.default_rng(sum(shape))
+    out_sizes = pg.pooling_output_sizes(shape, **{k: v for k, v in geometry.items()
+                                                  if k not in ("include_padding", "divisor_override")})
+    dy = random_values(data_type, out_sizes, rng, specials=False)
+    described = lambda sizes: pg.TensorDesc(data_type, sizes, layout_strides(sizes, layout))  # noqa: E731
+    desc = pg.AveragePoolingGradDesc(described(out_sizes), described(shape), **geometry)
+    block_gathers = replace(device.tuning, row_gathers=False)
+    program = kernels.program_for(desc, block_gathers)
+    gathers = [p for p in program.passes + (program.fallback.passes if program.fallback else ())
+               if p.kernel.file == "average_pool_grad.wgsl"]
+    whole_planes = layout == "packed" and all(size == 1 for size in out_sizes[2:])  # (the packed planes' kernels)
+    assert (gathers or whole_planes) and all(("DISJOINT", True) in p.constants for p in gathers)
+    with tuned_for(device, block_gathers):
+        got = run_output(device, desc, (upload(device, dy, layout),), desc.output_gradient)
+    want = reference.average_pool_grad(dy, shape, **geometry)
+    assert_gradient_close(got, want, dy)

@@ -39,6 +39,9 @@ def block_gather_loops(constants: dict, params: dict) -> dict:
     names = ("rd", "rh", "rw", "kd", "kh", "kw", "bit")
     if constants.get("WINDOWS_FIRST", False):
         return dict.fromkeys(names, 0)
+    if constants.get("DISJOINT", False):  # (average_pool_grad.wgsl: the block's elements, no taps)
+        sd, sh, sw = (constants[f"S{a}"] for a in "DHW")
+        return dict(dict.fromkeys(names, 0), rd=iterations(1, sd), rh=iterations(sd, sh), rw=iterations(sd * sh, sw))
     bd, bh, bw = (1 if constants.get(f"BY_ELEMENT_{a}", False) else constants[f"S{a}"] for a in "DHW")
     nd, nh, nw = (_landing(constants, params, a) for a in "DHW")
     elements = bd * bh * bw
@@ -477,6 +480,11 @@ def _average_pool_grad_program(desc, tuning: Tuning) -> Program:
     tensors = {"dy": "input_gradient", "dx": "output_gradient"}
     constants = average_divisor_constants(desc)
     block_constants = {**constants, **_block_constants(desc.window, tuning)}
+    if _disjoint(desc) and not block_constants.get("WINDOWS_FIRST"):
+        # each block's window read once (windows-first, where it is taken, already does)
+        disjoint = dict(block_constants, DISJOINT=True)
+        if _fits(_gradient_block_pass(AVERAGE_POOL_GRAD, desc, tuning, tensors, disjoint), tuning):
+            block_constants = disjoint
     passes, scratch = _block_gather_passes(AVERAGE_POOL_GRAD, desc, tuning, tensors, block_constants)
     general = Program(passes, scratch=scratch)
     if _gathers_rows(desc, tuning):

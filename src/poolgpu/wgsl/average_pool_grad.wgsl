@@ -18,6 +18,12 @@
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
+// Windows that do not overlap, each held whole by its block (poolgpu.kernels: stride at
+// least the dilated window everywhere, no element blocks, no parts): the block's own window's
+// share is read once and written to every element a tap of it lands on, zero elsewhere.  The
+// loops below would find that one tap for each such element: the same sums, 0 + share.
+override DISJOINT: bool = false;
+
 // dy's share of a window of `divisor` taps, rounded as in average_pool_grad_rows.wgsl: the
 // divisor and the quotient are kept as written (common/as_written.wgsl), so no driver turns
 // the division into a multiplication by a folded reciprocal, or fuses it into the sum.
@@ -40,6 +46,34 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         let first = BlockFirst(bd, bh, bw, 0u);   // (no indices needed)
         visit_windows(&sums, first, Reaching(dy_plane));
         store_block(&sums, first, dx_plane);
+        return;
+    }
+    if (DISJOINT) {
+        // The block's own window starts where the block does: its tap k is block element k * dilation.
+        let o = vec3<u32>(bd + PD / SD, bh + PH / SH, bw + PW / SW);
+        var share = Sum(0.0);
+        if (o.x < params.out_d && o.y < params.out_h && o.z < params.out_w) {
+            let divisor = window_divisor(divisor_taps(o.x, KD, SD, LD, PD, params.in_d, ED),
+                                         divisor_taps(o.y, KH, SH, LH, PH, params.in_h, EH),
+                                         divisor_taps(o.z, KW, SW, LW, PW, params.in_w, EW));
+            share += share_of(dy_sum(dy_plane + o.x * params.dy_d + o.y * params.dy_h + o.z * params.dy_w), divisor);
+        }
+        for (var rd = 0u; rd < SD; rd++) {
+            let d = block_element(bd, rd, SD, PD, params.in_d);
+            if (!d.inside) { continue; }
+            for (var rh = 0u; rh < SH; rh++) {
+                let h = block_element(bh, rh, SH, PH, params.in_h);
+                if (!h.inside) { continue; }
+                for (var rw = 0u; rw < SW; rw++) {
+                    let w = block_element(bw, rw, SW, PW, params.in_w);
+                    if (!w.inside) { continue; }
+                    let on_tap = lands(rd, 0u, SD, LD, KD) && lands(rh, 0u, SH, LH, KH) && lands(rw, 0u, SW, LW, KW);
+                    let me = ((nc * params.in_d + d.at) * params.in_h + h.at) * params.in_w + w.at;
+                    gather_put(dx_plane + d.at * params.dx_d + h.at * params.dx_h + w.at * params.dx_w,
+                               select(Sum(0.0), share, on_tap), me, 0u);
+                }
+            }
+        }
         return;
     }
     let along = part_along(block.part);
