@@ -787,3 +787,30 @@ def test_average_gradient_of_disjoint_windows_reads_each_window_once(device, lay
         got = run_output(device, desc, (upload(device, dy, layout),), desc.output_gradient)
     want = reference.average_pool_grad(dy, shape, **geometry)
     assert_gradient_close(got, want, dy)
+
+
+@pytest.mark.parametrize("layout", ["packed", "channels_last"])
+@pytest.mark.parametrize("operator, geometry", [
+    ("max", dict(window_size=(3, 3), strides=(2, 2))),  # windows-first or the taps
+    ("average", dict(window_size=(3, 3), strides=(2, 2))),
+    ("average", dict(window_size=(3, 3), strides=(3, 3))),  # disjoint blocks
+])
+@pytest.mark.parametrize("windows_first, row_gathers", [(True, True), (True, False), (False, True), (False, False)])
+def test_gathered_gradients_sum_from_positive_zero(device, operator, layout, geometry, windows_first, row_gathers):
+    """Every gather's sums start at +0, as PyTorch's do: a dy of -0 gives +0 under every
+    tuning (no compiler may fold 0 + v into v, which keeps -0).  The one-pass max gradient
+    of disjoint windows copies dy's bits instead (docs/semantics.md)."""
+    shape = (2, 8, 9, 16)
+    out_sizes = pg.pooling_output_sizes(shape, **geometry)
+    dy = np.full(out_sizes, -0.0, np.float32)
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    described = lambda sizes: pg.TensorDesc(F32, sizes, layout_strides(sizes, layout))  # noqa: E731
+    if operator == "max":
+        desc = pg.MaxPoolingGradDesc(described(shape), described(out_sizes), described(shape), **geometry)
+        inputs = (upload(device, x, layout), upload(device, dy, layout))
+    else:
+        desc = pg.AveragePoolingGradDesc(described(out_sizes), described(shape), **geometry)
+        inputs = (upload(device, dy, layout),)
+    with tuned_for(device, replace(device.tuning, windows_first=windows_first, row_gathers=row_gathers)):
+        got = run_output(device, desc, inputs, desc.output_gradient)
+    assert (got == 0).all() and not np.signbit(got).any()

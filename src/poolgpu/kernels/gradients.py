@@ -98,8 +98,9 @@ def _block_gather_kernels(file: str, slots: tuple, library: tuple, params: tuple
 
 
 MAX_POOL_GRAD, MAX_POOL_GRAD_CHANNELS = _block_gather_kernels(
-    "max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True)), ("windows_first.wgsl",),
-    BLOCK_PARAMS + stride_fields("dy", "dx", "arg"), argmax=True)  # arg: packed, or channels-last with dx
+    "max_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("dx", True)),
+    ("as_written.wgsl", "windows_first.wgsl"),
+    BLOCK_PARAMS + stride_fields("dy", "dx", "arg") + ("opaque_zero",), argmax=True)  # arg: packed, or channels-last with dx
 AVERAGE_POOL_GRAD, AVERAGE_POOL_GRAD_CHANNELS = _block_gather_kernels(
     "average_pool_grad.wgsl", (Slot("dy", False), Slot("dx", True)),
     AVERAGE_DIVISOR + ("windows_first.wgsl",),
@@ -151,7 +152,8 @@ MAX_POOL_GRAD_ROWS = Kernel(
     "max_pool_grad_rows.wgsl",
     (Slot("dy", False, snippet="read4_{storage}.wgsl"), Slot("arg", False, snippet="read4_b32.wgsl"),
      Slot("dx", True, snippet="write4_{storage}.wgsl")), value_slot="dy",
-    library=GRID_LIBRARY + ("window_constants.wgsl", "gather_rows.wgsl"), params=ROWS_PARAMS, loops=rows_gather_loops,
+    library=GRID_LIBRARY + ("window_constants.wgsl", "as_written.wgsl", "gather_rows.wgsl"),
+    params=ROWS_PARAMS + ("opaque_zero",), loops=rows_gather_loops,
 )
 AVERAGE_POOL_GRAD_ROWS = Kernel(
     "average_pool_grad_rows.wgsl",

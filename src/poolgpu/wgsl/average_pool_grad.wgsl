@@ -42,7 +42,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let dy_plane = params.dy_base + n * params.dy_n + c * params.dy_c;
     let dx_plane = params.dx_base + n * params.dx_n + c * params.dx_c;
     if (WINDOWS_FIRST) {
-        var sums: array<Sum, 8>;
+        // (sums from 0 kept as written, as in the loops below: 0 + -0 is +0, which folding 0 + v to v loses)
+        let zero = Sum(as_written(0.0));
+        var sums = array<Sum, 8>(zero, zero, zero, zero, zero, zero, zero, zero);
         let first = BlockFirst(bd, bh, bw, 0u);   // (no indices needed)
         visit_windows(&sums, first, Reaching(dy_plane));
         store_block(&sums, first, dx_plane);
@@ -51,7 +53,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     if (DISJOINT) {
         // The block's own window starts where the block does: its tap k is block element k * dilation.
         let o = vec3<u32>(bd + PD / SD, bh + PH / SH, bw + PW / SW);
-        var share = Sum(0.0);
+        // (the sum from 0 of the loops below, kept as written)
+        var share = Sum(as_written(0.0));
         if (o.x < params.out_d && o.y < params.out_h && o.z < params.out_w) {
             let divisor = window_divisor(divisor_taps(o.x, KD, SD, LD, PD, params.in_d, ED),
                                          divisor_taps(o.y, KH, SH, LH, PH, params.in_h, EH),
@@ -87,7 +90,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 let w = block_element(bw, rw, SW, PW, params.in_w);
                 if (!w.inside) { continue; }
                 let me = ((nc * params.in_d + d.at) * params.in_h + h.at) * params.in_w + w.at;
-                var sum = Sum(0.0);
+                var sum = Sum(as_written(0.0));
                 let kds = tap_run(first_tap(rd, SD, TD, ID), TD, KD, bd, rd, SD, LD, PD, params.out_d, along.x, PARTS_D);
                 for (var kd = kds.first; kd < kds.end; kd += tap_step(TD, KD)) {
                     let od = block_window(bd, rd, kd, SD, LD, PD, params.out_d);
@@ -121,7 +124,7 @@ fn read_window(at: Reaching, od: u32, oh: u32, ow: u32, real: bool) -> WindowOf 
     let divisor = window_divisor(divisor_taps(od, KD, SD, LD, PD, params.in_d, ED),
                                  divisor_taps(oh, KH, SH, LH, PH, params.in_h, EH), divisor_taps(ow, KW, SW, LW, PW, params.in_w, EW));
     let share = share_of(dy_sum(at.dy_plane + od * params.dy_d + oh * params.dy_h + ow * params.dy_w), divisor);
-    return WindowOf(select(Sum(0.0), share, real));   // (+0 added changes no sum: none is -0)
+    return WindowOf(select(Sum(0.0), share, real));   // (+0 added to a sum from +0 changes no bit)
 }
 fn add_tap(sums: ptr<function, array<Sum, 8>>, r: u32, window: WindowOf, me: u32) {
     (*sums)[r] += window.share;

@@ -59,7 +59,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 
     let last_chunk = i32(params.out_w / 4u) - 1;
     let last_row = last_window_row(h0);
-    let zero = Eight(vec4<f32>(0.0), vec4<f32>(0.0));
+    // (sums from 0 kept as written: 0 + -0 is +0, which folding 0 + v to v loses)
+    let zero = Eight(vec4<f32>(as_written(0.0)), vec4<f32>(as_written(0.0)));
     var sums = Sixteen(zero, zero);
     for (var kd = 0u; kd < KD; kd++) {
         let od = window_of(d, kd, SD, LD, PD, params.out_d);

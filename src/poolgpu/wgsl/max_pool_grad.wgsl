@@ -30,7 +30,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let dy_plane = params.dy_base + n * params.dy_n + c * params.dy_c;
     let dx_plane = params.dx_base + n * params.dx_n + c * params.dx_c;
     if (WINDOWS_FIRST) {
-        var sums: array<Sum, 8>;
+        // (sums from 0 kept as written, as in the loops below: 0 + -0 is +0, which folding 0 + v to v loses)
+        let zero = Sum(as_written(0.0));
+        var sums = array<Sum, 8>(zero, zero, zero, zero, zero, zero, zero, zero);
         let first = BlockFirst(bd, bh, bw, first_element_index(nc, vec3<u32>(bd, bh, bw)));
         visit_windows(&sums, first, Reaching(arg_plane, dy_plane));
         store_block(&sums, first, dx_plane);
@@ -47,7 +49,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 let w = block_element(bw, rw, SW, PW, params.in_w);
                 if (!w.inside) { continue; }
                 let me = ((nc * params.in_d + d.at) * params.in_h + h.at) * params.in_w + w.at;  // as pass 1 wrote it
-                var sum = Sum(0.0);
+                var sum = Sum(as_written(0.0));
                 let kds = tap_run(first_tap(rd, SD, TD, ID), TD, KD, bd, rd, SD, LD, PD, params.out_d, along.x, PARTS_D);
                 for (var kd = kds.first; kd < kds.end; kd += tap_step(TD, KD)) {
                     let od = block_window(bd, rd, kd, SD, LD, PD, params.out_d);
