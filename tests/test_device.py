@@ -274,7 +274,7 @@ def test_recording_into_a_callers_pass_with_timestamps(device):
     np.testing.assert_array_equal(y3.numpy(), expected)
 
 
-def test_cached_bind_groups_die_with_their_tensors(device):
+def test_cached_bind_groups_die_with_their_buffers(device):
     # (specialised at once: the switch from the shape-generic pipelines drops the op's bind groups)
     op = pg.Op(device, pg.MaxPoolingDesc(pg.TensorDesc("float32", (1, 1, 64)), window_size=(2,), strides=(2,)),
                dataclasses.replace(device.tuning, generic_calls=0))
@@ -283,10 +283,15 @@ def test_cached_bind_groups_die_with_their_tensors(device):
     for _ in range(3):
         op(device.empty(op.desc.input))
     device.synchronize()
-    # Only the entry whose tensors are all alive remains: a bind group holds its buffers'
-    # memory, so entries of dead tensors must not wait to age out of the cache.
+    # Freed tensors' buffers wait in the Device's pool, and their entries with them (found
+    # again when the pool hands the buffers out). A bind group holds its buffers' memory, so
+    # once the pool lets them go, their entries must not wait to age out of the cache.
+    assert len(op._bound) == 4
+    device._tensor_pool.clear()
     assert len(op._bound) == 1
     del kept_out
+    assert len(op._bound) == 1  # (its buffer is in the pool now)
+    device._tensor_pool.clear()
     assert len(op._bound) == 0
 
 

@@ -2,6 +2,7 @@
 memory, pooled buffers given back only after the read-back that waited for them, bind
 groups found again, one submission per call, read-backs through a reused staging buffer."""
 
+import copy
 import dataclasses
 import gc
 import threading
@@ -122,12 +123,75 @@ def test_arrays_of_any_layout_and_type_come_back_right(device, case):
 
 
 def test_an_upload_writes_only_its_tensors_elements(device):
-    """A strided upload leaves zeros in the gaps; an odd number of bytes comes back whole."""
-    x = np.arange(1, 8, dtype=np.uint8).reshape(1, 1, 7)
-    t = device.upload(x, strides=(14, 14, 2))
-    raw = np.frombuffer(device._read(t.buffer, 0, t.buffer.size), np.uint8)
-    assert raw[:14:2].tolist() == x.ravel().tolist() and not raw[1:14:2].any() and not raw[14:].any()
+    """A strided upload leaves zeros in the gaps and after its end, even in a reused
+    buffer; an odd number of bytes comes back whole."""
+    dev = fresh_device(device)
+    x = np.arange(1, 11, dtype=np.uint8).reshape(1, 1, 10)
+    garbage = dev.upload(np.full((1, 1, 32), 0xA5, np.uint8))
+    garbage_buffer = garbage._buffer
+    del garbage  # its buffer goes back to the pool, for the next upload of 17 to 32 bytes
+    t = dev.upload(x, strides=(20, 20, 2))  # 19 bytes
+    assert t._buffer is garbage_buffer
+    raw = np.frombuffer(dev._read(t.buffer, 0, t.buffer.size), np.uint8)
+    assert raw[:19:2].tolist() == x.ravel().tolist() and not raw[1:19:2].any() and not raw[19:].any()
     assert same_bits(t.numpy(), x)
+
+
+def test_freed_tensors_give_their_buffers_to_the_next_upload_and_result(device):
+    dev = fresh_device(device)
+    x = np.random.default_rng(4).standard_normal((1, 2, 8, 8)).astype(np.float32)
+    t = dev.upload(x)
+    y = pg.max_pool(t, 2, strides=2)
+    assert same_bits(y.numpy(), expected_max_pool(x, (2, 2), (2, 2)))
+    t_buffer, y_buffer = t._buffer, y._buffer
+    del t, y
+    t = dev.upload(-x)
+    y = pg.max_pool(t, 2, strides=2)
+    assert t._buffer is t_buffer and y._buffer is y_buffer
+    assert same_bits(y.numpy(), expected_max_pool(-x, (2, 2), (2, 2)))
+    z = pg.max_pool(t, 2, strides=2)  # y is alive: a buffer of its own
+    assert z._buffer is not y_buffer and same_bits(z.numpy(), y.numpy())
+
+
+def test_a_handed_out_buffer_is_never_reused(device):
+    dev = fresh_device(device)
+    x = np.arange(64, dtype=np.float32).reshape(1, 1, 64)
+    t = dev.upload(x)
+    mine = t.buffer  # for the caller's own bind groups, say
+    view = dev.wrap(mine, t.desc)
+    del t
+    other = dev.upload(-x)
+    assert other._buffer is not mine
+    assert same_bits(view.numpy(), x)
+
+
+def test_tensors_freed_inside_a_batch_are_not_reused_before_it_is_submitted(device):
+    dev = fresh_device(device)
+    x = np.arange(64, dtype=np.float32).reshape(1, 1, 8, 8)
+    with dev.batch():
+        t = dev.upload(x)
+        y = pg.max_pool(t, 2, strides=2)  # recorded, not submitted
+        del t
+        other = dev.upload(-x)  # written through the queue: before the batch's work runs
+    assert same_bits(y.numpy(), expected_max_pool(x, (2, 2), (2, 2)))
+    assert same_bits(other.numpy(), -x)
+
+
+def test_tensors_recorded_into_a_callers_pass_are_never_reused(device):
+    dev = fresh_device(device)
+    x = np.arange(64, dtype=np.float32).reshape(1, 1, 8, 8)
+    op = dev.compile(pg.MaxPoolingDesc(pg.TensorDesc("float32", x.shape), window_size=(2, 2), strides=(2, 2)))
+    t, y = dev.upload(x), dev.empty(op.desc.output)
+    encoder = dev.wgpu_device.create_command_encoder()
+    compute_pass = encoder.begin_compute_pass()
+    with dev.recording_into(compute_pass):
+        op(t, out=y)
+    compute_pass.end()
+    del t  # the pass is not submitted yet
+    other = dev.upload(-x)
+    dev.wgpu_device.queue.submit([encoder.finish()])
+    assert same_bits(y.numpy(), expected_max_pool(x, (2, 2), (2, 2)))
+    assert same_bits(other.numpy(), -x)
 
 
 def test_a_dropped_device_frees_its_pooled_buffers(device):
@@ -260,3 +324,14 @@ def test_poolgpu_torch_skips_torchs_dispatcher_only_where_nothing_of_torch_follo
     assert torch.equal(traced(x2), torch.nn.functional.max_pool2d(x2, 2))
     assert pgt.max_pool2d(x.to("meta"), 2, device=dev).shape == (1, 2, 3, 3)  # shapes only: its fake
     assert through[-1] == "max_pool2d"
+
+
+def test_a_copied_tensor_keeps_its_buffer_from_the_pool(device):
+    dev = fresh_device(device)
+    x = np.arange(64, dtype=np.float32).reshape(1, 1, 64)
+    t = dev.upload(x)
+    twin = copy.copy(t)
+    assert twin.buffer is t.buffer
+    del t
+    other = dev.upload(-x)
+    assert other._buffer is not twin.buffer and same_bits(twin.numpy(), x)

@@ -83,11 +83,15 @@ class _BufferPool:
                     return buffers.pop(i)
             return buffers.pop()
 
-    def give(self, buffer) -> None:
+    def give(self, buffer, wait: bool = True) -> None:
+        """Keep ``buffer`` for reuse; with ``wait=False`` (a finaliser, which may run while
+        this thread holds the lock) drop it instead where the lock is taken."""
         size = buffer.size
         if size > self.limit:
             return
-        with self._lock:
+        if not self._lock.acquire(blocking=wait):
+            return
+        try:
             while self._bytes + size > self.limit:
                 old_size, old = next(iter(self._idle.items()))
                 old.pop()
@@ -97,6 +101,8 @@ class _BufferPool:
             self._idle.setdefault(size, []).append(buffer)
             self._idle.move_to_end(size)
             self._bytes += size
+        finally:
+            self._lock.release()
 
     @property
     def idle_bytes(self) -> int:
@@ -188,6 +194,12 @@ class Device:
         # submission, one read-back), and the staging buffers every read-back maps.
         self._tensor_pool = _BufferPool(_POOL_BYTES)
         self._staging_pool = _BufferPool(_POOL_BYTES)
+        # The pool also takes back the buffers of freed tensors it made (_reclaim), but not
+        # while any thread records a batch() or into a pass (work on them may be recorded and
+        # not yet submitted) and never those recorded into a caller's pass (_handed_out).
+        self._recording = 0
+        self._recording_lock = threading.Lock()
+        self._handed_out = weakref.WeakSet()
 
     def __repr__(self) -> str:
         return f"Device({self.info['name']!r}, backend={self.info['backend']!r})"
@@ -326,7 +338,7 @@ class Device:
         """
         if not isinstance(desc, TensorDesc):
             raise ValidationError("desc", f"expected a TensorDesc, got {type(desc).__name__}")
-        return Tensor(self, desc, self._create_buffer(desc.total_size_in_bytes))
+        return self._own(desc, self._create_buffer(desc.total_size_in_bytes))
 
     def upload(self, array: npt.ArrayLike, strides: Optional[Sequence[int]] = None) -> Tensor:
         """A new tensor holding ``array``'s values, laid out by ``strides`` (elements).
@@ -354,17 +366,45 @@ class Device:
         """
         array = arguments.array(array, "array", ranks=None)
         desc = TensorDesc(DataType.of(array.dtype, "array"), array.shape, strides)
-        buffer = self._create_buffer(desc.total_size_in_bytes)
+        # A freed tensor's buffer where one of the size is idle: _write rewrites all of it.
+        buffer = self._tensor_pool.take(buffer_size(desc.total_size_in_bytes))
+        if buffer is None:
+            buffer = self._create_buffer(desc.total_size_in_bytes)
         self._write(buffer, array, desc)
-        return Tensor(self, desc, buffer)
+        return self._own(desc, buffer)
+
+    def _output(self, desc: TensorDesc) -> Tensor:
+        """A new result of an op, which writes each of its elements: a freed tensor's buffer
+        of the size where one is idle (its other bytes unspecified), else a new one."""
+        buffer = self._tensor_pool.take(buffer_size(desc.total_size_in_bytes))
+        return self._own(desc, buffer if buffer is not None else self._create_buffer(desc.total_size_in_bytes))
+
+    def _own(self, desc: TensorDesc, buffer) -> Tensor:
+        """A tensor over ``buffer``, made for it alone: reused once the tensor is freed."""
+        tensor = Tensor(self, desc, buffer)
+        tensor._reusable = True
+        return tensor
+
+    def _reclaim(self, buffer) -> None:
+        """Take back the buffer of a freed tensor (``Tensor.__del__``) into the pool, where no
+        work that is recorded and not yet submitted may use it: the work submitted before
+        runs before whatever the queue does with it next."""
+        if self._recording or self._lost is not None or buffer in self._handed_out:
+            return
+        self._tensor_pool.give(buffer, wait=False)
+
+    def _count_recording(self, change: int) -> None:
+        with self._recording_lock:
+            self._recording += change
 
     def _write(self, buffer, array: np.ndarray, desc: TensorDesc) -> None:
         """Write ``array``'s values into ``buffer`` (from byte 0) as ``desc`` lays them out,
         through the queue (ordered after the work submitted before, before the work
         submitted after).  A packed C-contiguous array of the tensor's type is written from
         its own memory; other layouts are packed into a host copy first (zeros in the gaps).
-        Bytes past the tensor's end are left as they are, but for the rest of its last
-        4-byte word (zeros: the queue writes whole words)."""
+        The bytes from the tensor's end to the end of its 16-byte chunk become zeros (the
+        queue writes whole words; a reused buffer would show another tensor's bytes there);
+        those past them are left as they are."""
         data_type = desc.data_type
         item = data_type.size
         if array.dtype == data_type.numpy and array.flags.c_contiguous and desc.is_packed:
@@ -379,12 +419,13 @@ class Device:
             target[...] = source
         size = len(data)
         head = size & ~3  # the queue writes whole 4-byte words
+        end = min(buffer.size, buffer_size(size))
         with self._guard(f"uploading {size} bytes"):
             queue = self.wgpu_device.queue
             if head:
                 queue.write_buffer(buffer, 0, data, 0, head)
-            if head < size:  # the last word: the tensor's bytes, then zeros (the buffer's own padding)
-                tail = np.zeros(4, dtype=np.uint8)
+            if head < end:  # the last chunk: the tensor's bytes, then zeros
+                tail = np.zeros(end - head, dtype=np.uint8)
                 tail[: size - head] = data[head:]
                 queue.write_buffer(buffer, head, tail)
 
@@ -403,7 +444,7 @@ class Device:
         """Give the buffers of ``_temporary`` tensors back to the pool.  Only once no work
         recorded or submitted uses them any more: after a read-back that waited for it."""
         for tensor in tensors:
-            self._tensor_pool.give(tensor.buffer)
+            self._tensor_pool.give(tensor._buffer)
 
     def wrap(self, buffer: wgpu.GPUBuffer, desc: TensorDesc, offset: int = 0) -> Tensor:
         """A tensor over an existing GPUBuffer of this device (no copy).
@@ -578,6 +619,8 @@ class Device:
         compute_pass = getattr(self._local, "compute_pass", None)
         try:
             if compute_pass is not None:  # the thread's own pass (or its caller's): no lock needed
+                if getattr(self._local, "foreign_pass", False):  # the caller submits it, at a time unknown
+                    self._handed_out.update(filter(None, (ref() for ref in bound.refs)))
                 if bound.raw is not None and _native.can_record_into(compute_pass):
                     _native.record(compute_pass, bound.raw)
                 else:
@@ -666,9 +709,11 @@ class Device:
             raise RuntimeError("recording_into() cannot be used inside batch() or another recording_into()")
         local.compute_pass, local.foreign_pass = compute_pass, True
         local.depth = getattr(local, "depth", 0) + 1  # a batch() inside records into this pass too
+        self._count_recording(1)
         try:
             yield self
         finally:
+            self._count_recording(-1)
             local.depth -= 1
             local.compute_pass, local.foreign_pass = None, False
 
@@ -677,16 +722,20 @@ class Device:
             encoder = self._release_under_gate(self.wgpu_device.create_command_encoder())
             self._local.encoder = encoder
             self._local.compute_pass = self._release_under_gate(encoder.begin_compute_pass())
+            self._count_recording(1)
 
     def _end_batch(self) -> None:
         local = self._local
         compute_pass, encoder = local.compute_pass, local.encoder
         local.compute_pass = local.encoder = None
-        with self._guard("submitting a batch"):
-            compute_pass.end()
-            command_buffer = self._release_under_gate(encoder.finish())
-            with self._lock:
-                self.wgpu_device.queue.submit([command_buffer])
+        try:
+            with self._guard("submitting a batch"):
+                compute_pass.end()
+                command_buffer = self._release_under_gate(encoder.finish())
+                with self._lock:
+                    self.wgpu_device.queue.submit([command_buffer])
+        finally:
+            self._count_recording(-1)
 
     def _flush(self) -> None:
         """Submit what the current thread's batch recorded so far (before a read-back)."""
@@ -705,7 +754,7 @@ class Device:
     def _read_tensors(self, tensors: Sequence[Tensor], bound: Optional["_Bound"] = None) -> list:
         """The values of ``tensors`` as new packed arrays (``Tensor.numpy``), read back in one
         submission, after ``bound`` (an op's call writing them) where given."""
-        regions = [(t.buffer, t.offset, t.desc.total_size_in_bytes, t.desc) for t in tensors]
+        regions = [(t._buffer, t.offset, t.desc.total_size_in_bytes, t.desc) for t in tensors]
         size = sum(r[2] for r in regions)
         return self._read_back(regions, f"reading back {size} bytes", bound)
 

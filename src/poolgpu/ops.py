@@ -221,7 +221,7 @@ class Op:
             bound, refs, states = memo
             if len(tensors) == len(refs):
                 for ref, t, (buffer_id, offset, desc) in zip(refs, tensors, states):
-                    if ref() is not t or id(t.buffer) != buffer_id or t.offset != offset or t.desc is not desc:
+                    if ref() is not t or id(t._buffer) != buffer_id or t.offset != offset or t.desc is not desc:
                         break
                 else:
                     self.device._dispatch(bound)
@@ -237,9 +237,9 @@ class Op:
         device = self.device
         inputs = tuple(self._temporary(role, desc) for role, desc in self._inputs)
         for tensor, array in zip(inputs, arrays):
-            device._write(tensor.buffer, array, tensor.desc)
+            device._write(tensor._buffer, array, tensor.desc)
         results = self._to_host(inputs)
-        self._recent.update((role, weakref.ref(t.buffer)) for role, t in zip(self._input_roles, inputs))
+        self._recent.update((role, weakref.ref(t._buffer)) for role, t in zip(self._input_roles, inputs))
         device._recycle(inputs)  # (the read-back waited for every use of them)
         return results
 
@@ -253,7 +253,7 @@ class Op:
         outputs = tuple(self._temporary(role, desc) for role, desc in self._outputs)
         bound, outputs = self._prepare(inputs, outputs)
         results = self.device._read_tensors(outputs if read_as is None else tuple(map(read_as, outputs)), bound)
-        self._recent.update((role, weakref.ref(t.buffer)) for role, t in zip(self._output_roles, outputs))
+        self._recent.update((role, weakref.ref(t._buffer)) for role, t in zip(self._output_roles, outputs))
         self.device._recycle(outputs)
         return tuple(results)
 
@@ -273,7 +273,7 @@ class Op:
         for tensor, (role, expected) in zip(inputs, self._inputs):
             self._check(role, tensor, expected)
         if out is None:
-            outputs = tuple(self.device.empty(t) for _, t in self._outputs)
+            outputs = tuple(self.device._output(t) for _, t in self._outputs)
         else:
             outputs = (out,) if isinstance(out, Tensor) else tuple(out)
             if len(outputs) != len(self._outputs):
@@ -286,11 +286,11 @@ class Op:
         if out is not None and bound.plan is self._plan:  # (not a generic binding the switch outdated)
             called = inputs + outputs
             self._memo = (bound, tuple(weakref.ref(t) for t in called),
-                          tuple((id(t.buffer), t.offset, t.desc) for t in called))
+                          tuple((id(t._buffer), t.offset, t.desc) for t in called))
         return bound, outputs
 
     def _bind(self, tensors: dict) -> _Bound:
-        key = tuple((id(t.buffer), t.offset) for t in tensors.values())
+        key = tuple((id(t._buffer), t.offset) for t in tensors.values())
         lock, cache, dead = self._bound_lock, self._bound, self._dead
         with lock:
             _forget(cache, dead)
@@ -303,11 +303,11 @@ class Op:
         device = self.device
         bound = _Bound()
         bound.dispatches, bound.uniforms, bound.plan = [], [], self._plan
-        placements = {role: Placement(t.buffer.size, t.offset) for role, t in tensors.items()}
+        placements = {role: Placement(t._buffer.size, t.offset) for role, t in tensors.items()}
         with device._guard("binding tensors"):
             for dispatch in bound.plan.dispatches(placements, writable_roles):
                 pipeline, layout = device._pipeline(*dispatch.pipeline_key)
-                entries = [{"binding": b.binding, "resource": {"buffer": tensors[b.role].buffer, "offset": b.offset,
+                entries = [{"binding": b.binding, "resource": {"buffer": tensors[b.role]._buffer, "offset": b.offset,
                                                                "size": b.size}} for b in dispatch.bindings]
                 uniform = self._uniform(dispatch.uniform)
                 entries.insert(0, {"binding": 0, "resource": {"buffer": uniform, "offset": 0, "size": uniform.size}})
@@ -333,7 +333,7 @@ class Op:
                 finally:
                     lock.release()
 
-        bound.refs = tuple(weakref.ref(t.buffer, forget) for t in tensors.values())
+        bound.refs = tuple(weakref.ref(t._buffer, forget) for t in tensors.values())
         with lock:
             if bound.plan is self._plan:  # (a generic binding the switch outdated meanwhile: used once)
                 cache[key] = bound
@@ -357,7 +357,7 @@ class Op:
         """Refuse outputs overlapping any other tensor of the call; return the roles of
         inputs that share a buffer with an output (they must be bound read-write)."""
         output_roles = {r for r, _ in self._outputs}
-        ranges = [(role, t.buffer, t.offset, t.offset + t.desc.total_size_in_bytes) for role, t in tensors.items()]
+        ranges = [(role, t._buffer, t.offset, t.offset + t.desc.total_size_in_bytes) for role, t in tensors.items()]
         writable = set()
         for role, buffer, lo, hi in ranges:
             if role not in output_roles:

@@ -229,7 +229,7 @@ class Call:
         device = self.device
         desc = packed_desc(DataType.UINT16 if array.dtype == BFLOAT16_BITS else DataType.of(array.dtype), array.shape)
         t = device._temporary(desc)
-        device._write(t.buffer, array, desc)
+        device._write(t._buffer, array, desc)
         self._temporaries.append(t)
         if array.dtype != BFLOAT16_BITS:
             return t
