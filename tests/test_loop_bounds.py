@@ -87,6 +87,15 @@ def _descriptions():
         x = pg.TensorDesc(BF16, (2, 4, 30, 40))
         yield pg.RoiPoolingGradDesc(x, pg.TensorDesc(BF16, (1, 1, rois, 5)), pg.TensorDesc(BF16, (rois, 4) + pooled),
                                     spatial_scale=0.5, pooled_size=pooled)
+    for rois, sizes, out, fields in ((3, (1, 2, 5, 2000), (1, 2), {}),   # (long bins: split walks and merges)
+                                     (3, (1, 2, 5, 2000), (1, 2), dict(reduction_function="max")),
+                                     (2000, (2, 4, 30, 40), (7, 7), {}),
+                                     (40, (1, 2, 300, 400), (14, 14), dict(reduction_function="max"))):
+        x = pg.TensorDesc(F32, sizes)
+        roi, batch = pg.TensorDesc(F32, (1, 1, rois, 4)), pg.TensorDesc("uint32", (1, 1, rois))
+        yield pg.RoiAlign1Desc(x, roi, batch, output_size=out, **fields)
+        yield pg.RoiAlignGradDesc(x if fields else None, pg.TensorDesc(F32, (rois, sizes[1]) + out), roi, batch,
+                                  input_sizes=sizes, **fields)
     for sizes, window, out in (((2, 3, 12, 17), (2, 3), (6, 8)), ((1, 2, 300, 300), (290, 250), (11, 51)),
                                ((1, 1, 9, 20, 30), (2, 3, 4), (8, 18, 27)), ((1, 1, 2000, 30), (2, 2), (1999, 29)),
                                ((1, 1, 70000, 1), (1, 1), (70000, 1)), ((1, 2, 12, 16), (3, 3), (6, 9)),
@@ -144,7 +153,9 @@ def test_no_pass_loops_longer_than_its_budget(name, limit):
     assert tuning.loop_budget <= LOOP_LIMIT
     for desc, p in _passes(tuning, limit):
         total = loop_total(p.kernel, p.constants, p.params)
-        assert total <= tuning.loop_budget, (type(desc).__name__, desc.input.sizes, p.kernel.file, total)
+        # (ROI align's mask pass is never split: it is refused where it would pass LOOP_LIMIT)
+        budget = LOOP_LIMIT if p.kernel is kernels.roi_align.TILES else tuning.loop_budget
+        assert total <= budget, (type(desc).__name__, desc, p.kernel.file, total)
 
 
 def test_every_kernel_declares_the_loops_of_its_wgsl():

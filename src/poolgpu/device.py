@@ -374,9 +374,11 @@ class Device:
         return self._own(desc, buffer)
 
     def _output(self, desc: TensorDesc) -> Tensor:
-        """A new result of an op, which writes each of its elements: a freed tensor's buffer
-        of the size where one is idle (its other bytes unspecified), else a new one."""
-        buffer = self._tensor_pool.take(buffer_size(desc.total_size_in_bytes))
+        """A new result of an op, which writes each of its elements: where they fill all its
+        bytes, a freed tensor's buffer of the size if one is idle; else a new one (zeros in
+        the gaps and padding, as before)."""
+        filled = desc.is_packed and desc.total_size_in_bytes == desc.element_count * desc.data_type.size
+        buffer = self._tensor_pool.take(buffer_size(desc.total_size_in_bytes)) if filled else None
         return self._own(desc, buffer if buffer is not None else self._create_buffer(desc.total_size_in_bytes))
 
     def _own(self, desc: TensorDesc, buffer) -> Tensor:

@@ -29,7 +29,7 @@ __all__ = [
 def all_kernels() -> list:
     """Every Kernel the operator families declare (for checks over all shaders)."""
     found = []
-    for module in (window, binned, fractional, gradients, planes, unpooling, quantized):
+    for module in (window, binned, fractional, gradients, planes, unpooling, roi_align, quantized):
         for value in vars(module).values():
             values = value.values() if isinstance(value, dict) else value if isinstance(value, tuple) else (value,)
             found += [k for k in values if isinstance(k, Kernel) and k not in found]

@@ -39,8 +39,10 @@ def _regions_loops(constants: dict, params: dict) -> dict:
     return {"probe": iterations(2, 32), "axis": iterations(1, 2)}
 
 
-# The table's readers' Params: sizes, output_offset's bits
+# The table's readers' Params: sizes, output_offset's bits (the merge, which samples nothing,
+# leaves out the input's height and width)
 TABLE_PARAMS = ("channels", "in_n", "in_h", "in_w", "out_h", "out_w", "out_offset")
+MERGE_TABLE_PARAMS = tuple(p for p in TABLE_PARAMS if p not in ("in_h", "in_w"))
 REGIONS = Kernel(
     "roi_align_regions.wgsl", (Slot("roi", False), Slot("batch", False, snippet="batch_words_{storage}.wgsl"),
                                Slot("table", True, snippet="words_write.wgsl")), value_slot="roi",
@@ -73,7 +75,7 @@ MERGE = Kernel(
                              Slot("table", False, snippet="words_read.wgsl"), Slot("y", True),
                              Slot("arg", True, snippet="words_write.wgsl")),
     value_slot="y", library=("roi_align_table.wgsl", "roi_align_reduce.wgsl", "flat_index.wgsl", "as_written.wgsl"),
-    params=FLAT_GRID + TABLE_PARAMS + ("oob", "opaque_zero") + stride_fields("y", axes="nchw"),
+    params=FLAT_GRID + MERGE_TABLE_PARAMS + ("oob", "opaque_zero") + stride_fields("y", axes="nchw"),
     loops=lambda constants, params: {"p": iterations(1, constants["GROUP"])},
 )
 PART_WORDS = 5  # roi_align_reduce.wgsl
@@ -151,7 +153,7 @@ def walk_passes(desc, output: str, argmax, tuning: Tuning) -> tuple:
     walk = Pass(WALK, roles, sorted_constants(constants), walk_params, flat_grid(outputs * count, wg_x), split)
     if count == 1:
         return (walk,), ()
-    merge_params = {key: params[key] for key in TABLE_PARAMS + ("oob",) + stride_fields("y", axes="nchw")}
+    merge_params = {key: params[key] for key in MERGE_TABLE_PARAMS + ("oob",) + stride_fields("y", axes="nchw")}
     passes, scratch = [walk], [("part", TensorDesc(DataType.UINT32, (rois, c, out_h * out_w * count * PART_WORDS)))]
     group = max(1, tuning.loop_budget - 1)
     source, target = "part", "merged"
