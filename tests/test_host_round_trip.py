@@ -301,6 +301,32 @@ def test_poolgpu_torch_calls_on_host_inputs_are_one_submission_through_pooled_bu
         monkeypatch.undo()
 
 
+@pytest.mark.parametrize("function", ["roi_pool", "ps_roi_align"])
+def test_poolgpu_torch_roi_calls_on_host_inputs_are_one_submission(device, monkeypatch, function):
+    """The ROI paths read a view of their result (ROI pooling's bins as ROIs, the
+    position-sensitive diagonal): still one submission, and the bits of a pg.Tensor's call."""
+    torch = pytest.importorskip("torch")
+    import poolgpu.torch as pgt
+
+    dev = fresh_device(device)
+    x = torch.randn(2, 8, 9, 8)
+    boxes = torch.tensor([[0, 0.5, 1.0, 6.0, 7.5], [1, 2.0, 0.0, 8.0, 5.0], [0, 3.0, 3.0, 3.5, 4.0]])
+    call = {"roi_pool": lambda source: pgt.roi_pool(source, boxes, (2, 2), 0.9, device=dev),
+            "ps_roi_align": lambda source: pgt.ps_roi_align(source, boxes, (2, 2), 0.9, 2, device=dev)}[function]
+    expected = np.asarray(call(dev.upload(x.numpy())))   # (a pg.Tensor's call: the result on the device)
+    call(x)   # the first call makes buffers and bind groups
+    idle = dev._tensor_pool.idle_bytes, dev._staging_pool.idle_bytes
+    submitted, dispatched = [], []
+    submit, dispatch = pg.Device._submit, pg.Device._dispatch
+    monkeypatch.setattr(pg.Device, "_submit", lambda self, *a: submitted.append(a[0]) or submit(self, *a))
+    monkeypatch.setattr(pg.Device, "_dispatch", lambda self, *a: dispatched.append(a) or dispatch(self, *a))
+    y = call(x)
+    assert len(submitted) == 1 and submitted[0] is not None and not dispatched  # dispatches and read-back
+    assert (dev._tensor_pool.idle_bytes, dev._staging_pool.idle_bytes) == idle  # nothing new allocated
+    monkeypatch.undo()
+    assert same_bits(y.numpy(), expected)
+
+
 def test_poolgpu_torch_skips_torchs_dispatcher_only_where_nothing_of_torch_follows_the_call(device, monkeypatch):
     torch = pytest.importorskip("torch")
     import poolgpu.torch as pgt

@@ -207,16 +207,18 @@ class Call:
                 self._x = self._upload_temporary(self.host())
         return self._x
 
-    def compute(self, desc, *tensors: Tensor) -> tuple:
+    def compute(self, desc, *tensors: Tensor, view: Optional[Callable[[Tensor], Tensor]] = None) -> tuple:
         """The results of the operator ``desc`` on ``tensors`` (on ``device``): poolgpu
         Tensors for a pg.Tensor input; for a torch or NumPy input, NumPy arrays (BFLOAT16 as
         BFLOAT16_BITS), computed and read back in one submission through the device's pooled
-        buffers (docs/design.md, "Host round trips")."""
+        buffers (docs/design.md, "Host round trips").  ``view(result)``: the Tensor taken in
+        each result's place (another layout of its bytes), where given."""
         op = self.device.compile(desc)
         if self.kind != "tensor":
-            return op._to_host(tensors, _as_read)
+            return op._to_host(tensors, _as_read if view is None else lambda t: _as_read(view(t)))
         results = op(*tensors)
-        return results if isinstance(results, tuple) else (results,)
+        results = results if isinstance(results, tuple) else (results,)
+        return results if view is None else tuple(map(view, results))
 
     def upload(self, value) -> Tensor:
         """Another tensor of the call (an incoming gradient, indices), batched as the input, on

@@ -15,7 +15,7 @@ from ..dtypes import DataType
 from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
 from ._arguments import checked, sizes_arg
-from ._call import BFLOAT16_BITS, FLOATS, Call, Input, Output, Plan, Size, as_float, gradient_plan, host_values, of_type
+from ._call import BFLOAT16_BITS, FLOATS, Call, Input, Output, Plan, Size, as_float, as_host, gradient_plan, host_values, of_type
 from ._ops import define_family, dispatch
 
 __all__ = ["roi_pool"]
@@ -184,10 +184,11 @@ def _input_and_rois(call: Call, layout: _Rois) -> tuple:
                                else rois.astype(x.data_type.numpy))
 
 
-def _result(call: Call, y: Tensor) -> tuple:
-    """A result of the pooled (float32 copy's) type in the input's."""
-    if y.data_type == DataType.FLOAT32 and call.dtype != np.float32:
-        return (of_type(y.numpy(), call.dtype),)
+def _result(call: Call, y: Union[Tensor, np.ndarray]) -> tuple:
+    """A result of the pooled (float32 copy's) type (a Tensor, or its values: Call.compute)
+    in the input's."""
+    if y.dtype == np.float32 and call.dtype != np.float32:
+        return (of_type(as_host(y), call.dtype),)
     return (y,)
 
 
@@ -201,12 +202,14 @@ def _plan(function, input, boxes, output_size, spatial_scale, *, device):
     def forward():
         layout = _rois(call, boxes, output_size, spatial_scale)
         x, rois = _input_and_rois(call, layout)
-        y = call.device.compile(RoiPoolingDesc(x.desc, rois.desc, spatial_scale=1.0, pooled_size=layout.pooled))(x, rois)
-        if layout.per_bin:  # (K * bins, C, 1, 1): bins outer, channels inner
+
+        def per_bin(y: Tensor) -> Tensor:   # (K * bins, C, 1, 1): bins outer, channels inner
             view = TensorDesc(y.data_type, out_sizes, (pooled_h * pooled_w * c, 1, pooled_w * c, c),
                               y.desc.total_size_in_bytes)
-            y = call.device.wrap(y.buffer, view, y.offset)
-        return _result(call, y)
+            return call.device.wrap(y.buffer, view, y.offset)
+
+        desc = RoiPoolingDesc(x.desc, rois.desc, spatial_scale=1.0, pooled_size=layout.pooled)
+        return _result(call, call.compute(desc, x, rois, view=per_bin if layout.per_bin else None)[0])
 
     return Plan(call, ((out_sizes, call.dtype),), forward)
 
@@ -225,7 +228,7 @@ def _gradient(function, grad_output, input, boxes, output_size, spatial_scale, *
             dy = as_float(dy).astype(np.float32)
         dy = call.upload_host(np.ascontiguousarray(dy))
         desc = RoiPoolingGradDesc(x.desc, rois.desc, dy.desc, spatial_scale=1.0, pooled_size=layout.pooled)
-        return _result(call, call.device.compile(desc)(x, rois, dy))
+        return _result(call, call.compute(desc, x, rois, dy)[0])
 
     return gradient_plan(plan, compute)
 

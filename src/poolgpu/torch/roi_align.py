@@ -185,11 +185,14 @@ def _ps_plan(function, input, boxes, output_size, spatial_scale, sampling_ratio,
         # strided view: out[k, c, i, j] = all[k, (c * h + i) * w + j, i, j]
         x = call.tensor()
         rois, batch = _Rois(call, boxes, function).tensors()
-        y = call.device.compile(RoiAlign1Desc(x.desc, rois.desc, batch.desc, **fields))(x, rois, batch)
         bins = h * w
-        view = TensorDesc(y.data_type, (count, channels, h, w),
-                          (call.sizes[1] * bins, bins * bins, w * bins + w, bins + 1), y.desc.total_size_in_bytes)
-        return (call.device.wrap(y.buffer, view, y.offset),)
+
+        def diagonal(y: Tensor) -> Tensor:
+            view = TensorDesc(y.data_type, (count, channels, h, w),
+                              (call.sizes[1] * bins, bins * bins, w * bins + w, bins + 1), y.desc.total_size_in_bytes)
+            return call.device.wrap(y.buffer, view, y.offset)
+
+        return call.compute(RoiAlign1Desc(x.desc, rois.desc, batch.desc, **fields), x, rois, batch, view=diagonal)
 
     return Plan(call, (((count, channels, h, w), call.dtype),), forward)
 
