@@ -10,6 +10,7 @@ import numpy as np
 
 import poolgpu as pg
 
+from .roofline import Roofline
 from .timing import GpuTimer
 
 ROUNDS = 7
@@ -210,6 +211,10 @@ def _pooling_rows(device, label: str, shape: tuple, window: int, stride: int, pa
     # is compared with the floor too.
     timer, kernel_us = GpuTimer(device), []
     runs["kernel"] = lambda: kernel_us.append(timer.seconds(lambda: op(xt, out=yt)) * 1e6)
+    # The copy roofline of the same bytes, timed so: what any kernel reading x and writing y
+    # costs on this adapter (a lower bound of the op's own).
+    copy, copy_us = Roofline(device, timer).for_bytes(x.nbytes, y.nbytes)[0], []
+    runs["copy"] = lambda: copy_us.append(timer.seconds(copy) * 1e6)
     timed = _alternating(runs, calls, rounds)
     kernel = statistics.median(kernel_us)
     floor_us = timed["floor"]["median_us"]
@@ -217,7 +222,11 @@ def _pooling_rows(device, label: str, shape: tuple, window: int, stride: int, pa
     rows = {f"floor_{label}": dict(timed["floor"], what=f"write_buffer of {x.nbytes} bytes, an empty dispatch, "
                                                          f"read-back of {y.nbytes} bytes (buffers reused)"),
             f"kernel_{label}": {"median_us": kernel, "min_us": min(kernel_us), "timer": timer.kind,
-                                "what": f"{what}: the op's dispatches alone, GPU time"}}
+                                "what": f"{what}: the op's dispatches alone, GPU time"},
+            f"copy_{label}": {"median_us": statistics.median(copy_us), "min_us": min(copy_us), "timer": timer.kind,
+                              "vs_floor": statistics.median(copy_us) / floor_us,
+                              "what": f"the copy roofline of the same bytes ({x.nbytes} read, {y.nbytes} written) "
+                                      "alone, GPU time"}}
     whats = {"resident": "op(x, out=y) on resident tensors after a write_buffer of x, then y.numpy()",
              "numpy": "pg.max_pool (NumPy) -> host", "torch": "pgt.max_pool2d (torch) -> host"}
     for kind in ("resident", "numpy", "torch"):

@@ -48,6 +48,8 @@ def test_a_quick_tiny_run_measures_every_available_operator_and_records_everythi
     assert trips["numpy_100kb"]["vs_floor"] > 0 and trips["upload_poolgpu"]["gb_per_s"] > 0
     for label in ("100kb", "stem"):
         assert trips[f"kernel_{label}"]["median_us"] > 0
+        assert trips[f"copy_{label}"]["vs_floor"] == pytest.approx(
+            trips[f"copy_{label}"]["median_us"] / trips[f"floor_{label}"]["median_us"])
         kernel_share = trips[f"kernel_{label}"]["median_us"] / trips[f"floor_{label}"]["median_us"]
         assert trips[f"numpy_{label}"]["beyond_kernel_vs_floor"] == pytest.approx(
             trips[f"numpy_{label}"]["vs_floor"] - kernel_share)

@@ -361,3 +361,22 @@ def test_a_copied_tensor_keeps_its_buffer_from_the_pool(device):
     del t
     other = dev.upload(-x)
     assert other._buffer is not twin.buffer and same_bits(twin.numpy(), x)
+
+
+def test_a_tensor_freed_in_a_reference_cycle_gives_back_a_live_buffer(device):
+    """Python's collector finalises what only a cycle reaches; the buffer it gives back must
+    not be one wgpu-py released meanwhile."""
+    dev = fresh_device(device)
+    x = np.arange(64, dtype=np.float32).reshape(1, 1, 64)
+
+    class Holder:
+        pass
+
+    for k in range(8):
+        holder = Holder()
+        holder.tensors = [dev.upload(x + k) for _ in range(3)]
+        holder.itself = holder   # a cycle: only the collector frees it
+        del holder
+        gc.collect()
+        again = [dev.upload(x - k) for _ in range(3)]   # (the cycle's buffers, from the pool)
+        assert all(same_bits(t.numpy(), x - k) for t in again)

@@ -382,15 +382,21 @@ class Device:
         return self._own(desc, buffer if buffer is not None else self._create_buffer(desc.total_size_in_bytes))
 
     def _own(self, desc: TensorDesc, buffer) -> Tensor:
-        """A tensor over ``buffer``, made for it alone: reused once the tensor is freed."""
+        """A tensor over ``buffer``, made for it alone: reused once the tensor is freed.
+
+        The finaliser holds the buffer (a weakref.finalize, not ``Tensor.__del__``): when a
+        tensor dies in a reference cycle, Python's collector may finalise everything only the
+        cycle reaches, the buffer too (wgpu-py's release), before a ``__del__`` could give it
+        back; a buffer the finaliser holds is never part of the cycle's garbage."""
         tensor = Tensor(self, desc, buffer)
-        tensor._reusable = True
+        tensor._reclaim = weakref.finalize(tensor, self._reclaim, buffer)
+        tensor._reclaim.atexit = False
         return tensor
 
     def _reclaim(self, buffer) -> None:
-        """Take back the buffer of a freed tensor (``Tensor.__del__``) into the pool, where no
-        work that is recorded and not yet submitted may use it: the work submitted before
-        runs before whatever the queue does with it next."""
+        """Take back the buffer of a freed tensor (its finaliser: ``_own``) into the pool,
+        where no work that is recorded and not yet submitted may use it: the work submitted
+        before runs before whatever the queue does with it next."""
         if self._recording or self._lost is not None or buffer in self._handed_out:
             return
         self._tensor_pool.give(buffer, wait=False)

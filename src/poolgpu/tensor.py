@@ -36,21 +36,17 @@ class Tensor:
         Bytes from the buffer's start to element 0.
     """
 
-    __slots__ = ("device", "desc", "_buffer", "offset", "_reusable", "__weakref__")
+    __slots__ = ("device", "desc", "_buffer", "offset", "_reclaim", "__weakref__")
 
     def __init__(self, device: "Device", desc: TensorDesc, buffer: "wgpu.GPUBuffer", offset: int = 0) -> None:
         self.device = device
         self.desc = desc
         self._buffer = buffer
         self.offset = offset
-        # True for a buffer the Device made for this tensor alone (``upload``, ``empty``, op
-        # results): it goes back to the Device's pool when the tensor is freed, unless it was
-        # handed out (``buffer``) first.
-        self._reusable = False
-
-    def __del__(self) -> None:
-        if self._reusable:
-            self.device._reclaim(self._buffer)
+        # For a buffer the Device made for this tensor alone (``upload``, ``empty``, op
+        # results): the finaliser that gives it back to the Device's pool when the tensor is
+        # freed (Device._own), unless the buffer is handed out (``buffer``) first.
+        self._reclaim = None
 
     def __copy__(self) -> "Tensor":
         """Another Tensor over the same bytes (so neither gives the buffer back when freed)."""
@@ -63,12 +59,16 @@ class Tensor:
         Reading it hands the buffer out: from then on the Device never reuses it for another
         tensor, and it is freed with the last reference to it (docs/design.md, "Host round
         trips")."""
-        self._reusable = False
+        if self._reclaim is not None:
+            self._reclaim.detach()
+            self._reclaim = None
         return self._buffer
 
     @buffer.setter
     def buffer(self, buffer: "wgpu.GPUBuffer") -> None:
-        self._reusable = False
+        if self._reclaim is not None:
+            self._reclaim.detach()
+            self._reclaim = None
         self._buffer = buffer
 
     @property
