@@ -224,6 +224,13 @@ def test_the_pool_is_bounded_and_drops_the_least_recently_used_sizes():
     assert pool.idle_bytes == 50
     pool.clear()
     assert pool.idle_bytes == 0 and pool.take(50) is None
+    # a size taken to its last buffer leaves nothing behind for the eviction to trip on
+    pool.give(a)
+    pool.give(c)
+    assert pool.take(40) is a
+    pool.give(_Buffer(60))
+    pool.give(_Buffer(50))   # over the limit: the 30, then the 60 go
+    assert pool.idle_bytes == 50 and pool.take(30) is None and pool.take(60) is None
 
 
 def test_poolgpu_torch_calls_give_their_uploads_back_and_stay_right(device):

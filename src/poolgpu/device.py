@@ -74,14 +74,16 @@ class _BufferPool:
         """An idle buffer of ``size`` bytes (``prefer`` where it is idle), or None."""
         with self._lock:
             buffers = self._idle.get(size)
-            if not buffers:
+            if buffers is None:
                 return None
-            self._idle.move_to_end(size)
             self._bytes -= size
-            for i in range(len(buffers) - 1, -1, -1):
-                if buffers[i] is prefer:
-                    return buffers.pop(i)
-            return buffers.pop()
+            at = next((i for i in range(len(buffers) - 1, -1, -1) if buffers[i] is prefer), -1)
+            buffer = buffers.pop(at)
+            if buffers:
+                self._idle.move_to_end(size)
+            else:  # (no empty lists: giving more evicts from the first size on)
+                del self._idle[size]
+            return buffer
 
     def give(self, buffer, wait: bool = True) -> None:
         """Keep ``buffer`` for reuse; with ``wait=False`` (a finaliser, which may run while
@@ -389,8 +391,8 @@ class Device:
         cycle reaches, the buffer too (wgpu-py's release), before a ``__del__`` could give it
         back; a buffer the finaliser holds is never part of the cycle's garbage."""
         tensor = Tensor(self, desc, buffer)
-        tensor._reclaim = weakref.finalize(tensor, self._reclaim, buffer)
-        tensor._reclaim.atexit = False
+        tensor._give_back = weakref.finalize(tensor, self._reclaim, buffer)
+        tensor._give_back.atexit = False
         return tensor
 
     def _reclaim(self, buffer) -> None:

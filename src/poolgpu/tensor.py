@@ -36,7 +36,7 @@ class Tensor:
         Bytes from the buffer's start to element 0.
     """
 
-    __slots__ = ("device", "desc", "_buffer", "offset", "_reclaim", "__weakref__")
+    __slots__ = ("device", "desc", "_buffer", "offset", "_give_back", "__weakref__")
 
     def __init__(self, device: "Device", desc: TensorDesc, buffer: "wgpu.GPUBuffer", offset: int = 0) -> None:
         self.device = device
@@ -46,7 +46,7 @@ class Tensor:
         # For a buffer the Device made for this tensor alone (``upload``, ``empty``, op
         # results): the finaliser that gives it back to the Device's pool when the tensor is
         # freed (Device._own), unless the buffer is handed out (``buffer``) first.
-        self._reclaim = None
+        self._give_back = None
 
     def __copy__(self) -> "Tensor":
         """Another Tensor over the same bytes (so neither gives the buffer back when freed)."""
@@ -59,17 +59,19 @@ class Tensor:
         Reading it hands the buffer out: from then on the Device never reuses it for another
         tensor, and it is freed with the last reference to it (docs/design.md, "Host round
         trips")."""
-        if self._reclaim is not None:
-            self._reclaim.detach()
-            self._reclaim = None
+        self._keep_buffer()
         return self._buffer
 
     @buffer.setter
     def buffer(self, buffer: "wgpu.GPUBuffer") -> None:
-        if self._reclaim is not None:
-            self._reclaim.detach()
-            self._reclaim = None
+        self._keep_buffer()
         self._buffer = buffer
+
+    def _keep_buffer(self) -> None:
+        """Never give the buffer back to the Device's pool."""
+        if self._give_back is not None:
+            self._give_back.detach()
+            self._give_back = None
 
     @property
     def sizes(self) -> tuple:
