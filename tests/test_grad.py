@@ -611,6 +611,17 @@ def test_row_gathers_on_random_row_geometries(device, data):
     assert_gradient_close(dx.numpy(), want, dy, exact=operator == "max" and data_type == F32)
 
 
+def _gradient_call(device, operator: str, layout: str, data_type, x, dy, geometry: dict) -> tuple:
+    """(the description, its uploaded inputs) of max (from ``x``) or average pooling's
+    gradient of ``dy``, every tensor laid out by ``layout``."""
+    described = lambda sizes: pg.TensorDesc(data_type, sizes, layout_strides(sizes, layout))  # noqa: E731
+    if operator == "max":
+        desc = pg.MaxPoolingGradDesc(described(x.shape), described(dy.shape), described(x.shape), **geometry)
+        return desc, (upload(device, x, layout), upload(device, dy, layout))
+    desc = pg.AveragePoolingGradDesc(described(dy.shape), described(x.shape), **geometry)
+    return desc, (upload(device, dy, layout),)
+
+
 @pytest.mark.parametrize("operator", ["max", "average"])
 @pytest.mark.parametrize("layout", ["packed", "channels_last"])
 @pytest.mark.parametrize("shape, geometry", [
@@ -630,15 +641,9 @@ def test_block_gathers_visit_each_window_once_with_the_bits_of_the_loops(device,
     x = random_values(data_type, shape, rng)  # NaN, infinities, ties
     out_sizes = pg.pooling_output_sizes(shape, **geometry)
     dy = random_values(data_type, out_sizes, rng, specials=False)
-    described = lambda sizes: pg.TensorDesc(data_type, sizes, layout_strides(sizes, layout))  # noqa: E731
-    if operator == "max":
-        desc = pg.MaxPoolingGradDesc(described(shape), described(out_sizes), described(shape), **geometry)
-        inputs = (upload(device, x, layout), upload(device, dy, layout))
-        want = reference.max_pool_grad(x, dy, **geometry)
-    else:
-        desc = pg.AveragePoolingGradDesc(described(out_sizes), described(shape), **geometry)
-        inputs = (upload(device, dy, layout),)
-        want = reference.average_pool_grad(dy, shape, **geometry)
+    desc, inputs = _gradient_call(device, operator, layout, data_type, x, dy, geometry)
+    want = (reference.max_pool_grad(x, dy, **geometry) if operator == "max"
+            else reference.average_pool_grad(dy, shape, **geometry))
     assert ("WINDOWS_FIRST", True) in kernels.program_for(desc).passes[-1].constants
     got = run_output(device, desc, inputs, desc.output_gradient)
     assert_gradient_close(got, want, dy)
@@ -688,16 +693,9 @@ def test_gradients_with_strides_far_beyond_the_input(device, operator, layout, t
     """An invocation of the block gathers visits at most BLOCK_ELEMENTS_MAX dx elements,
     whatever the strides: no element left unwritten (llvmpipe cuts loops past 65535
     iterations; stride-long blocks were mostly outside dx), no u32 product overflowing."""
-    shape, geometry = FAR_STRIDES[case]
+    geometry = FAR_STRIDES[case][1]
     x, dy, want = _far_strides_case(case, operator)
-    out_sizes = dy.shape
-    described = lambda sizes: pg.TensorDesc(F32, sizes, layout_strides(sizes, layout))  # noqa: E731
-    if operator == "max":
-        desc = pg.MaxPoolingGradDesc(described(shape), described(out_sizes), described(shape), **geometry)
-        inputs = (upload(device, x, layout), upload(device, dy, layout))
-    else:
-        desc = pg.AveragePoolingGradDesc(described(out_sizes), described(shape), **geometry)
-        inputs = (upload(device, dy, layout),)
+    desc, inputs = _gradient_call(device, operator, layout, F32, x, dy, geometry)
     with tuned_for(device, tuning):
         got = run_output(device, desc, inputs, desc.output_gradient)
     assert_gradient_close(got, want, dy)
@@ -804,13 +802,7 @@ def test_gathered_gradients_sum_from_positive_zero(device, operator, layout, geo
     out_sizes = pg.pooling_output_sizes(shape, **geometry)
     dy = np.full(out_sizes, -0.0, np.float32)
     x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
-    described = lambda sizes: pg.TensorDesc(F32, sizes, layout_strides(sizes, layout))  # noqa: E731
-    if operator == "max":
-        desc = pg.MaxPoolingGradDesc(described(shape), described(out_sizes), described(shape), **geometry)
-        inputs = (upload(device, x, layout), upload(device, dy, layout))
-    else:
-        desc = pg.AveragePoolingGradDesc(described(out_sizes), described(shape), **geometry)
-        inputs = (upload(device, dy, layout),)
+    desc, inputs = _gradient_call(device, operator, layout, F32, x, dy, geometry)
     with tuned_for(device, replace(device.tuning, windows_first=windows_first, row_gathers=row_gathers)):
         got = run_output(device, desc, inputs, desc.output_gradient)
     assert (got == 0).all() and not np.signbit(got).any()
