@@ -49,6 +49,8 @@ VARIANTS = {
                 "(Tuning.plane_workgroups)",
     "channelsout": "the channels walk's rows and columns written out (Tuning.channels_written_out)",
     "wholewg": "the (column, line, plane) grids numbered flat: every lane busy (Tuning.whole_workgroups)",
+    "flatunderN": "the (column, line, plane) grids numbered flat where a line has fewer than N columns "
+                  "(Tuning.flat_lines_under; 1: never)",
     "unpoolgather": "unpooling as a gather over the output, atomics only for strays, on planes of every size "
                     "(Tuning.unpool_gather, unpool_gather_plane=1)",
     "unpoolplaneN": "unpooling as a gather on output planes of at least N elements, the atomic pick on smaller ones "
@@ -64,7 +66,7 @@ VARIANTS = {
 # without values here is left out of it (say which).
 SWEEP = {"outN": (1, 2), "wgN": (64, 128, 256), "rowsN": (4,), "planeN": (64, 128, 256), "partN": (4096, 65536),
          "planechunksN": (2, 4), "packedN": (1, 2, 4, 16), "planewgN": (528, 2112),
-         "unpoolplaneN": (4096, 16384)}
+         "unpoolplaneN": (4096, 16384), "flatunderN": (4, 8)}
 
 
 def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
@@ -98,6 +100,8 @@ def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
         return replace(tuning, channels_written_out=True)
     if part == "wholewg":
         return replace(tuning, whole_workgroups=True)
+    if name == "flatunder" and digits:
+        return replace(tuning, flat_lines_under=int(digits))
     if part == "unpoolgather":
         return replace(tuning, unpool_gather=True, unpool_gather_plane=1)
     if name == "unpoolplane" and digits:

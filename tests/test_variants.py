@@ -162,6 +162,24 @@ def test_whole_workgroups_numbered_past_65535(device, preset):
     np.testing.assert_array_equal(idx, i_ref)
 
 
+def test_narrow_lines_numbered_flat(device):
+    # unpooling 1 x 1 inputs: the passes over input elements have lines one column wide,
+    # numbered flat under flat_lines_under (a 64-lane workgroup, not 1 x 1 x 64), with the
+    # same results as the workgroups shaped to lines
+    x = np.random.default_rng(4).standard_normal((3, 68, 1, 1)).astype(np.float32)
+    indices = np.random.default_rng(5).integers(0, 3 * 68 * 49, x.shape).astype(np.uint32)
+    desc = pg.MaxUnpoolingDesc(pg.TensorDesc("float32", x.shape), pg.TensorDesc("uint32", x.shape),
+                               pg.TensorDesc("float32", (3, 68, 7, 7)))
+    expected = reference.max_unpool(x, indices, (3, 68, 7, 7))
+    for under, flat in ((4, True), (1, False)):
+        tuning = dataclasses.replace(without_variants("cpu"), flat_lines_under=under)
+        passes = pg.kernels.program_for(desc, tuning).passes
+        winners = next(p for p in passes if p.kernel.file == "max_unpool_winners.wgsl")
+        assert dict(winners.constants).get("FLAT", False) == flat
+        got, = outputs(device, desc, (x, indices), tuning)
+        assert same_bits(got, expected)
+
+
 # Packed planes: global pooling and its gradients over planes of any size, groups of lanes
 # sized to the plane (one lane to a whole workgroup), many groups to a workgroup and a
 # ragged last one; planes starting between chunks (odd sizes, planes with gaps between them),

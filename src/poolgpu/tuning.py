@@ -91,6 +91,11 @@ class Tuning:
         ``lines_workgroup`` to a workgroup, so that every lane of every workgroup but the last
         is busy (else workgroups hold whole lines: 56 of 64 lanes for rows of 56 columns), at
         the cost of two divisions (multiply-high) per invocation.
+    flat_lines_under : int
+        Those grids are numbered flat (as under ``whole_workgroups``) where a line has fewer
+        than this many columns; 1: never.  CPU adapters run a workgroup's lanes as SIMD
+        vectors along x, so a workgroup one column wide (unpooling 1 x 1 inputs) keeps one
+        lane of each vector busy (lavapipe, case C unpooling: 0.24x the time numbered flat).
     unpool_gather : bool
         Max unpooling as a gather over the output: each output element finds its winner
         among the input elements whose index is expected to name it (the windows covering
@@ -186,6 +191,7 @@ class Tuning:
     rows_per_invocation: int = 4
     lines_workgroup: int = 64
     whole_workgroups: bool = False
+    flat_lines_under: int = 4
     unpool_gather: bool = False
     unpool_gather_plane: int = 1
     fractional_walks: bool = True
@@ -273,11 +279,12 @@ class Tuning:
             ``target="gpu"``, ``rows_walks=False``, ``plane_walk=True``, ``plane_lanes=256``,
             ``outputs_per_invocation=2``, ``lines_workgroup=256``, ``plane_lane_chunks=4``,
             ``channels_written_out=True``, ``unpool_gather=True``, ``unpool_gather_plane=256``,
-            ``lp_gradient_one_pass=False``; the other fields as :meth:`for_cpu`'s.
+            ``lp_gradient_one_pass=False``, ``flat_lines_under=1`` (no narrow lines numbered flat:
+            unmeasured on GPUs); the other fields as :meth:`for_cpu`'s.
         """
         return cls(target="gpu", rows_walks=False, plane_walk=True, plane_lanes=256, plane_lane_chunks=4,
                    outputs_per_invocation=2, lines_workgroup=256, channels_written_out=True, unpool_gather=True,
-                   unpool_gather_plane=256, lp_gradient_one_pass=False)
+                   unpool_gather_plane=256, lp_gradient_one_pass=False, flat_lines_under=1)
 
     @classmethod
     def preset(cls, target: str) -> "Tuning":

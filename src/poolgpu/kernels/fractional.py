@@ -28,8 +28,8 @@ from .binned import (BINS_MAX, GATHER_LIBRARY, GATHER_PARAMS, PART, argmax_passe
                      covering_loops, gather_passes)
 from .core import Kernel, Pass, Program, Slot, Split
 from .grids import (FLAT_GRID, GRID_LIBRARY, IN_SIZES, LINES_GRID, OUT_SIZES, as_3d, as_5d, contiguous_along,
-                    divisor_fields, divisor_params, flat_grid, lines_grid, lines_regrid, sorted_constants, stride_fields,
-                    strides_5d, tensor_stride_params)
+                    divisor_fields, divisor_params, flat_grid, lines_regrid, sorted_constants, stride_fields,
+                    strides_5d, tensor_stride_params, tuned_lines_grid)
 from .registry import register
 from .split import iterations, loop_total, search_probes
 from .window import MAX
@@ -198,8 +198,7 @@ def _walk_pass(desc, roles: tuple, layout: dict, tuning: Tuning, run: int) -> tu
     store4 = run == 4 and out_w % 4 == 0 and contiguous_along(written, "w")
     kernel = FRACTIONAL_WALK if run == 1 else FRACTIONAL_WALK_ROWS if store4 else FRACTIONAL_WALK_CHUNKS
     columns = -(-out_w // run)
-    constants, grid_params, grid = lines_grid(columns, out_h, n * c * out_d, tuning.lines_workgroup,
-                                              tuning.whole_workgroups)
+    constants, grid_params, grid = tuned_lines_grid(columns, out_h, n * c * out_d, tuning)
     constants.update({f"WINDOW_{a}": k for a, k in zip("DHW", as_3d(desc.window_size, 1))})
     if run == 4 and not store4:  # (rows_store_tail.wgsl: 16-bit pairs in one word store)
         constants["PAIR_STORES"] = y is not None and y.data_type.size == 2 and strides_5d(y).get("w") == 1
@@ -298,8 +297,7 @@ def _gather_pass(desc, layout: dict, tuning: Tuning, run: int) -> tuple:
     store4 = run == 4 and in_w % 4 == 0 and contiguous_along([dx], "w")
     kernel = FRACTIONAL_GATHER_ROWS if store4 else FRACTIONAL_GATHER
     columns = -(-in_w // run)
-    constants, grid_params, grid = lines_grid(columns, in_h, n * c * in_d, tuning.lines_workgroup,
-                                              tuning.whole_workgroups)
+    constants, grid_params, grid = tuned_lines_grid(columns, in_h, n * c * in_d, tuning)
     spans = (1, 1, run)
     constants.update(RUN=run, **{f"COVER_{a}": covering_bound(i, k, o, forward.samples.data_type, span)
                                  for a, i, k, o, span in zip("DHW", (in_d, in_h, in_w), as_3d(forward.window_size, 1),

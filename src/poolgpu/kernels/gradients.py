@@ -13,8 +13,8 @@ from ..tensor_desc import TensorDesc
 from ..tuning import Tuning
 from .core import Kernel, Pass, Program, Slot, Split
 from .grids import (GRID_LIBRARY, IN_SIZES, LINES_GRID, OUT_SIZES, ROW_GRID, as_3d, as_5d, channels_last_desc, contiguous_along,
-                    divisor_fields, divisor_params, lines_grid, lines_regrid, row_grid, rows_regrid, sorted_constants,
-                    stride_fields, strides_5d, tensor_stride_params, window_constants)
+                    divisor_fields, divisor_params, lines_regrid, row_grid, rows_regrid, sorted_constants,
+                    stride_fields, strides_5d, tensor_stride_params, tuned_lines_grid, window_constants)
 from .planes import covers_planes, plane_gradient
 from .registry import register
 from .split import GRADIENT_MERGE, fewest_parts, gradient_merge_passes, iterations, loop_total  # noqa: F401
@@ -366,8 +366,7 @@ def _gradient_rows_pass(kernel: Kernel, desc, tuning: Tuning, tensors: dict, con
     n, c, in_d, in_h, in_w = as_5d(dx.sizes, dx.strides)[0]
     _, _, out_d, out_h, out_w = as_5d(dy.sizes, dy.strides)[0]
     columns = -(-in_w // 8)
-    grid_constants, grid_params, grid = lines_grid(columns, -(-in_h // 2), n * c * in_d, tuning.lines_workgroup,
-                                                   tuning.whole_workgroups)
+    grid_constants, grid_params, grid = tuned_lines_grid(columns, -(-in_h // 2), n * c * in_d, tuning)
     constants = {**grid_constants, **window_constants(window), "DY_CHUNKS": _dy_chunks(window),
                  "OH_ROWS": _oh_rows(window), **_fixed_columns(window), **constants}
     params = {

@@ -177,6 +177,14 @@ def lines_grid(columns: int, lines: int, planes: int, workgroup: int, flat: bool
     return constants, params, grid
 
 
+def tuned_lines_grid(columns: int, lines: int, planes: int, tuning) -> tuple:
+    """lines_grid with ``tuning``'s workgroup, numbered flat under ``whole_workgroups`` or
+    where a line has fewer than ``tuning.flat_lines_under`` columns (a workgroup that narrow
+    along x would leave CPU adapters' SIMD vectors, which run along x, mostly idle)."""
+    flat = tuning.whole_workgroups or columns < tuning.flat_lines_under
+    return lines_grid(columns, lines, planes, tuning.lines_workgroup, flat)
+
+
 def lines_regrid(columns: int, lines: int, workgroup: int, first: int, count: int, flat: bool = False) -> tuple:
     """lines_grid over planes [first, first + count); ``flat``: the whole pass's grid is FLAT."""
     constants, params, grid = lines_grid(columns, lines, count, workgroup, flat)

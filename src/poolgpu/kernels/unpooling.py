@@ -18,8 +18,8 @@ from ..tensor_desc import TensorDesc
 from .chunking import max_offset
 from .core import Kernel, Pass, Program, Slot, Split
 from .grids import (GRID_LIBRARY, IN_SIZES, LINES_GRID, OUT_SIZES, as_5d, contiguous_along, divisor_fields, divisor_params,
-                    fold_groups, lines_grid, lines_regrid, sorted_constants, stride_fields, strides_5d,
-                    tensor_stride_params)
+                    fold_groups, lines_regrid, sorted_constants, stride_fields, strides_5d, tensor_stride_params,
+                    tuned_lines_grid)
 from .registry import register
 from .split import iterations
 
@@ -124,7 +124,7 @@ def _max_unpool_program(desc, tuning: Tuning) -> Program:
     n, c, in_d, in_h, in_w = as_5d(x.sizes, x.strides)[0]
     _, _, out_d, out_h, out_w = as_5d(y.sizes, y.strides)[0]
     in_columns = -(-in_w // 4)  # common/unpool_source.wgsl: four input elements per invocation
-    in_constants, in_params, in_grid = lines_grid(in_columns, in_h, n * c * in_d, workgroup, tuning.whole_workgroups)
+    in_constants, in_params, in_grid = tuned_lines_grid(in_columns, in_h, n * c * in_d, tuning)
     sizes = {"channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w}
     out_plane, in_plane = out_d * out_h * out_w, in_d * in_h * in_w
     # the passes over input elements (common/unpool_source.wgsl)
@@ -140,7 +140,7 @@ def _max_unpool_program(desc, tuning: Tuning) -> Program:
     )
 
     def write(kernel: Kernel, columns: int) -> Pass:
-        constants, grid_params, grid = lines_grid(columns, out_h, n * c * out_d, workgroup, tuning.whole_workgroups)
+        constants, grid_params, grid = tuned_lines_grid(columns, out_h, n * c * out_d, tuning)
         constants["PACKED_INPUT"] = x.is_packed
         params = {**sizes, "out_d": out_d, "out_h": out_h, "out_w": out_w,
                   **tensor_stride_params("x", x), **tensor_stride_params("y", y), **grid_params,
@@ -247,8 +247,7 @@ def _strays_pass(indices: TensorDesc, y: TensorDesc, bands: dict, tuning: Tuning
     4-element chunks where ``chunks``)."""
     n, c, in_d, in_h, in_w = as_5d(indices.sizes, indices.strides)[0]
     _, _, out_d, out_h, out_w = as_5d(y.sizes, y.strides)[0]
-    constants, grid_params, grid = lines_grid(-(-in_w // 4), in_h, n * c * in_d, tuning.lines_workgroup,
-                                              tuning.whole_workgroups)
+    constants, grid_params, grid = tuned_lines_grid(-(-in_w // 4), in_h, n * c * in_d, tuning)
     params = {"in_d": in_d, "in_h": in_h, "in_w": in_w, **tensor_stride_params("idx", indices), **grid_params,
               **divisor_params("out_w", out_w), **divisor_params("out_h", out_h), **divisor_params("out_d", out_d),
               **divisor_params("channels", c), **_target_range(out_d * out_h * out_w, 0, n * c)}
@@ -280,8 +279,7 @@ def _gather_program(desc, tuning: Tuning, general: Program) -> Program:
 
     def gather(run: int, chunks: bool) -> Pass:
         columns = (c if along_c else out_w) // run
-        constants, grid_params, grid = lines_grid(columns, lines, planes, tuning.lines_workgroup,
-                                                  tuning.whole_workgroups)
+        constants, grid_params, grid = tuned_lines_grid(columns, lines, planes, tuning)
         kernel = MAX_UNPOOL_GATHER_CHUNKS if chunks else MAX_UNPOOL_GATHER if run == 1 else \
             MAX_UNPOOL_GATHER_RUNS if along_c else MAX_UNPOOL_GATHER_ROWS
         constants.update(band_constants, RUN=run, ALONG_C=along_c, PACKED_INPUT=x.is_packed,
@@ -335,7 +333,7 @@ def _max_unpool_grad_program(desc, tuning: Tuning) -> Program:
     n, c, in_d, in_h, in_w = as_5d(indices.sizes, indices.strides)[0]
     _, _, out_d, out_h, out_w = as_5d(dy.sizes, dy.strides)[0]
     in_columns = -(-in_w // 4)  # common/unpool_source.wgsl: four elements per invocation
-    grid_constants, grid_params, grid = lines_grid(in_columns, in_h, n * c * in_d, workgroup, tuning.whole_workgroups)
+    grid_constants, grid_params, grid = tuned_lines_grid(in_columns, in_h, n * c * in_d, tuning)
     constants = sorted_constants({**grid_constants, "WIDE_INDICES": indices.data_type == DataType.UINT64})
     out_plane = out_d * out_h * out_w
     params = {"channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w, **tensor_stride_params("idx", indices),

@@ -17,8 +17,8 @@ from ..dtypes import DataType
 from ..tuning import Tuning
 from .core import Kernel, Pass, Program, Slot, Split
 from .grids import (GRID_LIBRARY, IN_SIZES, LINES_GRID, OUT_SIZES, as_3d, as_5d, contiguous_along, divisor_params,
-                    fold_groups, lines_grid, lines_regrid, sorted_constants, stride_fields, strides_5d,
-                    tensor_stride_params, window_constants)
+                    fold_groups, lines_regrid, sorted_constants, stride_fields, strides_5d, tensor_stride_params,
+                    tuned_lines_grid, window_constants)
 from .registry import register
 from .split import Accumulator, fewest_parts, iterations, loop_total, merge_kernel, merge_passes, partials_desc
 
@@ -305,7 +305,7 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
     two outputs per invocation from shared words (window_walk_pairs.wgsl: where pairs_fit).
     ``operands``: the roles of the accumulator's operand slots (Accumulator.operands; None:
     absent)."""
-    workgroup, flat = tuning.lines_workgroup, tuning.whole_workgroups
+    workgroup = tuning.lines_workgroup
     walk_slots = len(WALKS[walk][1])
     roles = (tuple(roles) + (None,) * 4)[:walk_slots]  # (only split walks save parts)
     roles += tuple(operands) + (None,) * (len(kernels_by_walk[walk].slots) - walk_slots - len(operands))
@@ -313,7 +313,7 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
     n, c, out_d, out_h, out_w = as_5d(desc.output.sizes, desc.output.strides)[0]
     if walk in ("rows", "rows_tail"):  # (ow / 4, oh / ROWS, (n, c, od)): output rows share input rows
         rows = min(tuning.rows_per_invocation, out_h)
-        grid_constants, grid_params, grid = lines_grid(-(-out_w // 4), -(-out_h // rows), n * c * out_d, workgroup, flat)
+        grid_constants, grid_params, grid = tuned_lines_grid(-(-out_w // 4), -(-out_h // rows), n * c * out_d, tuning)
         constants["LEAD"], constants["CHUNKS"] = _row_span(desc.window)
         constants["ROWS"] = rows
         if walk == "rows_tail":   # rows_store_tail.wgsl: 16-bit outputs contiguous along W stored in pairs
@@ -342,8 +342,8 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
         indices = getattr(desc, "output_indices", None) is not None
         rows = 2 if out_h > 1 and (stride_h < extent_h or indices) else 1
         cols = 2 if out_w > 1 and (stride_w < extent_w or indices) else 1
-        grid_constants, grid_params, grid = lines_grid(c // 4, -(-out_w // cols), n * out_d * -(-out_h // rows),
-                                                       workgroup, flat)
+        grid_constants, grid_params, grid = tuned_lines_grid(c // 4, -(-out_w // cols), n * out_d * -(-out_h // rows),
+                                                             tuning)
         constants["ROWS"], constants["COLS"] = rows, cols
         spans = ((rows - 1) * stride_h + extent_h, (cols - 1) * stride_w + extent_w)
         if tuning.channels_written_out and max(spans) <= CHANNELS_WRITTEN_OUT:
@@ -352,9 +352,9 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
         count = math.prod(parts or (1, 1, 1))
         paired = pairs and not parts and out_w > 1   # (window_walk_program)
         outputs = 1 if parts else 2 if paired else min(tuning.outputs_per_invocation, out_w)  # (split: one each)
-        grid_constants, grid_params, grid = lines_grid(-(-out_w // outputs), out_h,
-                                                       n * c * out_d * (1 if chain_part is not None else count),
-                                                       workgroup, flat)
+        grid_constants, grid_params, grid = tuned_lines_grid(-(-out_w // outputs), out_h,
+                                                             n * c * out_d * (1 if chain_part is not None else count),
+                                                             tuning)
         constants["OUTPUTS"] = outputs
         if count > 1:
             constants.update(PARTS=count, **{f"PARTS_{axis}": p for axis, p in zip("DHW", parts)})

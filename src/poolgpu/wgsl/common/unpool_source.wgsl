@@ -32,7 +32,7 @@ fn unpool_row(wg: vec3<u32>, lid: vec3<u32>) -> UnpoolRow {
     r.inside = true;
     r.w0 = 4u * pos.x;
     r.h = pos.y;
-    // (n, c, d): uniform across a workgroup (common/grid.wgsl), so divided once per workgroup
+    // (n, c, d): uniform across a workgroup shaped to lines of one plane (common/grid.wgsl)
     var nc = pos.z;
     if (params.in_d != 1u) {
         nc = pos.z / params.in_d;
