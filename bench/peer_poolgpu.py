@@ -45,10 +45,14 @@ def _data(spec: dict, inputs: dict) -> Data:
         data = data.repeated(sizes[0] // data.sizes[0])
     if "x" in inputs:
         data.memo("x", lambda: inputs["x"])
-    if "rois" in inputs:
+    if "rois" in inputs and inputs["rois"].shape[-1] == 5:   # (ROI align's are corners, its batch apart)
         data.memo("rois", lambda: inputs["rois"].reshape(-1, 5))
     if "dy" in inputs:
-        data.memo(("dy", tuple(inputs["dy"].shape)), lambda: inputs["dy"])
+        # (the regions' gradients, boxes_dy, drawn from the Data's generator: the worker's
+        # draws would differ)
+        shape = tuple(inputs["dy"].shape)
+        for key in (("dy", shape), ("boxes_dy", shape, False), ("boxes_dy", shape, True)):
+            data.memo(key, lambda: inputs["dy"])
     if "v" in inputs:
         data.memo(("max", None), lambda: (inputs["v"], inputs["idx"]))
     return data

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import poolgpu as pg
@@ -127,3 +128,22 @@ def test_an_amd_compilers_statistics_of_each_kernel_without_the_gpu(tmp_path, ca
             assert set(shader_stats.COLUMNS) <= set(kernel["stats"]) and kernel["stats"]["Instructions"] > 0
             assert kernel["constants"]["WG_X"] >= 1 and kernel["types"][0] == "FLOAT32"
     assert "max_pool_grad_disjoint_rows" in capsys.readouterr().out
+
+
+def test_poolgpu_on_the_dawn_peers_driver_runs_on_the_benchs_inputs():
+    # the worker rebuilds each row from its spec: every input must be the bench's own, also
+    # those the case draws from its generator after x (the regions' gradients)
+    from bench.cases import CASES, Data, build
+    from bench.peer_poolgpu import _data
+
+    for case in CASES.values():
+        data = Data(case, "float32" if case.name != "Q" else "uint8", True, 0)
+        for op in case.ops:
+            problem = build(op, data)
+            if problem is None:
+                continue
+            inputs = {name: array.copy() for name, array in problem.inputs.items()}
+            rebuilt = build(op, _data(problem.spec, inputs))
+            assert rebuilt.inputs.keys() == problem.inputs.keys(), (case.name, op)
+            for name, array in problem.inputs.items():
+                assert np.array_equal(rebuilt.inputs[name], array), (case.name, op, name)
