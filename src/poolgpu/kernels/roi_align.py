@@ -17,7 +17,7 @@ from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
 from ..tuning import Tuning
 from .core import Kernel, Pass, Program, Slot, Split
-from .grids import FLAT_GRID, flat_grid, flat_regrid, sorted_constants, stride_fields
+from .grids import FLAT_GRID, divisor_fields, divisor_params, flat_grid, flat_regrid, sorted_constants, stride_fields
 from .registry import register
 from .split import LOOP_LIMIT, fewest_parts, iterations, loop_total, search_probes
 
@@ -43,11 +43,14 @@ def _regions_loops(constants: dict, params: dict) -> dict:
 # leaves out the input's height and width)
 TABLE_PARAMS = ("channels", "in_n", "in_h", "in_w", "out_h", "out_w", "out_offset")
 MERGE_TABLE_PARAMS = tuple(p for p in TABLE_PARAMS if p not in ("in_h", "in_w"))
+# common/roi_outputs.wgsl's divisions (the walk and its merge): the magic and shift of the
+# output's width and height and of the channels
+OUTPUT_DIVISORS = tuple(f for f in divisor_fields("out_w", "out_h", "channels") if f not in TABLE_PARAMS)
 REGIONS = Kernel(
     "roi_align_regions.wgsl", (Slot("roi", False), Slot("batch", False, snippet="batch_words_{storage}.wgsl"),
                                Slot("table", True, snippet="words_write.wgsl")), value_slot="roi",
     library=("roi_align_table.wgsl", "flat_index.wgsl", "as_written.wgsl"),
-    params=("total", "channels", "batch_r", "roi_r", "roi_k", "in_n", "in_h", "in_w", "out_h", "out_w", "out_offset",
+    params=("total", "batch_r", "roi_r", "roi_k", "in_n", "in_h", "in_w", "out_h", "out_w", "out_offset",
             "scale_x", "scale_y", "in_offset", "min_region", "min_samples", "max_samples", "opaque_zero"),
     loops=_regions_loops,
 )
@@ -64,8 +67,9 @@ _SAMPLE_LIBRARY = ("roi_align_table.wgsl", "roi_align_reduce.wgsl", "roi_align_s
 WALK = Kernel(
     "roi_align.wgsl", (Slot("x", False), Slot("table", False, snippet="words_read.wgsl"), Slot("y", True),
                        Slot("part", True, snippet="words_write.wgsl"), Slot("arg", True, snippet="words_write.wgsl")),
-    value_slot="x", library=_SAMPLE_LIBRARY + ("taps.wgsl", "flat_index.wgsl", "as_written.wgsl"),
-    params=FLAT_GRID + TABLE_PARAMS + ("oob", "source_first", "source_count", "opaque_zero")
+    value_slot="x", library=_SAMPLE_LIBRARY + ("divide.wgsl", "roi_outputs.wgsl", "taps.wgsl", "flat_index.wgsl",
+                                               "as_written.wgsl"),
+    params=FLAT_GRID + TABLE_PARAMS + OUTPUT_DIVISORS + ("oob", "source_first", "source_count", "opaque_zero")
     + stride_fields("x", "y", axes="nchw"),
     loops=_walk_loops,
 )
@@ -74,8 +78,9 @@ MERGE = Kernel(
                              Slot("merged", True, snippet="words_write.wgsl"),
                              Slot("table", False, snippet="words_read.wgsl"), Slot("y", True),
                              Slot("arg", True, snippet="words_write.wgsl")),
-    value_slot="y", library=("roi_align_table.wgsl", "roi_align_reduce.wgsl", "flat_index.wgsl", "as_written.wgsl"),
-    params=FLAT_GRID + MERGE_TABLE_PARAMS + ("oob", "opaque_zero") + stride_fields("y", axes="nchw"),
+    value_slot="y", library=("roi_align_table.wgsl", "roi_align_reduce.wgsl", "divide.wgsl", "roi_outputs.wgsl",
+                             "flat_index.wgsl", "as_written.wgsl"),
+    params=FLAT_GRID + MERGE_TABLE_PARAMS + OUTPUT_DIVISORS + ("oob", "opaque_zero") + stride_fields("y", axes="nchw"),
     loops=lambda constants, params: {"p": iterations(1, constants["GROUP"])},
 )
 PART_WORDS = 5  # roi_align_reduce.wgsl
@@ -132,7 +137,8 @@ def walk_passes(desc, output: str, argmax, tuning: Tuning) -> tuple:
     out_h, out_w = desc.output_size
     outputs = rois * c * out_h * out_w
     wg_x = tuning.flat_workgroup
-    params = {**table_params(desc, desc.input.sizes), "oob": f32_bits(desc.out_of_bounds_input_value),
+    divisors = {**divisor_params("out_w", out_w), **divisor_params("out_h", out_h), **divisor_params("channels", c)}
+    params = {**table_params(desc, desc.input.sizes), **divisors, "oob": f32_bits(desc.out_of_bounds_input_value),
               **_source_planes(0, 2**32 - 1),
               **{f"x_{a}": s for a, s in zip("nchw", desc.input.strides)}}
     out_desc = getattr(desc, "output", None)
@@ -153,7 +159,8 @@ def walk_passes(desc, output: str, argmax, tuning: Tuning) -> tuple:
     walk = Pass(WALK, roles, sorted_constants(constants), walk_params, flat_grid(outputs * count, wg_x), split)
     if count == 1:
         return (walk,), ()
-    merge_params = {key: params[key] for key in MERGE_TABLE_PARAMS + ("oob",) + stride_fields("y", axes="nchw")}
+    merge_params = {key: params[key] for key in MERGE_TABLE_PARAMS + OUTPUT_DIVISORS + ("oob",)
+                    + stride_fields("y", axes="nchw")}
     passes, scratch = [walk], [("part", TensorDesc(DataType.UINT32, (rois, c, out_h * out_w * count * PART_WORDS)))]
     group = max(1, tuning.loop_budget - 1)
     source, target = "part", "merged"
@@ -185,7 +192,7 @@ TILES = Kernel(
     "roi_align_tiles.wgsl", (Slot("table", False, snippet="words_read.wgsl"),
                              Slot("mask", True, snippet="words_write.wgsl")), value_slot="table",
     library=("roi_align_table.wgsl", "tile_masks.wgsl", "flat_index.wgsl", "as_written.wgsl"),
-    params=("total", "rois", "channels", "out_h", "out_w", "out_offset", "tile", "tiles", "tiles_x", "mask_words", "opaque_zero"),
+    params=("total", "rois", "out_h", "out_w", "out_offset", "tile", "tiles", "tiles_x", "mask_words", "opaque_zero"),
     loops=lambda constants, params: {"k": iterations(1, 32), "oh": iterations(32, params["out_h"]),
                                      "ow": iterations(32, params["out_w"])},
 )
@@ -294,7 +301,7 @@ def gradient_passes(desc, tiles: dict, tuning: Tuning) -> tuple:
     masks = n * tiles["tiles"] * tiles["mask_words"]
     mask_pass = Pass(TILES, ("table", "mask"), sorted_constants({"WG_X": wg_x, "ALIGN_CORNERS":
                                                                   desc.align_regions_to_corners}),
-                     {"total": masks, "rois": rois, "channels": c, "out_h": out_h, "out_w": out_w,
+                     {"total": masks, "rois": rois, "out_h": out_h, "out_w": out_w,
                       "out_offset": f32_bits(desc.output_pixel_offset), **tiles}, flat_grid(masks, wg_x))
     if loop_total(TILES, mask_pass.constants, mask_pass.params) > LOOP_LIMIT:
         # (the mask pass is not split: past the limit llvmpipe would cut its loops short, silently)

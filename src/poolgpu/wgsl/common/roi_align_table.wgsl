@@ -14,8 +14,8 @@
 // out-of-bounds value; the others clamp to [0, in - 1].  Samples move monotonically with i,
 // so those inside are the run [a, b); they read rows (columns) [lo, hi).
 //
-// Reads the Params fields channels, out_h, out_w (the output's height and width) and
-// out_offset (output_offset's f32 bits).
+// Reads the Params fields out_h, out_w (the output's height and width) and out_offset
+// (output_offset's f32 bits).
 
 override ALIGN_CORNERS: bool = false;
 
@@ -24,13 +24,6 @@ const ROW_HEADER: u32 = 7u;
 fn roi_row_words() -> u32 { return ROW_HEADER + 4u * (params.out_h + params.out_w); }
 
 struct Axis { n: u32, start: f32, bin: f32 }
-
-// Output i of an ROI align output {R, C, out_h, out_w}, numbered flat.
-struct RoiOutput { r: u32, c: u32, oh: u32, ow: u32 }
-fn roi_output(i: u32) -> RoiOutput {
-    let rc = i / (params.out_w * params.out_h);
-    return RoiOutput(rc / params.channels, rc % params.channels, (i / params.out_w) % params.out_h, i % params.out_w);
-}
 
 // Axis 0 is Y (H), 1 is X (W).
 fn roi_axis(row: u32, axis: u32) -> Axis {
