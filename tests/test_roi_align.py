@@ -154,6 +154,27 @@ def test_long_bins_split_and_merge(device):
             assert np.array_equal(split, whole)
 
 
+@pytest.mark.parametrize("data_type", [np.float32, np.float16])
+def test_four_channels_per_invocation(device, data_type):
+    # C a multiple of 4: an invocation samples a bin of four channels; each channel's result
+    # has the bits of that channel alone (one per invocation), and the reference's values
+    x = RNG.standard_normal((2, 8, 7, 9)).astype(data_type)
+    tuning = dataclasses.replace(device.tuning, roi_align_channels=4)
+    for fields in CASES:
+        desc = pg.RoiAlign1Desc(pg.TensorDesc(x.dtype.name, x.shape), pg.TensorDesc(x.dtype.name, (1, 1, 7, 4)),
+                                pg.TensorDesc("uint32", (1, 1, 7)), output_size=(2, 3), **fields)
+        walk = kernels.program_for(desc, tuning, None).passes[1]
+        assert dict(walk.constants)["CHANNELS"] == 4
+        with tuned_for(device, tuning):
+            got = run(device, x, ROIS, BATCH, (2, 3), **fields)
+        for k in range(8):
+            alone = run(device, np.ascontiguousarray(x[:, k:k + 1]), ROIS, BATCH, (2, 3), **fields)
+            assert np.array_equal(got[:, k:k + 1].view(np.uint16 if data_type == np.float16 else np.uint32),
+                                  alone.view(np.uint16 if data_type == np.float16 else np.uint32)), (fields, k)
+        if data_type == np.float32:
+            np.testing.assert_allclose(got, reference_of(x, ROIS, BATCH, (2, 3), fields), rtol=1e-5, atol=1e-6)
+
+
 def test_same_bits_run_after_run(device):
     first = pg.roi_align(X, ROIS, BATCH, (3, 3), device=device)
     for _ in range(3):

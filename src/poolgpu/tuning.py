@@ -96,6 +96,11 @@ class Tuning:
         than this many columns; 1: never.  CPU adapters run a workgroup's lanes as SIMD
         vectors along x, so a workgroup one column wide (unpooling 1 x 1 inputs) keeps one
         lane of each vector busy (lavapipe, case C unpooling: 0.24x the time numbered flat).
+    roi_align_channels : {1, 4}
+        Outputs of neighbouring channels per invocation of ROI align's walk (where C is a
+        multiple of it, its samples in one part, and the tensors whole): they share the
+        bin's sample positions and weights (lavapipe, case ROI: 0.66x the time of one
+        channel each; RADV: 545 instructions per four outputs against 332 per output).
     unpool_gather : bool
         Max unpooling as a gather over the output: each output element finds its winner
         among the input elements whose index is expected to name it (the windows covering
@@ -192,6 +197,7 @@ class Tuning:
     lines_workgroup: int = 64
     whole_workgroups: bool = False
     flat_lines_under: int = 4
+    roi_align_channels: int = 4
     unpool_gather: bool = False
     unpool_gather_plane: int = 1
     fractional_walks: bool = True
@@ -226,6 +232,8 @@ class Tuning:
             raise ValidationError("rows_per_invocation", f"expected 1 to 4, got {self.rows_per_invocation}")
         if self.plane_lanes not in (4, 8, 16, 32, 64, 128, 256):  # (window_walk_plane.wgsl's tree halves them)
             raise ValidationError("plane_lanes", f"expected 4, 8, 16, 32, 64, 128 or 256, got {self.plane_lanes}")
+        if self.roi_align_channels not in (1, 4):
+            raise ValidationError("roi_align_channels", f"expected 1 or 4, got {self.roi_align_channels}")
         if self.plane_chunks not in (1, 2, 4):
             raise ValidationError("plane_chunks", f"expected 1, 2 or 4, got {self.plane_chunks}")
         if self.plane_part < 1024:
@@ -279,12 +287,13 @@ class Tuning:
             ``target="gpu"``, ``rows_walks=False``, ``plane_walk=True``, ``plane_lanes=256``,
             ``outputs_per_invocation=2``, ``lines_workgroup=256``, ``plane_lane_chunks=4``,
             ``channels_written_out=True``, ``unpool_gather=True``, ``unpool_gather_plane=256``,
-            ``lp_gradient_one_pass=False``, ``flat_lines_under=1`` (no narrow lines numbered flat:
-            unmeasured on GPUs); the other fields as :meth:`for_cpu`'s.
+            ``lp_gradient_one_pass=False``, ``flat_lines_under=1`` and ``roi_align_channels=1``
+            (unmeasured on GPUs); the other fields as :meth:`for_cpu`'s.
         """
         return cls(target="gpu", rows_walks=False, plane_walk=True, plane_lanes=256, plane_lane_chunks=4,
                    outputs_per_invocation=2, lines_workgroup=256, channels_written_out=True, unpool_gather=True,
-                   unpool_gather_plane=256, lp_gradient_one_pass=False, flat_lines_under=1)
+                   unpool_gather_plane=256, lp_gradient_one_pass=False, flat_lines_under=1,
+                   roi_align_channels=1)
 
     @classmethod
     def preset(cls, target: str) -> "Tuning":
