@@ -99,8 +99,8 @@ class Tuning:
     roi_align_channels : {1, 4}
         Outputs of neighbouring channels per invocation of ROI align's walk (where C is a
         multiple of it, its samples in one part, and the tensors whole): they share the
-        bin's sample positions and weights (lavapipe, case ROI: 0.66x the time of one
-        channel each; RADV: 545 instructions per four outputs against 332 per output).
+        bin's sample positions and weights (lavapipe, case ROI: 0.62-0.63x the time of
+        one channel each; RADV: 545 instructions per four outputs against 332 per output).
     unpool_gather : bool
         Max unpooling as a gather over the output: each output element finds its winner
         among the input elements whose index is expected to name it (the windows covering
