@@ -6,6 +6,7 @@ bind at most a few hundred bytes (``bounded``): a chunked run must give the bits
 unchunked run and write nothing outside its outputs.  One test moves a real tensor larger
 than the adapter's largest binding."""
 
+import dataclasses
 import functools
 import math
 import os
@@ -17,7 +18,8 @@ from hypothesis import strategies as st
 
 import poolgpu as pg
 import reference
-from helpers import ALL_TYPES, FLOAT_TYPES, assert_canaries_intact, canary_tensor, layout_strides, random_values, same_bits
+from helpers import (ALL_TYPES, FLOAT_TYPES, assert_canaries_intact, canary_tensor, layout_strides, random_values,
+                     same_bits, tuned_for)
 from poolgpu import kernels
 from test_grad import assert_gradient_close
 
@@ -379,14 +381,21 @@ def test_lines_past_65535_fold_over_the_grid(device):
     y = pg.max_pool(x, (1, 2), device=device)
     assert same_bits(y, reference.max_pool(x, (1, 2))[0])
     assert folded(pg.MaxPooling2Desc(pg.TensorDesc("int8", x.shape), window_size=(1, 2)), device)
-    # channels last with C = 4: one channel group per line (of two outputs), millions of lines
+    # channels last with C = 4: one channel group per line (of two outputs), millions of lines,
+    # in workgroups shaped to lines (folded) and, as the CPU preset numbers lines this narrow,
+    # flat
     x = random_values("uint8", (1, 4, 8_400_001), np.random.default_rng(6))
     xt = device.upload(x, strides=layout_strides(x.shape, "channels_last"))
     out = pg.TensorDesc("uint8", (1, 4, 8_400_000), layout_strides((1, 4, 8_400_000), "channels_last"))
-    op = device.compile(pg.MaxPoolingDesc(xt.desc, out, window_size=(2,)))
-    assert op._program.passes[0].kernel.library[-1] == "window_walk_channels.wgsl"
-    assert folded(op.desc, device)
-    assert same_bits(op(xt, out=device.empty(out)).numpy(), reference.max_pool(x, (2,))[0])
+    expected = reference.max_pool(x, (2,))[0]
+    for under in (1, 2):
+        with tuned_for(device, dataclasses.replace(device.tuning, flat_lines_under=under)):
+            op = device.compile(pg.MaxPoolingDesc(xt.desc, out, window_size=(2,)))
+            walk = op._program.passes[0]
+            assert walk.kernel.library[-1] == "window_walk_channels.wgsl"
+            assert dict(walk.constants).get("FLAT", False) == (under == 2)
+            assert folded(op.desc, device) == (under == 1)
+            assert same_bits(op(xt, out=device.empty(out)).numpy(), expected)
 
 
 def test_four_million_tiny_planes(device):
