@@ -1,6 +1,7 @@
 // ROI align, pass 2: each output's samples (common/roi_align_sample.wgsl) over its bin of
-// the region table (common/roi_align_table.wgsl).  One invocation per output, numbered flat
-// over {R, C, out_h, out_w} (common/flat_index.wgsl, from params.origin), or where an
+// the region table (common/roi_align_table.wgsl).  One invocation per output (or per
+// CHANNELS outputs of neighbouring channels, below), numbered flat over {R, C, out_h, out_w}
+// (common/flat_index.wgsl, from params.origin; common/roi_outputs.wgsl), or where an
 // output's samples are more than one invocation may visit, per part of them: PARTS_Y x
 // PARTS_X runs of its inside samples (invocations numbered output * PARTS + part), each
 // saved into scratch `part` for roi_align_merge.wgsl.  Samples in (iy, ix) order, as ONNX
