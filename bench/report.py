@@ -360,12 +360,14 @@ def gpu_model(name: str) -> str:
     return " ".join(words[:2]) or "gpu"
 
 
-def gpu_run_name(results: dict, directory: Path = None) -> str:
+def gpu_run_name(results: dict, directory: Path = None, prefix: str = "") -> str:
     """bench/gpu/'s file name of a run: <date>-<gpu model>.json ("2026-11-23-h100.json");
-    with ``directory``, -2, -3... after the model where a run of another time has the name there."""
+    with ``directory``, -2, -3... after the model where ``prefix`` + the name there holds a
+    result of another time (a sweep's table is kept as TUNING_PREFIX + its name)."""
     model = re.sub(r"[^a-z0-9]+", "-", gpu_model(results["adapter"]["name"]).lower()).strip("-") or "gpu"
     name, count = f"{results['date'][:10]}-{model}.json", 1
-    while directory is not None and (Path(directory) / name).exists() and load(Path(directory) / name)["date"] != results["date"]:
+    while directory is not None and (Path(directory) / (prefix + name)).exists() \
+            and load(Path(directory) / (prefix + name))["date"] != results["date"]:
         count += 1
         name = f"{results['date'][:10]}-{model}-{count}.json"
     return name
@@ -761,6 +763,8 @@ def main(argv=None) -> int:
                         "bench/latest.json and the newest bench/gpu/*.json")
     p.add_argument("--kept-name", metavar="JSON", help="print the name bench/gpu/ keeps this run under "
                                                         "(<date>-<gpu>.json), and exit")
+    p.add_argument("--prefix", default="", help="with --kept-name: the prefix the file is kept under "
+                                                 f"({TUNING_PREFIX!r} for a sweep's table)")
     args = p.parse_args(argv)
     if args.publish:
         why = publish()
@@ -768,7 +772,7 @@ def main(argv=None) -> int:
               + (f"; no plot: {why}" if why else f", {_shown_path(PLOT)}"))
         return 0
     if args.kept_name:
-        print(gpu_run_name(load(args.kept_name), GPU_RUNS))
+        print(gpu_run_name(load(args.kept_name), GPU_RUNS, args.prefix))
         return 0
     if not args.markdown:
         p.error("--markdown JSON... or --publish")

@@ -190,7 +190,7 @@ run_sweep() {  # run_sweep SECONDS ARGS...
 
 keep_as() {  # keep_as JSON PREFIX: renamed PREFIX<date>-<gpu>.json beside it, as bench/gpu/ keeps it
   [ -s "$1" ] || { echo "gpu_bench: no $1" >&2; return 0; }
-  local name; name="$(cd "$ROOT" && "$PYTHON" -m bench.report --kept-name "$1")" || return 0
+  local name; name="$(cd "$ROOT" && "$PYTHON" -m bench.report --kept-name "$1" --prefix "$2")" || return 0
   mv "$1" "$(dirname "$1")/$2$name" && echo "gpu_bench: kept $(dirname "$1")/$2$name"
 }
 

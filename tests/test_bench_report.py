@@ -124,6 +124,10 @@ def test_a_run_cut_short_is_completed_by_the_earlier_runs_of_the_same_shaders_an
     assert report.gpu_run_name(later, tmp_path) == "2026-12-02-h100-2.json"
     assert report.gpu_run_name(runs["2026-12-02-h100.json"], tmp_path) == "2026-12-02-h100.json"
     assert report.is_gpu_run_name("2026-12-02-h100-2.json", later) and not report.is_gpu_run_name("2026-12-02-a100.json", later)
+    # a sweep's table is named against the tables kept, not the runs
+    for hour, name in (("11", "2026-12-02-h100.json"), ("12", "2026-12-02-h100-2.json")):
+        (tmp_path / (report.TUNING_PREFIX + name)).write_text(json.dumps(_gpu_run(f"2026-12-02T{hour}:00", [])))
+    assert report.gpu_run_name(later, tmp_path, report.TUNING_PREFIX) == "2026-12-02-h100-3.json"
 
 
 @pytest.mark.parametrize("path", sorted(report.GPU_RUNS.glob(report.TUNING_PREFIX + "*.json")), ids=lambda p: p.name)
