@@ -69,7 +69,7 @@ VARIANTS = {
 SWEEP = {"outN": (1, 2), "wgN": (64, 128, 256), "rowsN": (4,), "planeN": (64, 128, 256), "partN": (4096, 65536),
          "planechunksN": (2, 4), "packedN": (1, 2, 4, 16), "planewgN": (528, 2112),
          "unpoolplaneN": (4096, 16384), "flatunderN": (4, 8),
-         "roichannelsN": (4,)}
+         "roichannelsN": (1, 4)}
 
 
 def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:

@@ -185,7 +185,8 @@ VARIANT_FIELDS = {field: taken for field, (taken, _) in _VARIANTS.items()}
 VARIANTS_LEFT = {field: left for field, (_, left) in _VARIANTS.items()}
 CPU_TAKEN = ("packed_planes", "fractional_walks", "paired_words", "lp_gradient_one_pass", "flat_lines_under",
              "roi_align_channels")
-GPU_TAKEN = ("packed_planes", "fractional_walks", "paired_words", "channels_written_out", "unpool_gather")
+GPU_TAKEN = ("packed_planes", "fractional_walks", "paired_words", "channels_written_out", "unpool_gather",
+             "roi_align_channels")
 #: The sizes from which a preset takes a variant, at a value that takes it at every size: set with
 #: the variants taken, so that small tensors run them too (Tuning.unpool_gather_plane: for_gpu()
 #: leaves the smallest planes to the kernels the gather replaces).

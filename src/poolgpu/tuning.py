@@ -100,7 +100,8 @@ class Tuning:
         Outputs of neighbouring channels per invocation of ROI align's walk (where C is a
         multiple of it, its samples in one part, and the tensors whole): they share the
         bin's sample positions and weights (lavapipe, case ROI: 0.62-0.63x the time of
-        one channel each; RADV: 545 instructions per four outputs against 332 per output).
+        one channel each; an H200, at GPU scale: 0.47x; RADV: 545 instructions per four
+        outputs against 332 per output).
     unpool_gather : bool
         Max unpooling as a gather over the output: each output element finds its winner
         among the input elements whose index is expected to name it (the windows covering
@@ -279,7 +280,8 @@ class Tuning:
         12544 and 3136: 0.32-0.53x; case C, 49: 1.6-2.0x, so it keeps the atomic pick; the
         ratios' log-linear interpolation crosses 1 near 260), the fractional walks (0.66x, the
         gradient 0.41x), the channels walk written out (NHWC: 0.73-0.80x), 16-bit pairs
-        (0.86-0.99x).
+        (0.86-0.99x); ROI align by four channels an invocation (case ROI at GPU scale: 0.47x
+        the time of one).
 
         Returns
         -------
@@ -287,13 +289,12 @@ class Tuning:
             ``target="gpu"``, ``rows_walks=False``, ``plane_walk=True``, ``plane_lanes=256``,
             ``outputs_per_invocation=2``, ``lines_workgroup=256``, ``plane_lane_chunks=4``,
             ``channels_written_out=True``, ``unpool_gather=True``, ``unpool_gather_plane=256``,
-            ``lp_gradient_one_pass=False``, ``flat_lines_under=1`` and ``roi_align_channels=1``
-            (unmeasured on GPUs); the other fields as :meth:`for_cpu`'s.
+            ``lp_gradient_one_pass=False`` and ``flat_lines_under=1`` (unmeasured on GPUs); the
+            other fields, ``roi_align_channels=4`` among them, as :meth:`for_cpu`'s.
         """
         return cls(target="gpu", rows_walks=False, plane_walk=True, plane_lanes=256, plane_lane_chunks=4,
                    outputs_per_invocation=2, lines_workgroup=256, channels_written_out=True, unpool_gather=True,
-                   unpool_gather_plane=256, lp_gradient_one_pass=False, flat_lines_under=1,
-                   roi_align_channels=1)
+                   unpool_gather_plane=256, lp_gradient_one_pass=False, flat_lines_under=1)
 
     @classmethod
     def preset(cls, target: str) -> "Tuning":
