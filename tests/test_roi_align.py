@@ -224,10 +224,13 @@ def test_gradient_of_many_rois_splits(device):
     dy = rng.standard_normal((90, 2, 2, 2)).astype(np.float32)
     whole = gradient(device, x, rois, batch, dy)
     np.testing.assert_allclose(whole, reference_grad(x, rois, batch, dy, {}), rtol=1e-4, atol=1e-5)
-    tuning = dataclasses.replace(device.tuning, loop_budget=256)
-    with tuned_for(device, tuning):
-        split = gradient(device, x, rois, batch, dy)
-    np.testing.assert_allclose(split, whole, rtol=1e-5, atol=1e-6)
+    for channels in (1, 64):   # the gather by invocations, by workgroups of channels
+        tuning = dataclasses.replace(device.tuning, loop_budget=256, roi_align_grad_channels=channels)
+        with tuned_for(device, tuning):
+            split = gradient(device, x, rois, batch, dy)
+        # runs of whole ROIs: each element's sum continues from the run before it, one chain
+        # of additions, so the same bits as in one run
+        assert np.array_equal(split, whole), channels
 
 
 def test_gradient_by_blocks(device):
@@ -254,6 +257,49 @@ def test_gradient_by_blocks(device):
     for budget in (1024, 256):   # runs of output rows, then of columns
         with tuned_for(device, dataclasses.replace(device.tuning, loop_budget=budget)):
             np.testing.assert_allclose(gradient(device, x, *few), want, rtol=1e-4, atol=1e-5)
+
+
+def _gather_kernel(desc, tuning) -> list:
+    return [p for p in kernels.program_for(desc, tuning, None).passes if "roi_align_grad" in p.kernel.file]
+
+
+def test_gradient_by_workgroups_of_channels(device):
+    """The average's gather by workgroups of channels (Tuning.roi_align_grad_channels), the
+    samples' weights computed once per workgroup: the bits of the gather by invocations, for
+    C = 5 (lanes past C idle), workgroups of 2, 8 and (capped at C's next power of two) 64
+    channels, and boxes spanning many blocks, outside the map, and 70 on one block; in runs
+    of the ROIs (smaller loop budgets) too.  The maximum, and outputs past 32 rows or columns,
+    keep the gather by invocations."""
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal((2, 5, 19, 27)).astype(np.float32)
+    spanning = np.array([[-3, -2, 29, 20], [1.5, 0.5, 25.5, 18.0], [14, 9, 40, 33], [-20, -20, -5, -3],
+                         [26.2, 3, 26.4, 16]], np.float32)
+    corner = rng.uniform(8, 15, (70, 2))
+    rois = np.concatenate([spanning, np.concatenate([corner, corner + rng.uniform(0, 4, (70, 2))], axis=1)])
+    rois = rois.astype(np.float32)
+    batch = np.concatenate([rng.integers(0, 2, len(spanning)), np.arange(70) % 2])
+    dy = rng.standard_normal((len(rois), 5, 3, 4)).astype(np.float32)
+    for fields in [f for f in GRAD_CASES if f.get("reduction_function") != "max"]:
+        with tuned_for(device, dataclasses.replace(device.tuning, roi_align_grad_channels=1)):
+            alone = gradient(device, x, rois, batch, dy, **fields)
+        for lanes, budget in ((2, 32768), (8, 32768), (64, 32768), (8, 2048)):
+            tuning = dataclasses.replace(device.tuning, roi_align_grad_channels=lanes, loop_budget=budget)
+            desc = pg.RoiAlignGradDesc(pg.TensorDesc("float32", x.shape), pg.TensorDesc("float32", dy.shape),
+                                       pg.TensorDesc("float32", (1, 1, len(rois), 4)),
+                                       pg.TensorDesc("uint32", (1, 1, len(rois))), **fields)
+            gathers = _gather_kernel(desc, tuning)
+            assert {p.kernel.file for p in gathers} == {"roi_align_grad_shared.wgsl"}
+            assert dict(gathers[0].constants)["WG_X"] == min(lanes, 8)
+            assert (len(gathers) > 1) == (budget < 32768)   # (runs of the ROIs)
+            with tuned_for(device, tuning):
+                got = gradient(device, x, rois, batch, dy, **fields)
+            assert np.array_equal(got, alone), (fields, lanes, budget)
+    tuning = dataclasses.replace(device.tuning, roi_align_grad_channels=64)
+    for fields, size in ((dict(reduction_function="max"), (3, 4)), (dict(), (3, 33))):
+        desc = pg.RoiAlignGradDesc(pg.TensorDesc("float32", x.shape), pg.TensorDesc("float32", (4, 5) + size),
+                                   pg.TensorDesc("float32", (1, 1, 4, 4)), pg.TensorDesc("uint32", (1, 1, 4)),
+                                   **fields)
+        assert {p.kernel.file for p in _gather_kernel(desc, tuning)} == {"roi_align_grad.wgsl"}
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

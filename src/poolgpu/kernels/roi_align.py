@@ -4,8 +4,10 @@ then the walk samples each output's bin (wgsl/roi_align.wgsl; the outputs of
 ``Tuning.roi_align_channels`` neighbouring channels per invocation where they allow), split
 into parts and merged (wgsl/roi_align_merge.wgsl) where an output's samples are more than one
 invocation may visit.  The input gradient: a mask pass (which ROIs reach each tile of the input,
-wgsl/roi_align_tiles.wgsl) and a gather by 8 x 8 blocks of dx (wgsl/roi_align_grad.wgsl), in
-runs of the ROIs chained through scratch where they are more than one invocation may visit."""
+wgsl/roi_align_tiles.wgsl) and a gather by 8 x 8 blocks of dx (wgsl/roi_align_grad.wgsl; the
+average's by workgroups of ``Tuning.roi_align_grad_channels`` channels sharing the samples'
+weights, wgsl/roi_align_grad_shared.wgsl), in runs of the ROIs chained through scratch where
+they are more than one invocation may visit."""
 
 from __future__ import annotations
 
@@ -244,11 +246,46 @@ GATHER = Kernel(
                             Slot("table", False, snippet="words_read.wgsl"),
                             Slot("mask", False, snippet="words_read.wgsl"), Slot("dx", True),
                             Slot("acc", True, snippet="words_write.wgsl")), value_slot="dy",
-    library=("roi_align_table.wgsl", "tile_masks.wgsl", "flat_index.wgsl", "as_written.wgsl"),
+    library=("roi_align_table.wgsl", "roi_align_block.wgsl", "tile_masks.wgsl", "flat_index.wgsl", "as_written.wgsl"),
     params=FLAT_GRID + RUN_FIELDS + ("channels", "in_h", "in_w", "out_h", "out_w", "out_offset", "tile", "tiles",
                                      "tiles_x", "mask_words", "opaque_zero") + stride_fields("dy", "dx", axes="nchw"),
     loops=_gather_loops,
 )
+
+
+def _shared_gather_loops(constants: dict, params: dict) -> dict:
+    """roi_align_grad_shared.wgsl: as roi_align_grad.wgsl's (_gather_loops), the average's,
+    but the weights of the outputs meeting the block shared out among WG_X lanes (each lane
+    at most ceil((rows + columns) / WG_X) outputs' samples, of either axis), and the
+    block's rows written out, four columns at a time."""
+    rois = params["roi_end"] - params["roi_first"]
+    out_h, out_w = params["oh_end"] - params["oh_first"], params["ow_end"] - params["ow_first"]
+    words = -(-params["roi_end"] // 32) - params["roi_first"] // 32
+    shares = -(-(out_h + out_w) // constants["WG_X"])
+    loops = {"word": iterations(1, words), "bit": iterations(words, 32),
+             "m": iterations(rois, params["out_h"]) + iterations(rois, params["out_w"]),
+             "k": iterations(rois, shares), "oh": iterations(rois, out_h), "ow": iterations(rois * out_h, out_w),
+             "i": 0, "probe": 0}
+    for axis in ("y", "x"):
+        visit = params[f"visit_{axis}"]
+        if constants.get(f"NEAR_{axis.upper()}", False):
+            loops["probe"] += search_probes(2 * rois * shares, visit)
+            visit = params[f"near_{axis}"]
+        loops["i"] += iterations(rois * shares, visit)
+    return loops
+
+
+SHARED_GATHER = Kernel(
+    "roi_align_grad_shared.wgsl", (Slot("dy", False), Slot("table", False, snippet="words_read.wgsl"),
+                                   Slot("mask", False, snippet="words_read.wgsl"), Slot("dx", True),
+                                   Slot("acc", True, snippet="words_write.wgsl")), value_slot="dy",
+    library=("roi_align_table.wgsl", "roi_align_block.wgsl", "tile_masks.wgsl", "as_written.wgsl"),
+    params=("total",) + RUN_FIELDS + ("channels", "in_h", "in_w", "out_h", "out_w", "out_offset", "tile", "tiles",
+                                      "tiles_x", "mask_words", "opaque_zero") + stride_fields("dy", "dx", axes="nchw"),
+    loops=_shared_gather_loops,
+)
+#: roi_align_grad_shared.wgsl's MAX_OUT: the most output rows (and columns) it takes
+SHARED_MAX_OUT = 32
 #: The most words of tile masks a gradient's program allocates: tiles grow until they fit.
 MASK_WORDS = 1 << 22
 
@@ -301,11 +338,23 @@ def gather_runs(trips, rois: int, out_h: int, out_w: int, budget: int) -> list:
     return runs
 
 
-def gradient_passes(desc, tiles: dict, tuning: Tuning) -> tuple:
+def shared_lanes(desc, tuning: Tuning) -> int:
+    """The lanes (channels) of roi_align_grad_shared.wgsl's workgroups for ``desc``'s input
+    gradient: ``Tuning.roi_align_grad_channels``, at most the next power of two from C; 1
+    where it does not apply (the maximum, whose weights are each channel's own; outputs
+    past SHARED_MAX_OUT rows or columns)."""
+    c = desc.input_sizes[1]
+    if desc.reduction_function == "max" or max(desc.output_size) > SHARED_MAX_OUT:
+        return 1
+    return min(tuning.roi_align_grad_channels, 1 << (c - 1).bit_length())
+
+
+def gradient_passes(desc, tiles: dict, tuning: Tuning, lanes: int = 1) -> tuple:
     """(the mask pass and the gathers, the scratch they add) of ``desc``'s input gradient
     (RoiAlignGradDesc), after its regions pass (and argmax walk for the maximum): one gather
     over dx's blocks, or one per run of the ROIs where they are more than one invocation may
-    visit, continuing the sums in scratch "acc"."""
+    visit, continuing the sums in scratch "acc".  ``lanes`` > 1: by roi_align_grad_shared.wgsl,
+    workgroups of that many channels' blocks (whole tensors only: no split)."""
     n, c, in_h, in_w = desc.input_sizes
     rois = desc.roi.sizes[-2]
     out_h, out_w = desc.output_size
@@ -331,8 +380,13 @@ def gradient_passes(desc, tiles: dict, tuning: Tuning) -> tuple:
     params.update(near_y=min(near, params["visit_y"]), near_x=min(near, params["visit_x"]))
     base = {**sample_constants(desc), "NEAR_Y": params["visit_y"] > near, "NEAR_X": params["visit_x"] > near}
 
+    kernel = GATHER if lanes == 1 else SHARED_GATHER
+    if lanes > 1:   # a workgroup per (image, block, run of `lanes` channels); the average's
+        base = {**{k: v for k, v in base.items() if k not in ("REDUCE_MAX", "WEIGHTED")}, "WG_X": lanes}
+        params["total"] = n * blocks * -(-c // lanes)
+
     def trips(run: tuple) -> int:
-        return loop_total(GATHER, base, {**params, **dict(zip(RUN_FIELDS, run))})
+        return loop_total(kernel, base, {**params, **dict(zip(RUN_FIELDS, run))})
 
     if trips((0, 1, 0, 1, 0, 1)) > tuning.loop_budget:
         raise ValidationError("maximum_samples_per_output", f"an output of up to {params['visit_y']} x "
@@ -344,11 +398,17 @@ def gradient_passes(desc, tiles: dict, tuning: Tuning) -> tuple:
     gathers = []
     for k, run in enumerate(runs):
         first_run, last_run = k == 0, k == len(runs) - 1
-        constants = {**base, "WG_X": wg_x, "FIRST": first_run, "LAST": last_run}
-        roles = ("input_gradient", argmax, "table", "mask", "output_gradient" if last_run else None,
-                 None if first_run and last_run else "acc")
-        gathers.append(Pass(GATHER, roles, sorted_constants(constants), {**params, **dict(zip(RUN_FIELDS, run))},
-                            flat_grid(params["total"], wg_x), split))
+        constants = {"WG_X": wg_x, **base, "FIRST": first_run, "LAST": last_run}
+        roles = ("input_gradient",) + ((argmax,) if lanes == 1 else ()) + (
+            "table", "mask", "output_gradient" if last_run else None, None if first_run and last_run else "acc")
+        run_params = {**params, **dict(zip(RUN_FIELDS, run))}
+        if lanes == 1:
+            gathers.append(Pass(GATHER, roles, sorted_constants(constants), run_params,
+                                flat_grid(params["total"], wg_x), split))
+        else:
+            run_params.pop("origin")
+            gathers.append(Pass(SHARED_GATHER, roles, sorted_constants(constants), run_params,
+                                flat_grid(params["total"] * lanes, lanes)))
     scratch = (("mask", TensorDesc(DataType.UINT32, (1, 1, masks))),)
     if len(runs) > 1:   # the f32 sums carried from run to run, plane by plane
         scratch += (("acc", TensorDesc(DataType.UINT32, (n, c, in_h * in_w))),)
@@ -366,8 +426,15 @@ def _roi_align_grad_program(desc, tuning: Tuning) -> Program:
         scratch += [("argmax", TensorDesc(DataType.UINT32, (rois, c, math.prod(desc.output_size) * ARG_WORDS)))]
         scratch += list(walk_scratch)
     n, _, in_h, in_w = desc.input_sizes
-    gather, gather_scratch = gradient_passes(desc, tile_layout(n, in_h, in_w, desc.roi.sizes[-2]), tuning)
+    tiles = tile_layout(n, in_h, in_w, desc.roi.sizes[-2])
+    gather, gather_scratch = gradient_passes(desc, tiles, tuning)
     # max: the argmax runs over ROIs and the gather over images, which chunks of (n, c)
     # planes cannot both follow; run whole only.
-    return Program(passes + gather, scratch=tuple(scratch) + gather_scratch,
-                   whole_only=desc.reduction_function == "max")
+    program = Program(passes + gather, scratch=tuple(scratch) + gather_scratch,
+                      whole_only=desc.reduction_function == "max")
+    lanes = shared_lanes(desc, tuning)
+    if lanes == 1:
+        return program
+    # workgroups of channels: whole tensors only, the gather by invocations the fallback
+    shared, shared_scratch = gradient_passes(desc, tiles, tuning, lanes)
+    return Program(passes + shared, scratch=tuple(scratch) + shared_scratch, whole_only=True, fallback=program)

@@ -13,101 +13,23 @@
 // searching the ROI's outputs: the work grows with ROIs x outputs x samples.  Where more ROIs
 // reach a block than one invocation may visit, passes over runs of the ROIs (or of one ROI's
 // output rows, or of one row's columns) follow one another: FIRST starts the sums at zero,
-// LAST writes dx, and the others continue from and save into the f32 scratch `acc` (planes
-// of dx's elements, packed), so each element still adds the ROIs in increasing order.  No
+// the others continue from the f32 scratch `acc` (planes of dx's elements, packed), LAST
+// writes dx and the others save into acc, so each element adds the ROIs in increasing order
+// in one chain of additions.  No
 // atomics: the same inputs give the same bits, run after run.  Sums in f32 (FLOAT16 and
 // BFLOAT16 rounded once at the end).
 //
 // Prepended by poolgpu.kernels: the value type (to_f32, from_f32) and the tensors dy (dy_load,
 // {R, C, out_h, out_w}), arg (arg_word), table (table_word), mask (mask_word), dx (dx_store)
-// and acc (acc_word, acc_word_store); library: roi_align_table.wgsl, tile_masks.wgsl,
-// flat_index.wgsl, as_written.wgsl.
+// and acc (acc_word, acc_word_store); library: roi_align_table.wgsl, roi_align_block.wgsl,
+// tile_masks.wgsl, flat_index.wgsl, as_written.wgsl.
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
 override REDUCE_MAX: bool = false;
-override NEAREST: bool = false;
 override WEIGHTED: bool = false;
-override FIRST: bool = true;   // the first run of ROIs: the sums start at zero (else from acc)
-override LAST: bool = true;    // the last: dx written (else the sums saved into acc)
 override NEAR_Y: bool = false; // search the samples near the block along Y (run_weights)
 override NEAR_X: bool = false;
-
-const BLOCK: u32 = 8u;
-
-// The weights of the 8 elements from e0 along an axis (lo: e0 to e0 + 3, hi: e0 + 4 to e0 + 7).
-struct Weights { lo: vec4<f32>, hi: vec4<f32> }
-
-fn no_weights() -> Weights { return Weights(vec4<f32>(0.0), vec4<f32>(0.0)); }
-
-fn weight_of(w: Weights, k: u32) -> f32 { return select(w.hi[k & 3u], w.lo[k & 3u], k < 4u); }
-
-// The weight `v` at element e alone.
-fn one_weight(e: u32, e0: u32, v: f32) -> Weights {
-    let at = vec4<u32>(e0) + vec4<u32>(0u, 1u, 2u, 3u);
-    let zero = vec4<f32>(0.0);
-    return Weights(select(zero, vec4<f32>(v), at == vec4<u32>(e)), select(zero, vec4<f32>(v), at + 4u == vec4<u32>(e)));
-}
-
-// The weights of a sample read as `l` (bilinear, or 1 at the nearest element).
-fn sample_weights(l: Lerp, e0: u32) -> Weights {
-    if (NEAREST) { return one_weight(nearest_of(l), e0, 1.0); }
-    let low = one_weight(l.low, e0, 1.0 - l.frac);
-    let high = one_weight(l.high, e0, l.frac);
-    return Weights(low.lo + high.lo, low.hi + high.hi);
-}
-
-// The first sample of the run [run.x, run.y) of output o at or above `bound` (`rising`), or
-// below it: a binary search (samples move monotonically with i).
-fn first_beyond(ax: Axis, o: u32, out: u32, run: vec2<u32>, bound: f32, rising: bool) -> u32 {
-    var low = run.x;
-    var high = run.y;
-    for (var probe = 0u; probe < 32u; probe++) {
-        if (low >= high) { break; }
-        let middle = low + (high - low) / 2u;
-        let v = sample_at(ax, o, middle, out);
-        if (select((v < bound), (v >= bound), rising)) { high = middle; } else { low = middle + 1u; }
-    }
-    return low;
-}
-
-// The summed weights of output o's samples [run.x, run.y) along an axis, for the block's
-// elements from e0.  Where NEAR (an output's samples may be more than those near a block),
-// only the samples at [e0 - 1, e0 + BLOCK + 1), the only ones whose elements may lie in the
-// block, found by two binary searches.
-fn run_weights(ax: Axis, o: u32, out: u32, size: u32, run: vec2<u32>, e0: u32, near: bool) -> Weights {
-    var samples = run;
-    if (near && run.y > run.x) {
-        let lowest = f32(e0) - 1.0;
-        let highest = f32(e0 + BLOCK + 1u);
-        let rising = sample_at(ax, o, run.y - 1u, out) >= sample_at(ax, o, run.x, out);
-        samples = vec2<u32>(first_beyond(ax, o, out, run, select(highest, lowest, rising), rising),
-                            first_beyond(ax, o, out, run, select(lowest, highest, rising), rising));
-    }
-    var w = no_weights();
-    for (var i = samples.x; i < samples.y; i++) {
-        let s = sample_weights(lerp_of(sample_at(ax, o, i, out), size), e0);
-        w = Weights(w.lo + s.lo, w.hi + s.hi);
-    }
-    return w;
-}
-
-// Whether entry e's elements [lo, hi) meet [e0, e1).
-fn meets(e: vec4<u32>, e0: u32, e1: u32) -> bool { return e.z < e1 && e.w > e0 && e.w > e.z; }
-
-// The outputs [first, end) along an axis whose elements meet [e0, e1) (they are consecutive:
-// samples move monotonically with the output; the loops test each again).
-fn meeting(row: u32, axis: u32, out: u32, e0: u32, e1: u32) -> vec2<u32> {
-    var first = out;
-    var end = 0u;
-    for (var m = 0u; m < out; m++) {
-        if (meets(roi_entry(row, axis, m), e0, e1)) {
-            first = min(first, m);
-            end = m + 1u;
-        }
-    }
-    return vec2<u32>(first, max(first, end));
-}
 
 @compute @workgroup_size(WG_X)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
@@ -126,7 +48,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
     let y1 = min(y0 + BLOCK, params.in_h);
     let x1 = min(x0 + BLOCK, params.in_w);
     let masks = tile_masks(n, y0, x0);
-    var sums: array<vec4<f32>, 16>;          // row j: sums[2 j] (columns 0 to 3), sums[2 j + 1]
+    var sums = carried_block(plane, y0, x0, y1, x1);   // row j: sums[2 j] (columns 0 to 3), sums[2 j + 1]
     var touched = false;
     for (var word = params.roi_first / 32u; word * 32u < params.roi_end; word++) {
         var bits = mask_word(masks + word);
@@ -201,18 +123,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
         }
     }
     if (!touched && !FIRST && !LAST) { return; }   // acc holds this block's sums already
-    let plane_size = params.in_h * params.in_w;
     for (var k = 0u; k < BLOCK * BLOCK; k++) {
         let y = y0 + k / BLOCK;
         let x = x0 + k % BLOCK;
         if (y >= y1 || x >= x1) { continue; }
-        var sum = sums[k / 4u][k % 4u];
-        let e = params.acc_base + plane * plane_size + y * params.in_w + x;
-        if (!FIRST) { sum = bitcast<f32>(acc_word(e)) + sum; }
-        if (LAST) {
-            dx_store(params.dx_base + n * params.dx_n + c * params.dx_c + y * params.dx_h + x * params.dx_w, from_f32(sum));
-        } else {
-            acc_word_store(e, bitcast<u32>(sum));
-        }
+        finish_element(n, c, plane, y, x, sums[k / 4u][k % 4u]);
     }
 }
