@@ -112,8 +112,10 @@ def _descriptions():
         yield pg.MaxUnpoolingDesc(pg.TensorDesc(F16, out.sizes), pg.TensorDesc(indices, out.sizes),
                                   pg.TensorDesc(F16, (2, 8, 12, 16), (3072, 384, 32, 2)))
         yield pg.MaxUnpoolingGradDesc(pg.TensorDesc(F16, (2, 8, 12, 16)), pg.TensorDesc(indices, out.sizes))
-        scattered = kernels.grids.channels_last_desc(indices, out.sizes)   # (indices read one by one)
+        scattered = kernels.grids.channels_last_desc(indices, out.sizes)   # (runs of four channels)
         yield pg.MaxUnpoolingDesc(pg.TensorDesc(F16, out.sizes), scattered, pg.TensorDesc(F16, (2, 8, 12, 16)))
+        spread = pg.TensorDesc(indices, out.sizes, tuple(3 * s for s in pg.TensorDesc(indices, out.sizes).strides))
+        yield pg.MaxUnpoolingDesc(pg.TensorDesc(F16, out.sizes), spread, pg.TensorDesc(F16, (2, 8, 12, 16)))   # (one by one)
         rows = pg.TensorDesc(F16, (2, 8, 12, 16), (6144, 768, 32, 1))   # (rows with gaps between them)
         yield pg.MaxUnpoolingDesc(pg.TensorDesc(F16, out.sizes), pg.TensorDesc(indices, out.sizes), rows)
         last = kernels.grids.channels_last_desc(F16, (2, 8, 12, 16))   # (unpooling's gather along C)

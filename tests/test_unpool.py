@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import poolgpu as pg
 import reference
 from poolgpu import kernels
-from helpers import (ALL_TYPES, assert_canaries_intact, canary_tensor, finfo, layout_strides, random_values, same_bits,
+from helpers import (ALL_TYPES, tuned_for, assert_canaries_intact, canary_tensor, finfo, layout_strides, random_values, same_bits,
                      upload)
 
 GPU_SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -148,6 +148,36 @@ def test_max_unpool_into_dense_outputs_at_any_offset(device, data_type, layout):
         device.wgpu_device.queue.write_buffer(shifted.buffer, shifted.offset, idx.tobytes())
         y = op(xt, shifted)
         assert same_bits(y.numpy(), want)
+
+
+@pytest.mark.parametrize("data_type", ["uint8", "float16", "float32", "int64"])
+def test_max_unpool_channels_last_indices_in_runs_of_four_channels(device, data_type):
+    # Channels-last indices with C a multiple of 4: the passes over input elements take runs
+    # of four channels (ALONG_C); repeated indices (the largest j wins) and indices outside
+    # the output (ignored) as elsewhere; C = 6 and indices at an offset that is no multiple
+    # of 4 elements take the runs along W and the general program.
+    rng = np.random.default_rng(12)
+    dt = pg.DataType[data_type.upper()]
+    for channels, along_c in ((8, True), (6, False)):
+        x = random_values(dt, (2, channels, 5, 3), rng)
+        out_sizes = (2, channels, 9, 7)
+        idx = random_indices(rng, x.size, int(np.prod(out_sizes)), "uint32").reshape(x.shape)
+        idx.flat[::7] = idx.flat[3]                 # repeats
+        idx.flat[5] = np.prod(out_sizes) + 3        # outside the output
+        idx_desc = pg.TensorDesc("uint32", x.shape, layout_strides(x.shape, "channels_last"))
+        for out_layout in ("packed", "channels_last"):
+            output = pg.TensorDesc(dt, out_sizes, layout_strides(out_sizes, out_layout))
+            with tuned_for(device, "cpu"):   # (the atomic pick: the GPU preset gathers on these planes)
+                op = device.compile(pg.MaxUnpoolingDesc(pg.TensorDesc(dt, x.shape), idx_desc, output))
+            passes = op._program.passes
+            assert [dict(p.constants).get("ALONG_C", False) for p in passes[1:]] == [along_c] * 2
+            want = reference.max_unpool(x, idx, out_sizes)
+            xt, it = device.upload(x), device.upload(idx, strides=idx_desc.strides)
+            assert same_bits(op(xt, it).numpy(), want)
+            shifted = canary_tensor(device, it.desc, lead_bytes=32 + 4)   # (the general program)
+            raw = device.wgpu_device.queue.read_buffer(it.buffer, it.offset, it.desc.total_size_in_bytes)
+            device.wgpu_device.queue.write_buffer(shifted.buffer, shifted.offset, raw)
+            assert same_bits(op(xt, shifted).numpy(), want)
 
 
 def test_divisor_constants_divide_every_u32():

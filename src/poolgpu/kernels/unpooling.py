@@ -170,7 +170,16 @@ def _max_unpool_program(desc, tuning: Tuning) -> Program:
         # then only the winners write, walking the input, not the (larger) output and its
         # whole scratch (with the grid and index chunks above, on lavapipe case A 1.8x
         # faster, channels-last 3x; whole tensors only: each chunk of a scattered output
-        # would walk the whole input).
+        # would walk the whole input).  Channels-last indices: runs of four channels
+        # (ALONG_C), neighbouring lanes on neighbouring elements.
+        along_c = c >= 4 and c % 4 == 0 and contiguous_along([indices], "c")
+        if along_c:
+            grid_constants, grid_params, in_grid = tuned_lines_grid(c // 4, in_w, n * in_d * in_h, tuning)
+            source_constants = {**grid_constants, "WIDE_INDICES": source_constants["WIDE_INDICES"], "ALONG_C": True}
+            source_params = {**source_params, **grid_params}
+            fast_winners = Pass(MAX_UNPOOL_WINNERS_CHUNKS, ("indices", "winner"), sorted_constants(source_constants),
+                                source_params, in_grid)
+            source_kernels, aligned = (MAX_UNPOOL_WINNERS_CHUNKS, MAX_UNPOOL_SCATTER_CHUNKS), ("indices",)
         scatter = Pass(
             source_kernels[1], ("indices", "winner", "input", "output"),
             sorted_constants({**source_constants, "PACKED_OUTPUT": y.is_packed}),
