@@ -380,10 +380,14 @@ def gradient_passes(desc, tiles: dict, tuning: Tuning, lanes: int = 1) -> tuple:
     params.update(near_y=min(near, params["visit_y"]), near_x=min(near, params["visit_x"]))
     base = {**sample_constants(desc), "NEAR_Y": params["visit_y"] > near, "NEAR_X": params["visit_x"] > near}
 
-    kernel = GATHER if lanes == 1 else SHARED_GATHER
+    kernel, grid = GATHER, flat_grid(params["total"], wg_x)
+    base["WG_X"] = wg_x
     if lanes > 1:   # a workgroup per (image, block, run of `lanes` channels); the average's
+        kernel = SHARED_GATHER
         base = {**{k: v for k, v in base.items() if k not in ("REDUCE_MAX", "WEIGHTED")}, "WG_X": lanes}
+        del params["origin"]   # (not split: no chunks of blocks)
         params["total"] = n * blocks * -(-c // lanes)
+        grid = flat_grid(params["total"] * lanes, lanes)
 
     def trips(run: tuple) -> int:
         return loop_total(kernel, base, {**params, **dict(zip(RUN_FIELDS, run))})
@@ -398,17 +402,11 @@ def gradient_passes(desc, tiles: dict, tuning: Tuning, lanes: int = 1) -> tuple:
     gathers = []
     for k, run in enumerate(runs):
         first_run, last_run = k == 0, k == len(runs) - 1
-        constants = {"WG_X": wg_x, **base, "FIRST": first_run, "LAST": last_run}
-        roles = ("input_gradient",) + ((argmax,) if lanes == 1 else ()) + (
+        constants = {**base, "FIRST": first_run, "LAST": last_run}
+        roles = ("input_gradient",) + ((argmax,) if kernel is GATHER else ()) + (
             "table", "mask", "output_gradient" if last_run else None, None if first_run and last_run else "acc")
-        run_params = {**params, **dict(zip(RUN_FIELDS, run))}
-        if lanes == 1:
-            gathers.append(Pass(GATHER, roles, sorted_constants(constants), run_params,
-                                flat_grid(params["total"], wg_x), split))
-        else:
-            run_params.pop("origin")
-            gathers.append(Pass(SHARED_GATHER, roles, sorted_constants(constants), run_params,
-                                flat_grid(params["total"] * lanes, lanes)))
+        gathers.append(Pass(kernel, roles, sorted_constants(constants), {**params, **dict(zip(RUN_FIELDS, run))},
+                            grid, split if kernel is GATHER else None))
     scratch = (("mask", TensorDesc(DataType.UINT32, (1, 1, masks))),)
     if len(runs) > 1:   # the f32 sums carried from run to run, plane by plane
         scratch += (("acc", TensorDesc(DataType.UINT32, (n, c, in_h * in_w))),)
