@@ -169,19 +169,24 @@ def test_bad_arguments():
 
 @pytest.mark.parametrize("sample_type", SAMPLE_TYPES)
 def test_covering_bound_holds_for_every_sample(sample_type):
-    # the gather's loops rest on it: over a grid of samples, no input is covered by more windows
+    # the gather's loops rest on it: over a grid of samples, no input (no run of `span`
+    # inputs: the gather's four along W) meets more windows; and it is no mere `out`
     rng = np.random.default_rng(3)
+    below_out = 0
     for _ in range(60):
         size = int(rng.integers(2, 300))
         k = int(rng.integers(1, min(size, 12) + 1))
         out = int(rng.integers(1, size - k + 2))
-        bound = covering_bound(size, k, out, pg.DataType.of(sample_type))
-        for u in np.linspace(0, 0.99999994, 23, dtype=np.float32):
-            starts = np.clip(reference.fractional_starts(u, size, k, out, sample_type), 0, size - k)
-            cover = np.zeros(size, int)
-            for s in starts:
-                cover[s:s + k] += 1
-            assert cover.max() <= bound, (size, k, out, u)
+        for span in (1, 4):
+            bound = covering_bound(size, k, out, pg.DataType.of(sample_type), span)
+            below_out += bound < out
+            for u in np.linspace(0, 0.99999994, 23, dtype=np.float32):
+                starts = np.clip(reference.fractional_starts(u, size, k, out, sample_type), 0, size - k)
+                cover = np.zeros(size + span, int)   # windows meeting inputs [i, i + span)
+                for s in starts:
+                    cover[max(s - span + 1, 0):s + k] += 1
+                assert cover.max() <= bound, (size, k, out, span, u)
+    assert below_out > 30
 
 
 def test_gradient_is_deterministic_and_splits(device):

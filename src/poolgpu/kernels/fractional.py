@@ -78,10 +78,10 @@ def covering_bound(size_in: int, window: int, out: int, data_type: DataType, spa
     a = float(alpha(size_in, window, out, data_type))
     if not (math.isfinite(a) and a > 0):
         return out
-    span = out * a
-    if data_type == DataType.FLOAT16 and span >= 65504:  # (float16 overflows to infinity there)
+    largest = out * a   # (the largest value the rounded products reach)
+    if data_type == DataType.FLOAT16 and largest >= 65504:  # (float16 overflows to infinity there)
         return out
-    error = 4 * _ROUNDOFF[data_type] * (span + 2) + 1e-6
+    error = 4 * _ROUNDOFF[data_type] * (largest + 2) + 1e-6
     return min(out, math.floor((window + span - 1 + 3 * error + 1) / a) + 3)
 
 
