@@ -51,6 +51,8 @@ VARIANTS = {
     "wholewg": "the (column, line, plane) grids numbered flat: every lane busy (Tuning.whole_workgroups)",
     "roichannelsN": "ROI align's walk: N channels' outputs per invocation, sharing a bin's samples "
                     "(Tuning.roi_align_channels: 1 or 4)",
+    "roipoolN": "ROI pooling's walk: N channels' outputs per invocation, sharing a bin (Tuning.roi_pool_channels: "
+                "1 or 4)",
     "roigradN": "ROI align's average gradient: workgroups of N channels' blocks sharing the samples' weights "
                 "(Tuning.roi_align_grad_channels; 1: a block per invocation)",
     "flatunderN": "the (column, line, plane) grids numbered flat where a line has fewer than N columns "
@@ -71,7 +73,7 @@ VARIANTS = {
 SWEEP = {"outN": (1, 2), "wgN": (64, 128, 256), "rowsN": (4,), "planeN": (64, 128, 256), "partN": (4096, 65536),
          "planechunksN": (2, 4), "packedN": (1, 2, 4, 16), "planewgN": (528, 2112),
          "unpoolplaneN": (4096, 16384), "flatunderN": (4, 8),
-         "roichannelsN": (1, 4), "roigradN": (1, 8, 64)}
+         "roichannelsN": (1, 4), "roigradN": (1, 8, 64), "roipoolN": (1, 4)}
 
 
 def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
@@ -107,6 +109,8 @@ def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
         return replace(tuning, whole_workgroups=True)
     if name == "roichannels" and digits:
         return replace(tuning, roi_align_channels=int(digits))
+    if name == "roipool" and digits:
+        return replace(tuning, roi_pool_channels=int(digits))
     if name == "roigrad" and digits:
         return replace(tuning, roi_align_grad_channels=int(digits))
     if name == "flatunder" and digits:

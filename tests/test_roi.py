@@ -21,7 +21,7 @@ SCALES = [1.0, 0.5, 0.25, 0.0625, 1 / 3, 2.0, 0.1, 1e-3, 1e20]
 
 @st.composite
 def roi_cases(draw):
-    n, c = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    n, c = draw(st.integers(1, 3)), draw(st.sampled_from([1, 2, 3, 4, 8]))   # (4, 8: four channels an invocation)
     h, w = draw(st.integers(1, 12)), draw(st.integers(1, 12))
     scale = draw(st.sampled_from(SCALES))
     count = draw(st.integers(1, 6))
@@ -75,6 +75,35 @@ def run_case(device, case):
 @given(case=roi_cases())
 def test_roi_pool_matches_reference(device, case):
     run_case(device, case)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_roi_pool_four_channels_per_invocation(device, dtype):
+    # C a multiple of 4: the walk (and the gradient's argmax walk) takes four channels an
+    # invocation, sharing the bin; the bits of one channel an invocation and the reference's,
+    # for ROIs inside, across and outside the map, of a batch past N, with NaN among the values
+    import dataclasses
+    from helpers import tuned_for
+    rng = np.random.default_rng(17)
+    x = random_values(pg.DataType.of(dtype), (2, 8, 11, 13), rng)
+    rois = np.array([[0, 0, 0, 12, 10], [1, 2.5, 1, 7, 9], [1, -3, -2, 20, 4], [0, 14, 12, 19, 15],
+                     [3, 1, 1, 4, 4], [0, 5, 5, 5, 5]], dtype)
+    dy = random_values(pg.DataType.of(dtype), (len(rois), 8, 3, 2), rng)
+    got = {}
+    for channels in (4, 1):
+        tuning = dataclasses.replace(device.tuning, roi_pool_channels=channels)
+        x_desc, roi_desc = pg.TensorDesc(dtype, x.shape), pg.TensorDesc(dtype, (1, 1) + rois.shape)
+        descs = (pg.RoiPoolingDesc(x_desc, roi_desc, spatial_scale=1.0, pooled_size=(3, 2)),
+                 pg.RoiPoolingGradDesc(x_desc, roi_desc, pg.TensorDesc(dtype, dy.shape), spatial_scale=1.0,
+                                       pooled_size=(3, 2)))
+        walks = [p for desc in descs for p in pg.kernels.program_for(desc, tuning).passes
+                 if p.kernel.file == "max_pool.wgsl"]
+        assert [dict(p.constants).get("CHANNELS", 1) for p in walks] == [channels, channels]
+        with tuned_for(device, tuning):
+            got[channels] = (pg.roi_pool(x, rois, (3, 2), device=device),
+                             pg.roi_pool_grad(x, rois, dy, (3, 2), device=device))
+    assert same_bits(got[4][0], got[1][0]) and same_bits(got[4][1], got[1][1])
+    assert same_bits(got[4][0], reference.roi_pool(x, rois.reshape(1, 1, -1, 5), (3, 2)))
 
 
 def test_roi_pool_reads_nothing_outside_the_input_whatever_the_rois(device):

@@ -109,6 +109,10 @@ class Tuning:
         once per workgroup and shared in workgroup memory, for outputs of at most 32 x 32
         (lavapipe, case ROI: 64 channels 0.50x the time of 1, 1,000 boxes 0.31x).  1: one
         block of one channel per invocation, computing them itself.
+    roi_pool_channels : {1, 4}
+        Outputs of neighbouring channels per invocation of ROI pooling's walk (where C is a
+        multiple of it, the bins take one part and the tensors are whole): they share the
+        output's coordinates and its bin from the table.
     unpool_gather : bool
         Max unpooling as a gather over the output: each output element finds its winner
         among the input elements whose index is expected to name it (the windows covering
@@ -207,6 +211,7 @@ class Tuning:
     flat_lines_under: int = 4
     roi_align_channels: int = 4
     roi_align_grad_channels: int = 64
+    roi_pool_channels: int = 4
     unpool_gather: bool = False
     unpool_gather_plane: int = 1
     fractional_walks: bool = True
@@ -243,6 +248,8 @@ class Tuning:
             raise ValidationError("plane_lanes", f"expected 4, 8, 16, 32, 64, 128 or 256, got {self.plane_lanes}")
         if self.roi_align_channels not in (1, 4):
             raise ValidationError("roi_align_channels", f"expected 1 or 4, got {self.roi_align_channels}")
+        if self.roi_pool_channels not in (1, 4):
+            raise ValidationError("roi_pool_channels", f"expected 1 or 4, got {self.roi_pool_channels}")
         if self.roi_align_grad_channels not in (1, 2, 4, 8, 16, 32, 64, 128, 256):
             raise ValidationError("roi_align_grad_channels", f"expected a power of two from 1 to 256, "
                                                              f"got {self.roi_align_grad_channels}")
@@ -300,14 +307,14 @@ class Tuning:
             ``target="gpu"``, ``rows_walks=False``, ``plane_walk=True``, ``plane_lanes=256``,
             ``outputs_per_invocation=2``, ``lines_workgroup=256``, ``plane_lane_chunks=4``,
             ``channels_written_out=True``, ``unpool_gather=True``, ``unpool_gather_plane=256``,
-            ``lp_gradient_one_pass=False``, ``flat_lines_under=1`` and
-            ``roi_align_grad_channels=1`` (unmeasured on GPUs); the other fields,
-            ``roi_align_channels=4`` among them, as :meth:`for_cpu`'s.
+            ``lp_gradient_one_pass=False``, ``flat_lines_under=1``,
+            ``roi_align_grad_channels=1`` and ``roi_pool_channels=1`` (unmeasured on GPUs); the
+            other fields, ``roi_align_channels=4`` among them, as :meth:`for_cpu`'s.
         """
         return cls(target="gpu", rows_walks=False, plane_walk=True, plane_lanes=256, plane_lane_chunks=4,
                    outputs_per_invocation=2, lines_workgroup=256, channels_written_out=True, unpool_gather=True,
                    unpool_gather_plane=256, lp_gradient_one_pass=False, flat_lines_under=1,
-                   roi_align_grad_channels=1)
+                   roi_align_grad_channels=1, roi_pool_channels=1)
 
     @classmethod
     def preset(cls, target: str) -> "Tuning":

@@ -1,6 +1,7 @@
 """Variable-bin pooling (ROI, adaptive; fractional in .fractional): a bins pass writes each
 output coordinate's input range into a bin table (wgsl/common/bin_table.wgsl), then a binned
-pass pools each bin.  And the binned gradients: gathers over dx visiting the bins that cover
+pass pools each bin (ROI pooling: ``Tuning.roi_pool_channels`` neighbouring channels' bins per
+invocation where they allow).  And the binned gradients: gathers over dx visiting the bins that cover
 each element (adaptive: common/adaptive_range.wgsl's bins, swapped; ROI: each ROI's run of
 covering bins, common/bin_search.wgsl)."""
 
@@ -228,11 +229,28 @@ def _roi_bins_pass(desc, wg_x: int) -> tuple:
     return bins_pass, bin_table(rois, (1, pooled_h, pooled_w))
 
 
+def roi_channels_walk(passes: tuple, channels: int, tuning: Tuning) -> Optional[Pass]:
+    """ROI pooling's walk (``passes``: binned_passes') taking ``tuning.roi_pool_channels``
+    channels per invocation (window_walk_bins.wgsl's CHANNELS), or None where it does not
+    apply (one channel each; bins in parts; C not a multiple).  Whole tensors only: its
+    invocations read several input planes each, which ranges of planes would cut."""
+    walk, per = passes[0], tuning.roi_pool_channels
+    if per == 1 or len(passes) > 1 or channels % per:
+        return None
+    total = walk.params["total"] // per
+    return Pass(walk.kernel, walk.tensors, sorted_constants({**dict(walk.constants), "CHANNELS": per}),
+                {**walk.params, "total": total}, flat_grid(total, tuning.flat_workgroup))
+
+
 @register("roi_pool")
 def _roi_pool_program(desc, tuning: Tuning) -> Program:
     bins_pass, table = _roi_bins_pass(desc, tuning.flat_workgroup)
     passes, scratch = binned_passes(BINS_MAX, MAX, desc, {"ROI": True}, tuning)
-    return Program((bins_pass,) + passes, scratch=(("bins", table),) + scratch)
+    program = Program((bins_pass,) + passes, scratch=(("bins", table),) + scratch)
+    grouped = roi_channels_walk(passes, desc.input.sizes[1], tuning)
+    if grouped is None:
+        return program
+    return Program((bins_pass, grouped), scratch=program.scratch, whole_only=True, fallback=program)
 
 
 # The binned pooling gradients: straightforward gathers (each dx element visits the bins
@@ -438,6 +456,8 @@ def _roi_pool_grad_program(desc, tuning: Tuning) -> Program:
     forward, wg_x = desc.forward, tuning.flat_workgroup
     bins_pass, table = _roi_bins_pass(forward, wg_x)
     argmax, argmax_scratch = argmax_passes(forward, {"ROI": True}, tuning)
+    grouped = roi_channels_walk(argmax, forward.input.sizes[1], tuning)   # (the program runs whole only)
+    argmax = argmax if grouped is None else (grouped,)
     n, _, in_h, in_w = desc.output_gradient.sizes
     rois = desc.roi.sizes[2]
     tiles = tile_layout(n, in_h, in_w, rois)

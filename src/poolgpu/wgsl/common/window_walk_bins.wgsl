@@ -20,6 +20,12 @@ override BIN_D: u32 = 0u;
 override BIN_H: u32 = 0u;
 override BIN_W: u32 = 0u;
 
+// ROI pooling of whole tensors, C a multiple of 4 (poolgpu.kernels checks): 4 neighbouring
+// channels' outputs per invocation (Tuning.roi_pool_channels), numbered over {N, C / 4, out_d,
+// out_h, out_w}, sharing the bin's position and bounds; each channel's taps in the same
+// order as alone (the same bits).
+override CHANNELS: u32 = 1u;
+
 override PARTS_D: u32 = 1u;
 override PARTS_H: u32 = 1u;
 override PARTS_W: u32 = 1u;
@@ -29,12 +35,51 @@ override PARTS: u32 = 1u;   // their product (computed by poolgpu.kernels)
 fn save_word(e: u32, v: u32) { part_word_store(e, v); }
 fn load_word(e: u32) -> u32 { return part_word(e); }
 
+// The outputs of channels c0 .. c0 + 3 at (n, o) (CHANNELS = 4; whole tensors, no parts),
+// written out: an array of accumulators indexed by a loop variable would live in memory.
+fn pool_four_channels(i: u32) {
+    let sizes = vec3<u32>(params.out_d, params.out_h, params.out_w);
+    let o = vec3<u32>((i / (sizes.z * sizes.y)) % sizes.x, (i / sizes.z) % sizes.y, i % sizes.z);
+    let groups = params.channels / 4u;
+    let ng = i / (sizes.z * sizes.y * sizes.x);
+    let n = ng / groups;
+    let c0 = (ng - n * groups) * 4u;
+    let bin = bin_of(params.bins_base, n, c0, o, sizes);
+    let x_plane = params.x_base + bin.batch * params.x_n + c0 * params.x_c;
+    let plane_size = params.in_d * params.in_h * params.in_w;
+    let logical_plane = (bin.batch * params.channels + c0) * plane_size;
+    var a0 = acc_new();
+    var a1 = acc_new();
+    var a2 = acc_new();
+    var a3 = acc_new();
+    for (var d = bin.start.x; d < bin.end.x; d++) {
+        for (var h = bin.start.y; h < bin.end.y; h++) {
+            for (var w = bin.start.z; w < bin.end.z; w++) {
+                let at = x_plane + d * params.x_d + h * params.x_h + w * params.x_w;
+                let e = logical_plane + (d * params.in_h + h) * params.in_w + w;
+                a0 = acc_add(a0, tap_of(x_load(at)), e, true);
+                a1 = acc_add(a1, tap_of(x_load(at + params.x_c)), e + plane_size, true);
+                a2 = acc_add(a2, tap_of(x_load(at + 2u * params.x_c)), e + 2u * plane_size, true);
+                a3 = acc_add(a3, tap_of(x_load(at + 3u * params.x_c)), e + 3u * plane_size, true);
+            }
+        }
+    }
+    store_one(Out(n, c0, o.x, o.y, o.z), a0);
+    store_one(Out(n, c0 + 1u, o.x, o.y, o.z), a1);
+    store_one(Out(n, c0 + 2u, o.x, o.y, o.z), a2);
+    store_one(Out(n, c0 + 3u, o.x, o.y, o.z), a3);
+}
+
 @compute @workgroup_size(WG_X)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_index) lane: u32) {
     let local = flat_index(wg, groups, lane, WG_X, params.total);
     if (local >= params.total) { return; }
     let t = params.origin + local;
+    if (CHANNELS == 4u) {
+        pool_four_channels(t);
+        return;
+    }
     let output = t / PARTS;
     let part = t % PARTS;
     let out = binned_output(output);
