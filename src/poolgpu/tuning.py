@@ -111,8 +111,9 @@ class Tuning:
         block of one channel per invocation, computing them itself.
     roi_pool_channels : {1, 4}
         Outputs of neighbouring channels per invocation of ROI pooling's walk (where C is a
-        multiple of it, the bins take one part and the tensors are whole): they share the
-        output's coordinates and its bin from the table.
+        multiple of it, the bins take one part and the tensors are whole), and of its
+        gradient's argmax walk: they share the output's coordinates and its bin from the
+        table (lavapipe, case ROI: 0.53x the time of one channel each, the gradient 0.77x).
     unpool_gather : bool
         Max unpooling as a gather over the output: each output element finds its winner
         among the input elements whose index is expected to name it (the windows covering
