@@ -38,13 +38,11 @@ fn load_word(e: u32) -> u32 { return part_word(e); }
 // The outputs of channels c0 .. c0 + 3 at (n, o) (CHANNELS = 4; whole tensors, no parts),
 // written out: an array of accumulators indexed by a loop variable would live in memory.
 fn pool_four_channels(i: u32) {
-    let sizes = vec3<u32>(params.out_d, params.out_h, params.out_w);
-    let o = vec3<u32>((i / (sizes.z * sizes.y)) % sizes.x, (i / sizes.z) % sizes.y, i % sizes.z);
-    let groups = params.channels / 4u;
-    let ng = i / (sizes.z * sizes.y * sizes.x);
-    let n = ng / groups;
-    let c0 = (ng - n * groups) * 4u;
-    let bin = bin_of(params.bins_base, n, c0, o, sizes);
+    let out = binned_output_of(i, 4u);
+    let n = out.n;
+    let c0 = out.c;
+    let o = out.o;
+    let bin = out.bin;
     let x_plane = params.x_base + bin.batch * params.x_n + c0 * params.x_c;
     let plane_size = params.in_d * params.in_h * params.in_w;
     let logical_plane = (bin.batch * params.channels + c0) * plane_size;
