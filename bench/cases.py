@@ -98,6 +98,10 @@ CASES = {
         Case("C", (8, 512, 7, 7), (1, 4, 7, 7), (7, 7), None, None,
              FORWARD_MAX + ("avg", "lp2", "unpool") + GRADIENTS + ("adaptive_max", "adaptive_avg"),
              "7x7 window over 7x7 = global pooling, also as adaptive pooling to 1x1", every_variant=True),
+        Case("I", (8, 512, 14, 14), (1, 4, 7, 7), (3, 3), (1, 1), (1, 1),
+             FORWARD_MAX + ("avg", "lp2", "max_fwd_bwd"),
+             "Inception's branch pooling: 3x3, strides 1, padding 1 over 14x14 planes (rows of no whole 4-element "
+             "chunks)"),
         Case("G", (8, 64, 112, 112), (1, 2, 14, 14), None, None, None,
              ("max", "avg", "lp2", "adaptive_max", "adaptive_avg"),
              "global pooling of A's input: 12544 elements per window"),
@@ -130,7 +134,7 @@ CASES = {
 # that a GPU's dispatch lasts long past its ramp-up and tail (bandwidth rows beside the
 # standard, latency, rows); the input is the standard one repeated along N (ROI's boxes and
 # fractional pooling's samples with it).
-SCALE_BATCH = {"A": 64, "B": 64, "C": 1024, "G": 64, "1DG": 16, "1D": 64, "3D": 32, "ROI": 32, "FR": 64, "BF": 64}
+SCALE_BATCH = {"A": 64, "B": 64, "C": 1024, "I": 256, "G": 64, "1DG": 16, "1D": 64, "3D": 32, "ROI": 32, "FR": 64, "BF": 64}
 DTYPES = ("float32", "float16", "bfloat16")
 LAYOUTS = ("nchw", "nhwc")  # NHWC: channels last (NWC, NDHWC), for inputs and outputs alike
 

@@ -314,7 +314,10 @@ PINNED = (
     # Lp pooling's gradient over disjoint windows in one pass
     Case("lp_grad", pg.DataType.FLOAT16, "aligned", 2, "packed", "packed", "gaps", None, "gpu-variants", 21),
     # quantized average pooling's walks under each rounding (seed % 4: directml, onnxruntime,
-    # pytorch, onnxruntime_global), and the integer adaptive average's split bins
+    # pytorch, onnxruntime_global; rows 14 wide: the rows walk from single loads), and the
+    # integer adaptive average's split bins
+    Case("quantized_average", pg.DataType.UINT8, "odd", 2, "packed", "packed", "packed", None, "cpu", 0),
+    Case("quantized_average", pg.DataType.INT8, "odd", 2, "packed", "gaps", "packed", None, "cpu", 2),
     Case("quantized_average", pg.DataType.INT8, "aligned", 1, "packed", "packed", "packed", None, "cpu", 2),
     Case("quantized_average", pg.DataType.INT8, "aligned", 1, "packed", "channels_last", "packed", None, "cpu", 0),
     Case("quantized_average", pg.DataType.INT8, "aligned", 1, "packed", "channels_last", "packed", None, "cpu", 2),

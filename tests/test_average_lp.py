@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import poolgpu as pg
 import reference
-from helpers import assert_canaries_intact, canary_tensor, forward_walk, layout_strides, upload
+from helpers import assert_canaries_intact, canary_tensor, forward_walk, layout_strides, sentinel_input, upload
 
 F32, F16 = pg.DataType.FLOAT32, pg.DataType.FLOAT16
 GPU_SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -283,5 +283,23 @@ def test_rows_walk_with_any_output_layout(device, name, dtype, out_layout):
     assert forward_walk(desc) == "rows_tail"
     y = canary_tensor(device, out)
     device.compile(desc)(device.upload(x), out=y)
+    assert_accurate(y.numpy(), ref(x, **geometry, **args), dtype)
+    assert_canaries_intact(y)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("name", sorted(OPERATORS))
+def test_rows_walk_from_rows_that_start_anywhere(device, name, dtype):
+    """Rows 14 elements wide (Inception's 3x3 stride 1 pooling of 14 x 14 planes), the input
+    placed 4 bytes into its buffer: the rows walk from single loads, accurate, within the
+    input's elements (those around it are NaN)."""
+    desc_class, ref = OPERATORS[name]
+    args = operator_args(name)
+    x = (np.random.default_rng(4).standard_normal((2, 3, 9, 14)) * 3).astype(dtype)
+    geometry = dict(window_size=(3, 3), strides=(1, 1), start_padding=(1, 1), end_padding=(1, 1))
+    desc = desc_class(pg.TensorDesc(dtype, x.shape), **geometry, **args)
+    assert forward_walk(desc) == "rows_any"
+    y = canary_tensor(device, desc.output)
+    device.compile(desc)(sentinel_input(device, x, lead_bytes=4, tail_bytes=0), out=y)
     assert_accurate(y.numpy(), ref(x, **geometry, **args), dtype)
     assert_canaries_intact(y)

@@ -200,6 +200,41 @@ def test_rows_walk_with_any_output_layout_stores_element_by_element(device, data
     assert_pools_with_indices(device, desc, device.upload(x), x, geometry)
 
 
+@pytest.mark.parametrize("lead_bytes", [16, 4])
+@pytest.mark.parametrize("data_type", ALL_TYPES)
+@pytest.mark.parametrize("in_w, geometry", [
+    (14, dict(window_size=(3, 3), strides=(1, 1), start_padding=(1, 1), end_padding=(1, 1))),  # Inception's
+    (7, dict(window_size=(3, 3), strides=(1, 1), start_padding=(1, 1), end_padding=(1, 1))),
+    (13, dict(window_size=(5, 5), strides=(1, 1), start_padding=(2, 2), end_padding=(2, 2))),  # YOLO's SPP
+    (14, dict(window_size=(2, 2), strides=(2, 2), end_padding=(1, 1))),  # ceil_mode: a window half in padding
+    (11, dict(window_size=(2, 3), strides=(1, 2), dilations=(2, 1))),
+])
+def test_rows_walk_from_rows_that_start_anywhere(device, data_type, in_w, geometry, lead_bytes):
+    """Rows whose width is no multiple of 4 (and an input starting anywhere): the rows walk
+    assembling its chunks from single loads.  Values and indices exact; the elements a
+    row's last chunk reads past its end (the next row's, or past the input: NaN or the
+    maximum here) never reach a stored output."""
+    rng = np.random.default_rng(in_w + lead_bytes + ALL_TYPES.index(data_type))
+    x = random_values(data_type, (2, 3, 9, in_w), rng)
+    desc = pg.MaxPooling2Desc(pg.TensorDesc(data_type, x.shape), output_indices="uint32", **geometry)
+    assert forward_walk(desc) == "rows_any"
+    assert_pools_with_indices(device, desc, sentinel_input(device, x, lead_bytes=lead_bytes, tail_bytes=0), x,
+                              geometry)
+
+
+@pytest.mark.parametrize("data_type", [pg.DataType.FLOAT32, pg.DataType.UINT8])
+def test_rows_walk_at_an_unaligned_offset_reads_rows_that_start_anywhere(device, data_type):
+    """An input the rows walk reads in 4-element chunks, placed at an offset that is not a
+    multiple of 4 elements: the call takes the rows walk from rows that start anywhere, with
+    the same results."""
+    x = random_values(data_type, (2, 3, 9, 16), np.random.default_rng(5))
+    geometry = dict(window_size=(3, 3), strides=(1, 1), start_padding=(1, 1), end_padding=(1, 1))
+    desc = pg.MaxPooling2Desc(pg.TensorDesc(data_type, x.shape), output_indices="uint32", **geometry)
+    program = kernels.program_for(desc)
+    assert forward_walk(desc) == "rows" and program.fallback.passes[0].kernel == kernels.window.MAX_POOL["rows_any"]
+    assert_pools_with_indices(device, desc, sentinel_input(device, x, lead_bytes=4 * data_type.size), x, geometry)
+
+
 SIXTEEN_BIT = tuple(t for t in ALL_TYPES if t.size == 2)
 
 
@@ -227,16 +262,16 @@ def test_rows_walk_reads_16_bit_inputs_eight_elements_at_a_time(device, data_typ
 @settings(GPU_SETTINGS, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_rows_walk_on_random_row_geometries(device, data):
-    """Inputs contiguous along W with whole chunks (and for 16-bit types pairs of chunks):
-    the rows walk over random windows, strides, dilations and paddings, several output rows
+    """Inputs contiguous along W, with whole chunks (and for 16-bit types pairs of chunks) or
+    rows that start anywhere: the rows walks over random windows, strides, dilations and paddings, several output rows
     per invocation; values and indices exact, nothing written outside the outputs."""
     data_type = data.draw(st.sampled_from(ALL_TYPES))
-    in_h, in_w = data.draw(st.integers(1, 13)), data.draw(st.sampled_from([8, 16, 24, 40]))
+    in_h, in_w = data.draw(st.integers(1, 13)), data.draw(st.sampled_from([8, 16, 24, 40, 7, 13, 22]))
     geometry = draw_row_geometry(data)
     x = random_values(data_type, (2, 2, in_h, in_w), np.random.default_rng(data.draw(st.integers(0, 2**31))))
     try:
         desc = pg.MaxPooling2Desc(pg.TensorDesc(data_type, x.shape), output_indices="uint32", **geometry)
     except pg.ValidationError:
         assume(False)
-    assume(forward_walk(desc) in ("rows", "rows_tail"))
+    assume(forward_walk(desc) in kernels.window.ROWS_WALKS)
     assert_pools_with_indices(device, desc, device.upload(x), x, geometry)

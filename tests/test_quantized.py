@@ -116,11 +116,13 @@ def test_quantized_average_pooling_matches_the_reference(device, case):
 
 @pytest.mark.parametrize("rounding", ROUNDINGS)
 def test_every_rule_on_the_walks_each_layout_takes(device, rounding):
-    # rows (packed, W a multiple of 4), channels (channels_last, C a multiple of 4), general
-    # (odd sizes; per-channel scales), plane (global, integer rules), both types
+    # rows (packed, W a multiple of 4), rows from rows that start anywhere (W = 13),
+    # channels (channels_last, C a multiple of 4), general (per-channel scales), plane
+    # (global, integer rules), both types
     rng = np.random.default_rng(3)
     for sizes, layout, window, strides, data_type, per_channel in (
             ((2, 4, 8, 16), "packed", (3, 3), (1, 1), "int8", False),
+            ((2, 3, 7, 13), "packed", (3, 3), (1, 1), "uint8", False),
             ((2, 8, 6, 8), "channels_last", (2, 2), (2, 2), "uint8", False),
             ((1, 3, 7, 9), "packed", (2, 3), (2, 1), "uint8", True),
             ((2, 3, 16, 16), "packed", (16, 16), (1, 1), "int8", False)):

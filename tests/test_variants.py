@@ -149,8 +149,8 @@ def test_the_channels_walk_written_out(device, preset):
 @pytest.mark.parametrize("preset", PRESETS)
 def test_whole_workgroups_numbered_past_65535(device, preset):
     # positions numbered flat over more workgroups than a grid dimension holds (folded), each
-    # workgroup's lanes over several lines and planes
-    tuning = dataclasses.replace(pg.Tuning.preset(preset), whole_workgroups=True, lines_workgroup=8)
+    # workgroup's lanes over several lines and planes (the general walk: an invocation per output)
+    tuning = dataclasses.replace(pg.Tuning.preset(preset), whole_workgroups=True, lines_workgroup=8, walk="general")
     x = np.random.default_rng(9).standard_normal((1, 3, 2, 200_001)).astype(np.float32)
     desc = pg.MaxPooling2Desc(pg.TensorDesc("float32", x.shape), output_indices="uint32", window_size=(1, 3),
                               strides=(1, 1), start_padding=(0, 1), end_padding=(0, 1))

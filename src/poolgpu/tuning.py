@@ -32,13 +32,15 @@ class Tuning:
     target : {"cpu", "gpu"}
         The class of device the choices were made for (``Device.tuned_for`` reads it); it
         chooses nothing itself.
-    walk : {"auto", "general", "rows", "rows_tail", "channels", "plane"}
+    walk : {"auto", "general", "rows", "rows_tail", "rows_any", "channels", "plane"}
         The forward pooling's window walk.  ``"auto"``: the fastest one the tensors' layout
         allows, among those ``rows_walks`` and ``plane_walk`` admit.  A walk's name: that
         walk wherever the layout allows it, else ``"general"``.
     rows_walks : bool
         With ``walk="auto"``: take the rows walks (four outputs along W per invocation, from
-        4-element loads) where tensors are contiguous along W.
+        4-element chunks) where the input is contiguous along W: ``"rows"`` and
+        ``"rows_tail"`` load each chunk at once (rows starting at multiples of 4 elements),
+        ``"rows_any"`` element by element (rows starting anywhere).
     plane_walk : bool
         With ``walk="auto"``: pool each whole plane (global pooling, also adaptive pooling
         to one output) as a reduction, workgroups of ``plane_lanes`` invocations each

@@ -42,8 +42,10 @@ def read_wgsl(name: str) -> str:
 class Slot:
     """A tensor binding of a shader: its prefix in WGSL (``x`` gives ``x_load``) and whether
     the shader writes it.  ``snippet`` names a ``wgsl/common`` I/O snippet to use instead of
-    the data type's read/write one (e.g. ``atomic_b32.wgsl`` for atomic scratch words);
-    ``{storage}`` in it becomes the data type's storage class (``read4_{storage}.wgsl``)."""
+    the data type's read/write one (e.g. ``atomic_b32.wgsl`` for atomic scratch words), or
+    several, separated by spaces, each adding to those before it (``read_{storage}.wgsl
+    read4_any.wgsl``); ``{storage}`` in it becomes the data type's storage class
+    (``read4_{storage}.wgsl``)."""
 
     name: str
     output: bool
@@ -195,8 +197,9 @@ def shader_source(kernel: Kernel, data_types: tuple, writable_inputs: frozenset 
             continue
         direction = "write" if slot.output else "read"
         access = "read_write" if slot.name in writable_inputs else "read"
-        snippet = read_wgsl("common/" + (slot.snippet or direction + "_{storage}.wgsl").format(storage=data_type.storage))
-        parts.append(Template(snippet).substitute(name=slot.name, binding=binding, access=access))
+        for file in (slot.snippet or direction + "_{storage}.wgsl").split():
+            snippet = read_wgsl("common/" + file.format(storage=data_type.storage))
+            parts.append(Template(snippet).substitute(name=slot.name, binding=binding, access=access))
     parts.append(kernel.sources())
     return "\n".join(parts)
 

@@ -44,9 +44,10 @@ FLOAT_RULES = _accumulator("quantized_avg_pool.wgsl", ordered=True)
 GLOBAL_RULE = _accumulator("quantized_global_avg_pool.wgsl")
 PYTORCH_RULE = _accumulator("quantized_pytorch_avg_pool.wgsl")
 PYTORCH_ADAPTIVE_RULE = _accumulator("quantized_pytorch_adaptive_avg_pool.wgsl")
-FLOAT_RULES_POOL = _walks(FLOAT_RULES, "general", "rows", "rows_tail", "channels")   # (chained, not merged)
+FLOAT_RULES_POOL = _walks(FLOAT_RULES, "general", "rows", "rows_tail", "rows_any", "channels")   # (chained, not merged)
 GLOBAL_RULE_POOL = _walks(GLOBAL_RULE, "general", "channels", "plane", "merge")   # (global windows)
-PYTORCH_RULE_POOL = _walks(PYTORCH_RULE, "general", "rows", "rows_tail", "channels", "plane", "merge")
+PYTORCH_RULE_POOL = _walks(PYTORCH_RULE, "general", "rows", "rows_tail", "rows_any", "channels", "plane",
+                           "merge")
 BINS_PYTORCH_ADAPTIVE = _bins_kernel(PYTORCH_ADAPTIVE_RULE)
 PYTORCH_ADAPTIVE_MERGE = _walks(PYTORCH_ADAPTIVE_RULE, "merge")["merge"]
 _ROUNDINGS = {  # rounding -> (accumulator, kernels by walk, override constants)

@@ -2,7 +2,8 @@
 avg_pool.wgsl, lp_pool.wgsl) under one of the window walks (common/window_walk*.wgsl):
 "general" for any strides; "rows" when tensors are contiguous along W and "channels" when
 contiguous along C (four outputs per invocation from 4-element chunk loads and stores);
-"rows_tail" when only the input is contiguous along W (chunk loads, scalar stores); "plane"
+"rows_tail" when only the input is contiguous along W (chunk loads, scalar stores);
+"rows_any" the same for rows that start anywhere (chunks from scalar loads); "plane"
 for global pooling (a reduction: workgroups reduce runs of each plane).  Windows longer than
 an invocation may walk split into parts, merged by further passes (kernels/split.py)."""
 
@@ -34,6 +35,8 @@ WALKS = {  # walk -> (its files in wgsl/common, its slots)
     "rows": (("window_walk_rows.wgsl", "rows_store4.wgsl"), _CHUNKED),
     "rows_tail": (("window_walk_rows.wgsl", "store_one.wgsl", "rows_store_tail.wgsl"),
                   (_CHUNKED[0], Slot("y", True), Slot("idx", True))),
+    "rows_any": (("window_walk_rows.wgsl", "store_one.wgsl", "rows_store_tail.wgsl"),
+                 (Slot("x", False, snippet="read_{storage}.wgsl read4_any.wgsl"), Slot("y", True), Slot("idx", True))),
     "channels": (("window_walk_channels.wgsl",), _CHUNKED),
     "plane": (("store_one.wgsl", "plane_lanes.wgsl", "plane_reduce.wgsl", "window_walk_plane.wgsl"),
               (_CHUNKED[0], Slot("y", True), Slot("idx", True), _PART)),
@@ -41,6 +44,7 @@ WALKS = {  # walk -> (its files in wgsl/common, its slots)
 # The general walk's kernels besides one output per invocation ("general"): name -> entry point
 GENERAL_ENTRIES = {"general_two": "window_walk_two.wgsl", "general_pairs": "window_walk_pairs.wgsl"}
 CHUNKED_WALKS = ("rows", "rows_tail", "channels")  # the walks that need 4-element aligned tensors
+ROWS_WALKS = ("rows", "rows_tail", "rows_any")  # window_walk_rows.wgsl's
 SPLIT_WALKS = ("general", "plane")  # the walks that split windows longer than an invocation may walk
 ROWS_MAX_CHUNKS = 8  # window_walk_rows.wgsl's span holds 32 elements
 UNROLLED = 4  # window_walk.wgsl: windows written out up to this many taps per dimension
@@ -134,7 +138,7 @@ def plane_loops(constants: dict, params: dict) -> dict:
     return dict(one_by_one, half=iterations(1, lanes.bit_length() - 1))
 
 
-_WALK_LOOPS = {"general": general_loops, "rows": rows_loops, "rows_tail": rows_loops,
+_WALK_LOOPS = {"general": general_loops, "rows": rows_loops, "rows_tail": rows_loops, "rows_any": rows_loops,
                "channels": channels_loops, "plane": plane_loops}
 
 
@@ -252,12 +256,11 @@ def _covers_plane(desc, tuning: Tuning) -> bool:
         and plane_walk_fits(in_spatial, desc.output.sizes[2:], tuning)
 
 
-def walk_for(desc, tuning: Tuning) -> str:
-    """The walk of ``tuning.walk`` where ``desc``'s layout allows it (else "general"), or
-    for "auto" the fastest one it allows among those the tuning admits: the plane walk
-    (``plane_walk``), the rows walk (``rows_walks``), the channels walk, the rows walk with
-    scalar stores (``rows_walks``), the general walk.  A walk whose loops would run longer
-    than ``tuning.loop_budget`` is not taken (the general walk splits long windows)."""
+def _allowed_walks(desc, tuning: Tuning) -> dict:
+    """walk -> a function saying whether ``desc``'s layout allows it, fastest first (the
+    plane walk, the rows walk, the channels walk, the rows walk with scalar stores, the same
+    from rows that start anywhere, the general walk).  A walk whose loops would run longer
+    than ``tuning.loop_budget`` is not allowed (the general walk splits long windows)."""
     tensors = [t for t in (desc.input, desc.output, getattr(desc, "output_indices", None)) if t is not None]
     out_w, channels = as_5d(desc.output.sizes, desc.output.strides)[0][4], desc.input.sizes[1]
     span_fits = _row_span(desc.window)[1] <= ROWS_MAX_CHUNKS
@@ -266,17 +269,38 @@ def walk_for(desc, tuning: Tuning) -> str:
         p = window_walk_pass(MAX_POOL, desc, ("input", "output", None), tuning, walk)
         return loop_total(p.kernel, p.constants, p.params) <= tuning.loop_budget
 
-    allows = {  # walk -> whether desc's layout allows it (evaluated on demand)
+    return {
         "plane": lambda: _covers_plane(desc, tuning),
         "rows": lambda: out_w % 4 == 0 and span_fits and contiguous_along(tensors, "w") and fits("rows"),
         "channels": lambda: channels % 4 == 0 and contiguous_along(tensors, "c") and fits("channels"),
         "rows_tail": lambda: out_w >= 4 and span_fits and contiguous_along(tensors[:1], "w") and fits("rows_tail"),
+        "rows_any": lambda: out_w >= 4 and span_fits and strides_5d(desc.input).get("w", 1) == 1
+        and fits("rows_any"),
         "general": lambda: True,
     }
+
+
+def walk_for(desc, tuning: Tuning) -> str:
+    """The walk of ``tuning.walk`` where ``desc``'s layout allows it (else "general"), or
+    for "auto" the fastest one it allows (see _allowed_walks) among those the tuning admits
+    (``plane_walk``, ``rows_walks``)."""
+    allows = _allowed_walks(desc, tuning)
     if tuning.walk != "auto":
         return tuning.walk if allows[tuning.walk]() else "general"
-    admitted = {"plane": tuning.plane_walk, "rows": tuning.rows_walks, "rows_tail": tuning.rows_walks}
-    return next(walk for walk, fits in allows.items() if admitted.get(walk, True) and fits())
+    return next(walk for walk, fits in allows.items() if _admitted(walk, tuning) and fits())
+
+
+def _admitted(walk: str, tuning: Tuning) -> bool:
+    return {"plane": tuning.plane_walk}.get(walk, tuning.rows_walks if walk in ROWS_WALKS else True)
+
+
+def unaligned_walk(desc, tuning: Tuning) -> str:
+    """The walk of the calls whose tensors do not start where a chunked walk needs them
+    (``window_walk_program``'s fallback): the rows walk from rows that start anywhere where
+    the tuning and layout allow it, else the general walk."""
+    allows = _allowed_walks(desc, tuning)
+    return "rows_any" if tuning.walk == "auto" and _admitted("rows_any", tuning) and allows["rows_any"]() \
+        else "general"
 
 
 def _plane_params(first: int, planes: int) -> dict:
@@ -311,14 +335,14 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
     roles += tuple(operands) + (None,) * (len(kernels_by_walk[walk].slots) - walk_slots - len(operands))
     in_sizes, _ = as_5d(desc.input.sizes, desc.input.strides)
     n, c, out_d, out_h, out_w = as_5d(desc.output.sizes, desc.output.strides)[0]
-    if walk in ("rows", "rows_tail"):  # (ow / 4, oh / ROWS, (n, c, od)): output rows share input rows
+    if walk in ROWS_WALKS:  # (ow / 4, oh / ROWS, (n, c, od)): output rows share input rows
         rows = min(tuning.rows_per_invocation, out_h)
         grid_constants, grid_params, grid = tuned_lines_grid(-(-out_w // 4), -(-out_h // rows), n * c * out_d, tuning)
         constants["LEAD"], constants["CHUNKS"] = _row_span(desc.window)
         constants["ROWS"] = rows
-        if walk == "rows_tail":   # rows_store_tail.wgsl: 16-bit outputs contiguous along W stored in pairs
+        if walk != "rows":   # rows_store_tail.wgsl: 16-bit outputs contiguous along W stored in pairs
             constants["PAIR_STORES"] = desc.output.data_type.size == 2 and strides_5d(desc.output).get("w") == 1
-        if reads_pairs(desc):
+        if walk != "rows_any" and reads_pairs(desc):
             constants.update(PAIRED=True, **_pair_constants(desc.window, constants["LEAD"], constants["CHUNKS"]))
     elif walk == "plane":  # a group of lanes per (n, c, part), numbered flat
         count = parts[0] if parts else 1
@@ -470,8 +494,8 @@ def window_walk_passes(kernels_by_walk: dict, accumulator: Accumulator, desc, ro
 
 def window_walk_program(kernels_by_walk: dict, accumulator: Accumulator, desc, roles: tuple, tuning: Tuning,
                         walk: Optional[str] = None, operands: tuple = (), **constants) -> Program:
-    """The passes of window_walk_passes on `walk` (default: walk_for's), with the general
-    walk as the fallback for calls whose tensor offsets are not 4-element aligned; the
+    """The passes of window_walk_passes on `walk` (default: walk_for's), with unaligned_walk's
+    as the fallback for calls whose tensor offsets are not 4-element aligned; the
     general walk with ``tuning.paired_words`` two outputs per invocation from shared words
     where pairs_fit, the plain general walk its fallback for inputs at odd offsets."""
     walk = walk or walk_for(desc, tuning)
@@ -484,11 +508,13 @@ def window_walk_program(kernels_by_walk: dict, accumulator: Accumulator, desc, r
             return Program((paired,), aligned=roles[:1], fallback=Program(passes), aligned_elements=2)
     if walk not in CHUNKED_WALKS:
         return Program(passes, scratch=scratch)
-    general = Program(*window_walk_passes(kernels_by_walk, accumulator, desc, roles, tuning, "general", operands,
-                                          **constants))
+    unaligned = unaligned_walk(desc, tuning)
+    fallback = Program(*window_walk_passes(kernels_by_walk, accumulator, desc, roles, tuning,
+                                           unaligned if unaligned in kernels_by_walk else "general", operands,
+                                           **constants))
     aligned = roles[:1] if walk == "rows_tail" else tuple(r for r in roles if r is not None)
     pairs = walk in ("rows", "rows_tail") and reads_pairs(desc)
-    return Program(passes, scratch=scratch, aligned=aligned, fallback=general, aligned_elements=8 if pairs else 4)
+    return Program(passes, scratch=scratch, aligned=aligned, fallback=fallback, aligned_elements=8 if pairs else 4)
 
 
 @register("max_pool")
