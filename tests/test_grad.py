@@ -14,7 +14,7 @@ import poolgpu as pg
 import reference
 from poolgpu import kernels
 from helpers import (FLOAT_TYPES, assert_canaries_intact, canary_tensor, draw_row_geometry, layout_strides,
-                     random_values, same_bits, tuned_for, upload)
+                     random_values, same_bits, sentinel_input, tuned_for, upload)
 
 GPU_SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 GEOMETRY = ("window_size", "strides", "dilations", "start_padding", "end_padding")
@@ -575,6 +575,23 @@ def test_row_gathers_take_eight_dx_elements_from_chunks_of_dy(device, operator, 
     device.compile(desc)(*inputs, out=dx)
     assert_canaries_intact(dx)
     assert_gradient_close(dx.numpy(), want, dy)
+
+
+@pytest.mark.parametrize("data_type", FLOAT_TYPES)
+def test_max_gradient_finds_argmaxes_of_rows_that_start_anywhere_on_the_rows_walk(device, data_type):
+    """Rows 14 wide (Inception's 3x3 stride 1 pooling): pass 1 finds the argmaxes on the
+    rows walk from single loads, pass 2 gathers them; the input also placed 4 bytes into
+    its buffer (NaN around it)."""
+    rng = np.random.default_rng(14)
+    geometry = dict(window_size=(3, 3), strides=(1, 1), start_padding=(1, 1), end_padding=(1, 1))
+    x = random_values(data_type, (2, 3, 9, 14), rng)
+    dy = random_values(data_type, x.shape, rng, specials=False)
+    desc = pg.MaxPoolingGradDesc(pg.TensorDesc(data_type, x.shape), pg.TensorDesc(data_type, x.shape), **geometry)
+    assert kernels.program_for(desc).passes[0].kernel == kernels.window.MAX_POOL["rows_any"]
+    dx = canary_tensor(device, desc.output_gradient)
+    device.compile(desc)(sentinel_input(device, x, lead_bytes=4, tail_bytes=0), device.upload(dy), out=dx)
+    assert_canaries_intact(dx)
+    assert_gradient_close(dx.numpy(), reference.max_pool_grad(x, dy, **geometry), dy)
 
 
 @settings(GPU_SETTINGS, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])

@@ -19,7 +19,7 @@ from .planes import covers_planes, plane_gradient
 from .registry import register
 from .split import GRADIENT_MERGE, fewest_parts, gradient_merge_passes, iterations, loop_total  # noqa: F401
 from .window import (AVERAGE_DIVISOR, CHUNKED_WALKS, LP, LP_POOL, MAX, MAX_POOL, average_divisor_constants,
-                     lp_constants, pair_aligned, reads_pairs, walk_for, window_walk_passes)
+                     lp_constants, pair_aligned, reads_pairs, unaligned_walk, walk_for, window_walk_passes)
 
 def _landing(constants: dict, params: dict, axis: str) -> int:
     """The most taps of a window dimension that one dx element's tap loop visits (of a split
@@ -412,16 +412,17 @@ def _max_pool_grad_program(desc, tuning: Tuning) -> Program:
         sizes = forward.output.sizes
         forward = replace(forward, output=channels_last_desc(forward.output.data_type, sizes),
                           output_indices=channels_last_desc(DataType.UINT32, sizes))
-    general = _argmax_then_gather(desc, forward, tuning, "general", "blocks")
+    # (for calls whose tensors do not start where the chunked walks and gathers need them)
+    fallback = _argmax_then_gather(desc, forward, tuning, unaligned_walk(forward, tuning), "blocks")
     walk = walk_for(forward, tuning)
     gather = "rows" if _gathers_rows(desc, tuning) else \
         "channels" if _channels_last_io(desc) and _gathers_channels(desc, tuning) else "blocks"
     if walk not in CHUNKED_WALKS and gather == "blocks":
-        return general
+        return _argmax_then_gather(desc, forward, tuning, walk, gather) if walk == "rows_any" else fallback
     aligned = (("input",) if walk in CHUNKED_WALKS else ()) + \
         (("input_gradient", "output_gradient") if gather != "blocks" else ())
     pairs = walk in ("rows", "rows_tail") and reads_pairs(forward)  # pass 1 reads x in pairs of chunks
-    return replace(_argmax_then_gather(desc, forward, tuning, walk, gather), aligned=aligned, fallback=general,
+    return replace(_argmax_then_gather(desc, forward, tuning, walk, gather), aligned=aligned, fallback=fallback,
                    aligned_elements=8 if pairs else 4)
 
 
@@ -533,4 +534,5 @@ def _lp_pool_grad_program(desc, tuning: Tuning) -> Program:
     if walk not in CHUNKED_WALKS:
         return program(walk)
     pairs = walk in ("rows", "rows_tail") and reads_pairs(forward)
-    return replace(program(walk), aligned=("input",), fallback=program("general"), aligned_elements=8 if pairs else 4)
+    return replace(program(walk), aligned=("input",), fallback=program(unaligned_walk(forward, tuning)),
+                   aligned_elements=8 if pairs else 4)
