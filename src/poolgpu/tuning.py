@@ -97,7 +97,10 @@ class Tuning:
         Those grids are numbered flat (as under ``whole_workgroups``) where a line has fewer
         than this many columns; 1: never.  CPU adapters run a workgroup's lanes as SIMD
         vectors along x, so a workgroup one column wide (unpooling 1 x 1 inputs) keeps one
-        lane of each vector busy (lavapipe, case C unpooling: 0.24x the time numbered flat).
+        lane of each vector busy (lavapipe, case C unpooling: 0.24x the time numbered flat),
+        and one four columns wide half of them (3x3 stride 1 max pooling of 14 x 14 planes,
+        four outputs an invocation: 0.60x; of 20, 24, 28 wide planes, 5, 6, 7 columns:
+        0.75x, 0.84x, 0.92x; but 2x2 stride 2 of case B, 7 columns: 1.06-1.10x).
     roi_align_channels : {1, 4}
         Outputs of neighbouring channels per invocation of ROI align's walk (where C is a
         multiple of it, its samples in one part, and the tensors whole): they share the
@@ -211,7 +214,7 @@ class Tuning:
     rows_per_invocation: int = 4
     lines_workgroup: int = 64
     whole_workgroups: bool = False
-    flat_lines_under: int = 4
+    flat_lines_under: int = 7
     roi_align_channels: int = 4
     roi_align_grad_channels: int = 64
     roi_pool_channels: int = 4
