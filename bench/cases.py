@@ -135,7 +135,8 @@ CASES = {
 # that a GPU's dispatch lasts long past its ramp-up and tail (bandwidth rows beside the
 # standard, latency, rows); the input is the standard one repeated along N (ROI's boxes and
 # fractional pooling's samples with it).
-SCALE_BATCH = {"A": 64, "B": 64, "C": 1024, "I": 256, "G": 64, "1DG": 16, "1D": 64, "3D": 32, "ROI": 32, "FR": 64, "BF": 64}
+SCALE_BATCH = {"A": 64, "B": 64, "C": 1024, "G": 64, "1DG": 16, "1D": 64, "3D": 32, "ROI": 32, "FR": 64, "BF": 64,
+               "I": 256}
 DTYPES = ("float32", "float16", "bfloat16")
 LAYOUTS = ("nchw", "nhwc")  # NHWC: channels last (NWC, NDHWC), for inputs and outputs alike
 
