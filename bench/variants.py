@@ -67,6 +67,9 @@ VARIANTS = {
     "lponepass": "Lp pooling's gradient over disjoint windows in one pass (Tuning.lp_gradient_one_pass)",
     "nolponepass": "Lp pooling's gradient in two passes everywhere (Tuning.lp_gradient_one_pass off)",
     "norows": "no rows walks (Tuning.rows_walks off): the general walk where the GPU preset takes it",
+    "anyrows": "rows that start anywhere: the rows walks (with rows_walks) and the gradients' row gathers from "
+               "single loads (Tuning.any_rows)",
+    "noanyrows": "rows that start anywhere: the general walk and the block gathers (Tuning.any_rows off)",
 }
 # The values the sweep (bench/sweep.py) tries for each variant taking a number; a variant
 # without values here is left out of it (say which).
@@ -131,6 +134,10 @@ def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
         return replace(tuning, lp_gradient_one_pass=False)
     if part == "norows":
         return replace(tuning, rows_walks=False)
+    if part == "anyrows":
+        return replace(tuning, any_rows=True)
+    if part == "noanyrows":
+        return replace(tuning, any_rows=False)
     if part == "blockgather":
         return replace(tuning, row_gathers=False)
     if part == "tapsfirst":

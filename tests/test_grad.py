@@ -594,15 +594,51 @@ def test_max_gradient_finds_argmaxes_of_rows_that_start_anywhere_on_the_rows_wal
     assert_gradient_close(dx.numpy(), reference.max_pool_grad(x, dy, **geometry), dy)
 
 
+@pytest.mark.parametrize("operator", ["max", "average"])
+@pytest.mark.parametrize("data_type", FLOAT_TYPES)
+@pytest.mark.parametrize("in_w, geometry", [
+    (14, dict(window_size=(3, 3), strides=(1, 1), start_padding=(1, 1), end_padding=(1, 1))),  # Inception's
+    (7, dict(window_size=(3, 3), strides=(1, 1), start_padding=(1, 1), end_padding=(1, 1))),
+    (13, dict(window_size=(5, 5), strides=(1, 1), start_padding=(2, 2), end_padding=(2, 2))),
+    (15, dict(window_size=(3, 3), strides=(2, 2), end_padding=(1, 1))),  # ceil_mode
+    (21, dict(window_size=(2, 3), strides=(1, 2), dilations=(2, 1), start_padding=(0, 1))),
+])
+def test_row_gathers_from_rows_that_start_anywhere(device, operator, data_type, in_w, geometry):
+    """dx and dy rows of widths that are no multiple of 4, dy (and x) placed 4 bytes into
+    their buffers (NaN around them): the row gathers assemble chunks from single loads, the
+    columns of a row's last chunk past its end are no windows, and dx is stored element by
+    element within its rows."""
+    rng = np.random.default_rng(in_w + FLOAT_TYPES.index(data_type))
+    x = random_values(data_type, (2, 3, 7, in_w), rng)
+    out_sizes = pg.pooling_output_sizes(x.shape, **geometry)
+    dy = random_values(data_type, out_sizes, rng, specials=False)
+    dy_t = sentinel_input(device, dy, lead_bytes=4, tail_bytes=0)
+    if operator == "max":
+        desc = pg.MaxPoolingGradDesc(pg.TensorDesc(data_type, x.shape), pg.TensorDesc(data_type, out_sizes), **geometry)
+        inputs = (sentinel_input(device, x, lead_bytes=4, tail_bytes=0), dy_t)
+        want = reference.max_pool_grad(x, dy, **geometry)
+    else:
+        desc = pg.AveragePoolingGradDesc(pg.TensorDesc(data_type, out_sizes), pg.TensorDesc(data_type, x.shape),
+                                         **geometry)
+        inputs, want = (dy_t,), reference.average_pool_grad(dy, x.shape, **geometry)
+    gather = kernels.program_for(desc).passes[-1].kernel
+    assert gather == getattr(kernels.gradients, f"{operator.upper()}_POOL_GRAD_ROWS")["rows_any"]
+    dx = canary_tensor(device, desc.output_gradient)
+    device.compile(desc)(*inputs, out=dx)
+    assert_canaries_intact(dx)
+    assert_gradient_close(dx.numpy(), want, dy)
+
+
 @settings(GPU_SETTINGS, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_row_gathers_on_random_row_geometries(device, data):
-    """dx and dy contiguous along W with whole chunks: the row gathers over random windows,
+    """dx and dy contiguous along W, with whole chunks or rows that start anywhere: the row
+    gathers over random windows,
     strides, dilations and paddings (2 x 8 dx elements per invocation), against the
     reference; nothing written outside dx."""
     data_type = data.draw(st.sampled_from(FLOAT_TYPES))
     operator = data.draw(st.sampled_from(["max", "average"]))
-    in_h, in_w = data.draw(st.integers(1, 11)), data.draw(st.sampled_from([4, 8, 12, 20, 32]))
+    in_h, in_w = data.draw(st.integers(1, 11)), data.draw(st.sampled_from([4, 8, 12, 20, 32, 7, 13, 14]))
     geometry = draw_row_geometry(data)
     rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
     x = random_values(data_type, (2, 3, in_h, in_w), rng)
@@ -661,10 +697,12 @@ def test_block_gathers_visit_each_window_once_with_the_bits_of_the_loops(device,
     desc, inputs = _gradient_call(device, operator, layout, data_type, x, dy, geometry)
     want = (reference.max_pool_grad(x, dy, **geometry) if operator == "max"
             else reference.average_pool_grad(dy, shape, **geometry))
-    assert ("WINDOWS_FIRST", True) in kernels.program_for(desc).passes[-1].constants
-    got = run_output(device, desc, inputs, desc.output_gradient)
+    blocks = replace(device.tuning, row_gathers=False)  # (rows contiguous along W: else the row gathers)
+    assert ("WINDOWS_FIRST", True) in kernels.program_for(desc, blocks).passes[-1].constants
+    with tuned_for(device, blocks):
+        got = run_output(device, desc, inputs, desc.output_gradient)
     assert_gradient_close(got, want, dy)
-    taps_first = replace(device.tuning, windows_first=False)  # the loops
+    taps_first = replace(blocks, windows_first=False)  # the loops
     assert ("WINDOWS_FIRST", True) not in kernels.program_for(desc, taps_first).passes[-1].constants
     loops = canary_tensor(device, desc.output_gradient)
     with tuned_for(device, taps_first):
@@ -768,8 +806,9 @@ def test_element_blocks_keep_the_gathers_within_the_loop_budget():
     desc = pg.AveragePoolingGradDesc(pg.TensorDesc(F32, pg.pooling_output_sizes(shape, **geometry)),
                                      pg.TensorDesc(F32, shape), **geometry)
     assert element_block_axes(desc.window) == "" and 4096 <= BLOCK_ELEMENTS_MAX
-    for tuning in ("cpu", "gpu"):
-        constants = dict(kernels.program_for(desc, pg.Tuning.preset(tuning)).passes[-1].constants)
+    for tuning in ("cpu", "gpu"):  # (the block gathers: rows along W take the row gathers on CPUs)
+        blocks = replace(pg.Tuning.preset(tuning), row_gathers=False)
+        constants = dict(kernels.program_for(desc, blocks).passes[-1].constants)
         assert {k for k in constants if k.startswith("BY_ELEMENT_")} == {"BY_ELEMENT_H"}
 
 @pytest.mark.parametrize("layout", ["packed", "channels_last"])

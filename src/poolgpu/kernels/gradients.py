@@ -148,20 +148,33 @@ MAX_POOL_GRAD_DISJOINT_ROWS = {
     )
     for pairs in (False, True) for dy_chunks in (False, True)
 }
-MAX_POOL_GRAD_ROWS = Kernel(
-    "max_pool_grad_rows.wgsl",
-    (Slot("dy", False, snippet="read4_{storage}.wgsl"), Slot("arg", False, snippet="read4_b32.wgsl"),
-     Slot("dx", True, snippet="write4_{storage}.wgsl")), value_slot="dy",
-    library=GRID_LIBRARY + ("window_constants.wgsl", "as_written.wgsl", "gather_rows.wgsl"),
-    params=ROWS_PARAMS + ("opaque_zero",), loops=rows_gather_loops,
-)
-AVERAGE_POOL_GRAD_ROWS = Kernel(
-    "average_pool_grad_rows.wgsl",
-    (Slot("dy", False, snippet="read4_{storage}.wgsl"), Slot("dx", True, snippet="write4_{storage}.wgsl")),
-    value_slot="dy",
-    library=GRID_LIBRARY + ("window_constants.wgsl",) + AVERAGE_DIVISOR + ("gather_rows.wgsl",),
-    params=ROWS_PARAMS + ("opaque_zero",), loops=rows_gather_loops,
-)
+# The row gathers (common/gather_rows.wgsl): "rows" where dy, dx (and the argmax) rows are
+# whole 4-element chunks, "rows_any" where they start anywhere (chunks of single loads, dx
+# stored element by element)
+_ROWS_IO = {
+    "rows": ("read4_{storage}.wgsl", "read4_b32.wgsl", "write4_{storage}.wgsl", "gather_rows_store4.wgsl"),
+    "rows_any": ("read_{storage}.wgsl read4_any.wgsl", "read_b32.wgsl read4_any.wgsl", "write_{storage}.wgsl",
+                 "gather_rows_store_any.wgsl"),
+}
+MAX_POOL_GRAD_ROWS = {
+    gather: Kernel(
+        "max_pool_grad_rows.wgsl",
+        (Slot("dy", False, snippet=dy), Slot("arg", False, snippet=arg), Slot("dx", True, snippet=dx)),
+        value_slot="dy",
+        library=GRID_LIBRARY + ("window_constants.wgsl", "as_written.wgsl", "gather_rows.wgsl", store),
+        params=ROWS_PARAMS + ("opaque_zero",), loops=rows_gather_loops,
+    )
+    for gather, (dy, arg, dx, store) in _ROWS_IO.items()
+}
+AVERAGE_POOL_GRAD_ROWS = {
+    gather: Kernel(
+        "average_pool_grad_rows.wgsl", (Slot("dy", False, snippet=dy), Slot("dx", True, snippet=dx)),
+        value_slot="dy",
+        library=GRID_LIBRARY + ("window_constants.wgsl",) + AVERAGE_DIVISOR + ("gather_rows.wgsl", store),
+        params=ROWS_PARAMS + ("opaque_zero",), loops=rows_gather_loops,
+    )
+    for gather, (dy, _, dx, store) in _ROWS_IO.items()
+}
 
 
 def _channel_lanes(dx) -> bool:
@@ -313,14 +326,19 @@ def _block_constants(window, tuning: Tuning) -> dict:
     return constants
 
 
-def _gathers_rows(desc, tuning: Tuning) -> bool:
-    """Whether the tuning takes the row gathers (common/gather_rows.wgsl) and dx and dy meet
-    their layout; the argmax scratch, packed, then meets it too."""
+def _row_gather(desc, tuning: Tuning) -> Optional[str]:
+    """The row gather (common/gather_rows.wgsl) the tuning takes where dx and dy meet its
+    layout: "rows" for rows of whole chunks (the argmax scratch, packed, then meets it too),
+    "rows_any" for rows that start anywhere (``tuning.any_rows``); None for neither."""
     dy, dx = desc.input_gradient, desc.output_gradient
     in_w, out_w = as_5d(dx.sizes, dx.strides)[0][4], as_5d(dy.sizes, dy.strides)[0][4]
-    return tuning.row_gathers and in_w % 4 == 0 and out_w % 4 == 0 and contiguous_along([dx, dy], "w") \
-        and not element_block_axes(desc.window) \
-        and _fits(_gradient_rows_pass(MAX_POOL_GRAD_ROWS, desc, tuning, {}, {}), tuning)
+    if not tuning.row_gathers or element_block_axes(desc.window) or any(
+            strides_5d(t).get("w", 1) != 1 for t in (dx, dy)):
+        return None
+    gather = "rows" if in_w % 4 == 0 and out_w % 4 == 0 and contiguous_along([dx, dy], "w") else "rows_any"
+    if gather == "rows_any" and not tuning.any_rows:
+        return None
+    return gather if _fits(_gradient_rows_pass(MAX_POOL_GRAD_ROWS[gather], desc, tuning, {}, {}), tuning) else None
 
 
 def _dy_chunks(window) -> int:
@@ -415,27 +433,29 @@ def _max_pool_grad_program(desc, tuning: Tuning) -> Program:
     # (for calls whose tensors do not start where the chunked walks and gathers need them)
     fallback = _argmax_then_gather(desc, forward, tuning, unaligned_walk(forward, tuning), "blocks")
     walk = walk_for(forward, tuning)
-    gather = "rows" if _gathers_rows(desc, tuning) else \
-        "channels" if _channels_last_io(desc) and _gathers_channels(desc, tuning) else "blocks"
+    gather = _row_gather(desc, tuning) or \
+        ("channels" if _channels_last_io(desc) and _gathers_channels(desc, tuning) else "blocks")
     if walk not in CHUNKED_WALKS and gather == "blocks":
         return _argmax_then_gather(desc, forward, tuning, walk, gather) if walk == "rows_any" else fallback
     aligned = (("input",) if walk in CHUNKED_WALKS else ()) + \
-        (("input_gradient", "output_gradient") if gather != "blocks" else ())
+        (("input_gradient", "output_gradient") if gather in ("rows", "channels") else ())
+    program = _argmax_then_gather(desc, forward, tuning, walk, gather)
+    if not aligned:  # (the walk and the gather from rows that start anywhere)
+        return program
     pairs = walk in ("rows", "rows_tail") and reads_pairs(forward)  # pass 1 reads x in pairs of chunks
-    return replace(_argmax_then_gather(desc, forward, tuning, walk, gather), aligned=aligned, fallback=fallback,
-                   aligned_elements=8 if pairs else 4)
+    return replace(program, aligned=aligned, fallback=fallback, aligned_elements=8 if pairs else 4)
 
 
 def _argmax_then_gather(desc, forward, tuning: Tuning, walk: str, gather: str) -> Program:
     """Pass 1: forward max pooling (``forward``, on ``walk``) writing only each window's
     argmax (into scratch; no forward values: the y slot is absent); pass 2: the gather
-    ("rows", "channels": four channels per invocation in 4-element chunks, or "blocks")
+    ("rows" or "rows_any", "channels": four channels per invocation in 4-element chunks, or "blocks")
     adding each window's dy at its argmax."""
     argmax, walk_scratch = window_walk_passes(MAX_POOL, MAX, forward, ("input", None, "argmax"), tuning, walk)
     scratch = (("argmax", forward.output_indices),) + walk_scratch
     tensors = {"dy": "input_gradient", "arg": "argmax", "dx": "output_gradient"}
-    if gather == "rows":
-        gathers, gather_scratch = (_gradient_rows_pass(MAX_POOL_GRAD_ROWS, desc, tuning, tensors, {}),), ()
+    if gather in MAX_POOL_GRAD_ROWS:
+        gathers, gather_scratch = (_gradient_rows_pass(MAX_POOL_GRAD_ROWS[gather], desc, tuning, tensors, {}),), ()
     elif gather == "channels":
         gathers, gather_scratch = (_gradient_block_pass(MAX_POOL_GRAD_CHANNELS, desc, tuning, tensors,
                                                         _block_constants(desc.window, tuning), scratch=dict(scratch),
@@ -489,9 +509,12 @@ def _average_pool_grad_program(desc, tuning: Tuning) -> Program:
             block_constants = disjoint
     passes, scratch = _block_gather_passes(AVERAGE_POOL_GRAD, desc, tuning, tensors, block_constants)
     general = Program(passes, scratch=scratch)
-    if _gathers_rows(desc, tuning):
-        rows = Program((_gradient_rows_pass(AVERAGE_POOL_GRAD_ROWS, desc, tuning, tensors, constants),))
-        return replace(rows, aligned=("input_gradient", "output_gradient"), fallback=general)
+    gather = _row_gather(desc, tuning)
+    if gather is not None:
+        rows = Program((_gradient_rows_pass(AVERAGE_POOL_GRAD_ROWS[gather], desc, tuning, tensors, constants),))
+        # (the rows of whole chunks need their tensors at multiples of 4 elements)
+        return replace(rows, aligned=("input_gradient", "output_gradient") if gather == "rows" else (),
+                       fallback=general if gather == "rows" else None)
     if _gathers_channels(desc, tuning):  # four channels per invocation, in 4-element chunks
         four = Program((_gradient_block_pass(AVERAGE_POOL_GRAD_CHANNELS, desc, tuning, tensors, block_constants,
                                              channels_per_lane=4),))

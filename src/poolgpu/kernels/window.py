@@ -291,6 +291,8 @@ def walk_for(desc, tuning: Tuning) -> str:
 
 
 def _admitted(walk: str, tuning: Tuning) -> bool:
+    if walk == "rows_any":
+        return tuning.rows_walks and tuning.any_rows
     return {"plane": tuning.plane_walk}.get(walk, tuning.rows_walks if walk in ROWS_WALKS else True)
 
 

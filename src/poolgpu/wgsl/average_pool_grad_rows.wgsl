@@ -17,11 +17,11 @@ struct WindowRow {
     in_first: bool, in_second: bool,   // whether its windows reach dx row h0, h0 + 1
 }
 
-// (a chunk outside the row is no window: `real` false)
-struct Chunk { dy: array<Raw, 4>, ow0: u32, real: bool }
+// (a column outside the row is no window: `real` false)
+struct Chunk { dy: array<Raw, 4>, ow0: u32, real: vec4<bool> }
 fn load_chunk(row: WindowRow, j: u32) -> Chunk {
     let place = chunk_place(row.w0, j, row.last_chunk);
-    return Chunk(dy_load4(row.dy + place.at), u32(place.first_window), place.real);
+    return Chunk(dy_load4(row.dy + place.at), u32(place.first_window), columns_in_row(place));
 }
 
 // Whether window column ow's taps reach input column w (w = ow * SW - PW + kw * LW).
@@ -42,7 +42,7 @@ fn gather_column(sums: Sixteen, row: WindowRow, chunk: Chunk, j: u32, k: u32) ->
         covered = Reach(vec4<bool>(covers(ow, w0), covers(ow, w0 + 1u), covers(ow, w0 + 2u), covers(ow, w0 + 3u)),
                         vec4<bool>(covers(ow, w0 + 4u), covers(ow, w0 + 5u), covers(ow, w0 + 6u), covers(ow, w0 + 7u)));
     }
-    let real = vec4<bool>(chunk.real);
+    let real = vec4<bool>(chunk.real[k]);
     var s = sums;
     // (uniform branches: the same for every lane along W, skipping a row the window row misses)
     if (row.in_first) { s.first = add_where(s.first, share, covered.lo & real, covered.hi & real); }
@@ -57,7 +57,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let n = block.n;  let c = block.c;
     let d = block.d;  let h0 = block.h0;  let w0 = block.w0;
 
-    let last_chunk = i32(params.out_w / 4u) - 1;
+    let last_chunk = dy_last_chunk();
     let last_row = last_window_row(h0);
     // (sums from 0 kept as written: 0 + -0 is +0, which folding 0 + v to v loses)
     let zero = Eight(vec4<f32>(as_written(0.0)), vec4<f32>(as_written(0.0)));

@@ -20,9 +20,9 @@ struct WindowRow {
 struct Chunk { arg: vec4<u32>, dy: array<Raw, 4> }
 fn load_chunk(row: WindowRow, j: u32) -> Chunk {
     let place = chunk_place(row.w0, j, row.last_chunk);
-    // a chunk outside the row is no window: its argmax matches nothing
+    // a column outside the row is no window: its argmax matches nothing
     let a = arg_load4(row.arg + place.at);
-    return Chunk(select(vec4<u32>(0xffffffffu), vec4<u32>(a[0], a[1], a[2], a[3]), place.real),
+    return Chunk(select(vec4<u32>(0xffffffffu), vec4<u32>(a[0], a[1], a[2], a[3]), columns_in_row(place)),
                  dy_load4(row.dy + place.at));
 }
 
@@ -50,7 +50,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let d = block.d;  let h0 = block.h0;  let w0 = block.w0;
 
     let me = ((nc * params.in_d + d) * params.in_h + h0) * params.in_w + w0;  // as pass 1 wrote it
-    let last_chunk = i32(params.out_w / 4u) - 1;
+    let last_chunk = dy_last_chunk();
     let last_row = last_window_row(h0);
     // (sums from 0 kept as written: 0 + -0 is +0, which folding 0 + v to v loses)
     let zero = Eight(vec4<f32>(as_written(0.0)), vec4<f32>(as_written(0.0)));

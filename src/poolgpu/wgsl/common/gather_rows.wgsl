@@ -24,8 +24,12 @@
 // reach fold away (3x3 stride 2: 3 of 8 per window column are left; left to loops,
 // lavapipe kept them all: case A's max gradient gather 2x faster).
 //
-// Requires (poolgpu.kernels checks): dx contiguous along W, rows and start at multiples of 4
-// elements, in_w a multiple of 4; dy (and the argmax) likewise, out_w a multiple of 4.
+// Requires (poolgpu.kernels checks): dx and dy (and the argmax) contiguous along W.  With
+// common/gather_rows_store4.wgsl and chunk loads, their rows and starts at multiples of 4
+// elements, in_w and out_w multiples of 4; with common/gather_rows_store_any.wgsl and
+// common/read4_any.wgsl ("rows_any": any widths, rows that start anywhere), chunks
+// assembled from single loads and dx stored element by element.  A row's last chunk then
+// reaches past out_w: its columns there are no windows (columns_in_row).
 // Grid (common/grid.wgsl): (w0 / 8, h0 / 2, (n, c, d)).
 
 override DY_CHUNKS: u32 = 1u;
@@ -65,6 +69,14 @@ struct ChunkPlace { first_window: i32, at: u32, real: bool }
 fn chunk_place(w0: u32, j: u32, last_chunk: i32) -> ChunkPlace {
     let chunk = chunk_at(w0, j);
     return ChunkPlace(4 * chunk, 4u * u32(clamp(chunk, 0, last_chunk)), chunk >= 0 && chunk <= last_chunk);
+}
+
+// The last chunk of a dy row (one reaching past out_w where it is no multiple of 4).
+fn dy_last_chunk() -> i32 { return i32((params.out_w + 3u) / 4u) - 1; }
+
+// Which of a chunk's four columns are windows: those of a chunk in the row, before out_w.
+fn columns_in_row(place: ChunkPlace) -> vec4<bool> {
+    return vec4<bool>(place.real) & (vec4<i32>(place.first_window) + vec4<i32>(0, 1, 2, 3) < vec4<i32>(i32(params.out_w)));
 }
 
 // FIXED_COLUMNS: which of the dx columns w0 .. w0 + 7 the taps of column k of step j's chunk
@@ -137,17 +149,9 @@ fn add_where(sums: Eight, value: f32, lo: vec4<bool>, hi: vec4<bool>) -> Eight {
     return Eight(select(sums.lo, sums.lo + value, lo), select(sums.hi, sums.hi + value, hi));
 }
 
-// The eight sums stored at dx_row + w0 (the second four only inside the row: in_w may be
-// 4 more than a multiple of 8), and those of the next row, dx_step further, when it is inside.
+// The eight sums stored at dx_row + w0, those of the next row dx_step further when it is
+// inside (store_eight: common/gather_rows_store4.wgsl's or gather_rows_store_any.wgsl's).
 fn store_sixteen(dx_row: u32, dx_step: u32, h0: u32, w0: u32, sums: Sixteen) {
     store_eight(dx_row, w0, sums.first);
     if (h0 + 1u < params.in_h) { store_eight(dx_row + dx_step, w0, sums.second); }
-}
-
-fn store_eight(dx_row: u32, w0: u32, sums: Eight) {
-    let lo = sums.lo;  let hi = sums.hi;
-    dx_store4(dx_row + w0, array<Raw, 4>(from_f32(lo.x), from_f32(lo.y), from_f32(lo.z), from_f32(lo.w)));
-    if (w0 + 4u < params.in_w) {
-        dx_store4(dx_row + w0 + 4u, array<Raw, 4>(from_f32(hi.x), from_f32(hi.y), from_f32(hi.z), from_f32(hi.w)));
-    }
 }
