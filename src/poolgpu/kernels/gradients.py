@@ -430,11 +430,12 @@ def _max_pool_grad_program(desc, tuning: Tuning) -> Program:
         sizes = forward.output.sizes
         forward = replace(forward, output=channels_last_desc(forward.output.data_type, sizes),
                           output_indices=channels_last_desc(DataType.UINT32, sizes))
-    # (for calls whose tensors do not start where the chunked walks and gathers need them)
-    fallback = _argmax_then_gather(desc, forward, tuning, unaligned_walk(forward, tuning), "blocks")
     walk = walk_for(forward, tuning)
     gather = _row_gather(desc, tuning) or \
         ("channels" if _channels_last_io(desc) and _gathers_channels(desc, tuning) else "blocks")
+    # (for calls whose tensors do not start where the chunked walks and gathers need them)
+    fallback = _argmax_then_gather(desc, forward, tuning, unaligned_walk(forward, tuning),
+                                   "rows_any" if gather == "rows" and tuning.any_rows else "blocks")
     if walk not in CHUNKED_WALKS and gather == "blocks":
         return _argmax_then_gather(desc, forward, tuning, walk, gather) if walk == "rows_any" else fallback
     aligned = (("input",) if walk in CHUNKED_WALKS else ()) + \
@@ -511,10 +512,14 @@ def _average_pool_grad_program(desc, tuning: Tuning) -> Program:
     general = Program(passes, scratch=scratch)
     gather = _row_gather(desc, tuning)
     if gather is not None:
-        rows = Program((_gradient_rows_pass(AVERAGE_POOL_GRAD_ROWS[gather], desc, tuning, tensors, constants),))
-        # (the rows of whole chunks need their tensors at multiples of 4 elements)
-        return replace(rows, aligned=("input_gradient", "output_gradient") if gather == "rows" else (),
-                       fallback=general if gather == "rows" else None)
+        def rows(gather: str) -> Program:
+            return Program((_gradient_rows_pass(AVERAGE_POOL_GRAD_ROWS[gather], desc, tuning, tensors, constants),))
+
+        if gather == "rows_any":
+            return rows(gather)
+        # (rows of whole chunks need their tensors at multiples of 4 elements: else single loads)
+        return replace(rows(gather), aligned=("input_gradient", "output_gradient"),
+                       fallback=rows("rows_any") if tuning.any_rows else general)
     if _gathers_channels(desc, tuning):  # four channels per invocation, in 4-element chunks
         four = Program((_gradient_block_pass(AVERAGE_POOL_GRAD_CHANNELS, desc, tuning, tensors, block_constants,
                                              channels_per_lane=4),))

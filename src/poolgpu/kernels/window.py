@@ -283,7 +283,7 @@ def _allowed_walks(desc, tuning: Tuning) -> dict:
 def walk_for(desc, tuning: Tuning) -> str:
     """The walk of ``tuning.walk`` where ``desc``'s layout allows it (else "general"), or
     for "auto" the fastest one it allows (see _allowed_walks) among those the tuning admits
-    (``plane_walk``, ``rows_walks``)."""
+    (_admitted)."""
     allows = _allowed_walks(desc, tuning)
     if tuning.walk != "auto":
         return tuning.walk if allows[tuning.walk]() else "general"
@@ -291,6 +291,8 @@ def walk_for(desc, tuning: Tuning) -> str:
 
 
 def _admitted(walk: str, tuning: Tuning) -> bool:
+    """Whether "auto" may take ``walk`` under ``tuning``: the plane walk with ``plane_walk``,
+    the rows walks with ``rows_walks`` (and from rows that start anywhere, ``any_rows``)."""
     if walk == "rows_any":
         return tuning.rows_walks and tuning.any_rows
     return {"plane": tuning.plane_walk}.get(walk, tuning.rows_walks if walk in ROWS_WALKS else True)
