@@ -5,7 +5,8 @@
 // pass 1 into the packed scratch `arg`) is that element.
 //
 // Prepended by poolgpu.kernels: the value type (Raw, to_f32, from_f32) and the tensors
-// dy (dy_load4), arg (arg_load4) and dx (dx_store4); library: grid.wgsl, gather_rows.wgsl.
+// dy (dy_load4), arg (arg_load4) and dx; library: grid.wgsl, gather_rows.wgsl and its
+// store_eight (gather_rows_store4.wgsl or gather_rows_store_any.wgsl).
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
