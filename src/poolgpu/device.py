@@ -867,6 +867,8 @@ def _converted(mapped: memoryview, at: int, size: int, convert):
         return convert(mapped[at: at + size])
     item = convert.data_type.size
     flat = np.frombuffer(mapped, dtype=convert.data_type.numpy, count=size // item, offset=at)
+    if convert.is_packed:  # (as_strided alone costs more than copying a small tensor)
+        return flat[:convert.element_count].reshape(convert.sizes).copy()
     view = np.lib.stride_tricks.as_strided(flat, convert.sizes, tuple(s * item for s in convert.strides))
     return np.array(view)
 
