@@ -145,14 +145,15 @@ def test_gradient_matches_the_reference(device, case):
     assert_gradient_close(got, reference.average_pool_grad(dy, sizes, **_fields(case, GEOMETRY + DIVISOR)), dy)
 
 
-@pytest.mark.parametrize("layout, gather", [
-    ("packed", "gather_rows.wgsl"), ("channels_last", "gather_lanes4.wgsl"), ("reversed", "gather_lanes1.wgsl")])
-def test_every_gradient_kernel_clips_and_overrides(device, layout, gather):
-    """The row gathers (W contiguous, whole chunks), the four-channel block gathers
-    (channels-last) and the general block gathers, each with a clipped divisor and an
-    override, windows first and not."""
-    rng = np.random.default_rng(len(layout))
-    sizes = (2, 8, 7, 16)
+@pytest.mark.parametrize("layout, width, gather", [
+    ("packed", 16, "gather_rows_store4.wgsl"), ("packed", 13, "gather_rows_store_any.wgsl"),
+    ("channels_last", 16, "gather_lanes4.wgsl"), ("reversed", 16, "gather_lanes1.wgsl")])
+def test_every_gradient_kernel_clips_and_overrides(device, layout, width, gather):
+    """The row gathers (W contiguous: whole chunks, and rows that start anywhere), the
+    four-channel block gathers (channels-last) and the general block gathers, each with a
+    clipped divisor and an override, windows first and not."""
+    rng = np.random.default_rng(len(layout) + width)
+    sizes = (2, 8, 7, width)
     for geometry in (dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1), end_padding=(2, 1)),
                      dict(window_size=(3, 4), strides=(3, 1), start_padding=(0, 1), end_padding=(2, 2))):
         out_sizes = pg.pooling_output_sizes(sizes, **geometry)

@@ -291,17 +291,21 @@ def test_walks_that_just_fit_the_limit_are_exact(device):
         y_ref, i_ref = reference.adaptive_max_pool(x[..., :size], (1,))
         assert same_bits(y, y_ref) and np.array_equal(idx, i_ref)
         # the block gathers: 3 dx elements, each in every one of a window's n taps (windows
-        # o = 0 .. n + 1 over [o - n + 1, o], the rest padding)
+        # o = 0 .. n + 1 over [o - n + 1, o], the rest padding; rows contiguous along W take
+        # the row gathers, which never split, unless the tuning turns them off)
         def window(n):
             return dict(window_size=(n,), start_padding=(n - 1,), end_padding=(n - 1,))
+        blocks = _at_the_limit(pg.Tuning(plane_walk=False, row_gathers=False))
         taps, declared = _longest_unsplit(lambda n: pg.AveragePoolingGradDesc(
-            pg.TensorDesc("float32", (1, 2, n + 2)), pg.TensorDesc("float32", (1, 2, 3)), **window(n)), tuning)
+            pg.TensorDesc("float32", (1, 2, n + 2)), pg.TensorDesc("float32", (1, 2, 3)), **window(n)), blocks)
         assert declared >= 65530
         dy = rng.standard_normal((1, 2, taps + 2)).astype(np.float32)
         o = np.arange(taps + 2)
         shares = dy / (np.minimum(o, 2) - np.maximum(o - taps + 1, 0) + 1)   # each window's dy / its input elements
         want = np.stack([shares[..., e:e + taps].astype(np.float64).sum(axis=-1) for e in range(3)], axis=-1)
-        test_grad.assert_gradient_close(pg.average_pool_grad(dy, (1, 2, 3), **window(taps), device=device), want, dy)
+        with tuned_for(device, blocks):
+            got = pg.average_pool_grad(dy, (1, 2, 3), **window(taps), device=device)
+        test_grad.assert_gradient_close(got, want, dy)
         # the adaptive gathers: every bin covers the one element
         bins, declared = _longest_unsplit(lambda n: pg.AdaptiveAveragePoolingGradDesc(
             pg.TensorDesc("float32", (1, 2, n)), pg.TensorDesc("float32", (1, 2, 1))), tuning)
