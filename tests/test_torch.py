@@ -208,6 +208,8 @@ REFUSED = [
     ("max_pool1d", (X1, (2, 2)), {}, "kernel_size"),
     ("max_pool2d", (X2, 2.0), {}, "kernel_size"),
     ("max_pool2d", (X2, True), {}, "kernel_size"),
+    ("max_pool2d", (X2, (True, 2)), {}, "kernel_size"),
+    ("max_pool2d", (X2, (2, 0)), {}, "kernel_size"),
     ("max_pool2d", (X2, range(2, 4)), {}, "kernel_size"),
     ("max_pool2d", (X2, 2), dict(padding=()), "padding"),
     ("avg_pool2d", (X2, 2), dict(divisor_override=2.0), "divisor_override"),
@@ -235,6 +237,13 @@ def test_argument_forms_pytorch_refuses_are_refused(name, args, kwargs, field):
     with pytest.raises(pg.ValidationError) as e:
         getattr(pgt, name)(*args, **kwargs)
     assert e.value.field == field, str(e.value)
+
+
+def test_window_arguments_checked_once_are_refused_every_time():
+    # (plain int window arguments are checked once and kept; a refusal is not kept)
+    for _ in range(2):
+        with pytest.raises(pg.ValidationError, match="stride"):
+            pgt.max_pool2d(X2, 2, stride=(1, -1))
 
 
 def test_argument_forms_pytorch_takes_give_its_results(device):

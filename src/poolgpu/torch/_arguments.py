@@ -110,6 +110,27 @@ def window_args(dims: int, function: str, kernel_size: Any, stride: Any, padding
     """The checked window arguments of a fixed-window pooling, as the custom operators take
     them: (kernel_size, stride, padding, dilation, ceil_mode).  ``kernel``: ``kernel_size``
     already read."""
+    arguments = (kernel_size, stride, padding, dilation)
+    if kernel is None and type(ceil_mode) is bool and all(_plain_ints(a) for a in arguments) \
+            and not torch.compiler.is_compiling():   # (Dynamo warns of a cache it would bypass)
+        # (the same few window arguments on every call of a model's layer: checked once)
+        return _checked_window(dims, function, *arguments, ceil_mode)
+    return _window_args(dims, function, *arguments, ceil_mode, kernel)
+
+
+def _plain_ints(value: Any) -> bool:
+    """Whether ``value`` is None, an int or a tuple of ints (no bools, which equal ints as
+    keys): arguments whose checked form a cache may keep."""
+    return value is None or type(value) is int or (type(value) is tuple and all(type(v) is int for v in value))
+
+
+@functools.lru_cache(maxsize=256)
+def _checked_window(dims: int, function: str, kernel_size, stride, padding, dilation, ceil_mode: bool) -> tuple:
+    return _window_args(dims, function, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def _window_args(dims: int, function: str, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+                 ceil_mode: Any, kernel: Optional[tuple] = None) -> tuple:
     f = function
     kernel = kernel or sizes_arg(kernel_size, dims, "kernel_size", f)
     strides = kernel if no_stride(stride) else sizes_arg(stride, dims, "stride", f)
