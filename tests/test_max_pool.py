@@ -263,8 +263,9 @@ def test_rows_walk_reads_16_bit_inputs_eight_elements_at_a_time(device, data_typ
 @given(data=st.data())
 def test_rows_walk_on_random_row_geometries(device, data):
     """Inputs contiguous along W, with whole chunks (and for 16-bit types pairs of chunks) or
-    rows that start anywhere: the rows walks over random windows, strides, dilations and paddings, several output rows
-    per invocation; values and indices exact, nothing written outside the outputs."""
+    rows that start anywhere: the rows walks over random windows, strides, dilations and
+    paddings, several output rows per invocation; values and indices exact, nothing written
+    outside the outputs."""
     data_type = data.draw(st.sampled_from(ALL_TYPES))
     in_h, in_w = data.draw(st.integers(1, 13)), data.draw(st.sampled_from([8, 16, 24, 40, 7, 13, 22]))
     geometry = draw_row_geometry(data)
