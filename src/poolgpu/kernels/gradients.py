@@ -436,12 +436,12 @@ def _max_pool_grad_program(desc, tuning: Tuning) -> Program:
     # (for calls whose tensors do not start where the chunked walks and gathers need them)
     fallback = _argmax_then_gather(desc, forward, tuning, unaligned_walk(forward, tuning),
                                    "rows_any" if gather == "rows" and tuning.any_rows else "blocks")
-    if walk not in CHUNKED_WALKS and gather == "blocks":
-        return _argmax_then_gather(desc, forward, tuning, walk, gather) if walk == "rows_any" else fallback
+    if walk == "plane" and gather == "blocks":
+        return fallback   # (the plane walk's argmax only before the row and channel gathers)
     aligned = (("input",) if walk in CHUNKED_WALKS else ()) + \
         (("input_gradient", "output_gradient") if gather in ("rows", "channels") else ())
     program = _argmax_then_gather(desc, forward, tuning, walk, gather)
-    if not aligned:  # (the walk and the gather from rows that start anywhere)
+    if not aligned:  # (a walk and a gather that take tensors anywhere)
         return program
     pairs = walk in ("rows", "rows_tail") and reads_pairs(forward)  # pass 1 reads x in pairs of chunks
     return replace(program, aligned=aligned, fallback=fallback, aligned_elements=8 if pairs else 4)
