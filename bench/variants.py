@@ -53,6 +53,10 @@ VARIANTS = {
                     "(Tuning.roi_align_channels: 1 or 4)",
     "roipoolN": "ROI pooling's walk: N channels' outputs per invocation, sharing a bin (Tuning.roi_pool_channels: "
                 "1 or 4)",
+    "roipoolgradchannels": "ROI pooling's gradient with neighbouring lanes on neighbouring channels of a block "
+                           "(Tuning.roi_pool_grad_channel_lanes)",
+    "roipoolgradblocks": "ROI pooling's gradient with neighbouring lanes on neighbouring blocks of a plane "
+                         "(Tuning.roi_pool_grad_channel_lanes off)",
     "roigradN": "ROI align's average gradient: workgroups of N channels' blocks sharing the samples' weights "
                 "(Tuning.roi_align_grad_channels; 1: a block per invocation)",
     "flatunderN": "the (column, line, plane) grids numbered flat where a line has fewer than N columns "
@@ -114,6 +118,10 @@ def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
         return replace(tuning, roi_align_channels=int(digits))
     if name == "roipool" and digits:
         return replace(tuning, roi_pool_channels=int(digits))
+    if part == "roipoolgradchannels":
+        return replace(tuning, roi_pool_grad_channel_lanes=True)
+    if part == "roipoolgradblocks":
+        return replace(tuning, roi_pool_grad_channel_lanes=False)
     if name == "roigrad" and digits:
         return replace(tuning, roi_align_grad_channels=int(digits))
     if name == "flatunder" and digits:

@@ -177,6 +177,30 @@ def test_roi_pool_grad_splits_over_runs_of_rois(device):
         assert same_bits(whole, pg.roi_pool_grad(x, rois, dy, (3, 2), device=device))
 
 
+@pytest.mark.parametrize("budget", (None, 256))
+def test_roi_pool_grad_lanes_on_channels_or_blocks(device, budget):
+    """The gather numbered with the channels fastest (neighbouring lanes: one block of
+    neighbouring planes) or with the blocks fastest gives the reference's bits, whole and
+    split over runs of ROIs; 5 channels (no multiple of a workgroup), blocks cut at the
+    edges."""
+    import dataclasses
+    rng = np.random.default_rng(23)
+    x = rng.permutation(3 * 5 * 13 * 21).reshape(3, 5, 13, 21).astype(np.float32)
+    rois = np.concatenate([rng.integers(0, 3, (200, 1)), rng.uniform(-2, 22, (200, 4))], axis=1).astype(np.float32)
+    dy = rng.integers(-4, 5, (200, 5, 4, 3)).astype(np.float32)
+    want = reference.roi_pool_grad(x, rois, dy, (4, 3)).astype(np.float32)
+    desc = pg.RoiPoolingGradDesc(pg.TensorDesc("float32", x.shape), pg.TensorDesc("float32", (1, 1, 200, 5)),
+                                 pg.TensorDesc("float32", dy.shape), spatial_scale=1.0, pooled_size=(4, 3))
+    for lanes in (True, False):
+        tuning = dataclasses.replace(device.tuning, roi_pool_grad_channel_lanes=lanes,
+                                     loop_budget=budget or device.tuning.loop_budget)
+        gathers = [p for p in kernels.program_for(desc, tuning, None).passes if p.kernel.file == "roi_pool_grad.wgsl"]
+        assert [dict(p.constants)["CHANNEL_LANES"] for p in gathers] == [lanes]
+        assert (dict(gathers[0].constants)["PARTS"] > 1) == (budget is not None)
+        with tuned_for(device, tuning):
+            assert same_bits(pg.roi_pool_grad(x, rois, dy, (4, 3), device=device), want)
+
+
 @pytest.mark.parametrize("data_type", FLOAT_TYPES + (pg.DataType.BFLOAT16,))
 def test_roi_pool_grad_of_many_rois_by_blocks(device, data_type, monkeypatch):
     """1,500 ROIs over two 19 x 27 images (blocks of 8 x 8 cut at the edges): overlapping,

@@ -17,8 +17,8 @@ from ..dtypes import DataType
 from ..tuning import Tuning
 from ..tensor_desc import TensorDesc
 from .core import Kernel, Pass, Program, Slot, Split
-from .grids import (FLAT_GRID, IN_SIZES, OUT_SIZES, as_5d, flat_grid, flat_regrid, sorted_constants, stride_fields,
-                    tensor_stride_params)
+from .grids import (FLAT_GRID, IN_SIZES, OUT_SIZES, as_5d, divisor_fields, divisor_params, flat_grid, flat_regrid,
+                    sorted_constants, stride_fields, tensor_stride_params)
 from .planes import plane_gradient
 from .registry import register
 from .split import Accumulator, fewest_parts, gradient_merge_passes, iterations, loop_total, merge_passes, partials_desc
@@ -67,14 +67,26 @@ def bins_loops(constants: dict, params: dict) -> dict:
     return {"d": iterations(1, d), "h": iterations(d, h), "w": iterations(d * h, w)}
 
 
+# common/bin_table.wgsl's divisions of an output's number: by the output's sizes, then by the
+# runs of channels an invocation takes (channel_runs: C / CHANNELS)
+OUTPUT_DIVISORS = divisor_fields("out_d", "out_h", "out_w", "channel_runs")
+
+
+def output_divisors(out_sizes: tuple, channel_runs: int) -> dict:
+    """The OUTPUT_DIVISORS params for outputs of 5-D sizes ``out_sizes``."""
+    return {**{key: value for axis, size in zip("dhw", out_sizes[2:]) for key, value in
+               divisor_params(f"out_{axis}", size).items()}, **divisor_params("channel_runs", channel_runs)}
+
+
 def _bins_kernel(accumulator: Accumulator) -> Kernel:
     """The operator's bins walk (common/window_walk_bins.wgsl)."""
     slots = (Slot("x", False), Slot("bins", False), Slot("y", True), Slot("idx", True),
              Slot("part", True, snippet="words_write.wgsl")) + accumulator.slots
     library = accumulator.library + (accumulator.partials, "window_constants.wgsl", "window_geometry.wgsl", "taps.wgsl",
-                                     "bin_table.wgsl", "flat_index.wgsl", "window_walk_bins.wgsl", "store_one.wgsl")
+                                     "divide.wgsl", "bin_table.wgsl", "flat_index.wgsl", "window_walk_bins.wgsl",
+                                     "store_one.wgsl")
     # source_first, source_count: ROI pooling in chunks (window_walk_bins.wgsl)
-    params = FLAT_GRID + ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("x", "y", "idx") \
+    params = FLAT_GRID + ("channels",) + IN_SIZES + OUTPUT_DIVISORS + stride_fields("x", "y", "idx") \
         + ("source_first", "source_count", "opaque_zero")
     return Kernel(accumulator.file, slots, "x", library=library, params=params, loops=bins_loops)
 
@@ -107,7 +119,7 @@ def binned_passes(kernel: Kernel, accumulator: Accumulator, desc, table: dict, t
     params = {
         "channels": in_sizes[1],
         "in_d": in_sizes[2], "in_h": in_sizes[3], "in_w": in_sizes[4],
-        "out_d": out_sizes[2], "out_h": out_sizes[3], "out_w": out_sizes[4],
+        **output_divisors(out_sizes, in_sizes[1]),
         **_source_planes(0, 2**32 - 1),
     }
     indices = getattr(desc, "output_indices", None)
@@ -239,7 +251,8 @@ def roi_channels_walk(passes: tuple, channels: int, tuning: Tuning) -> Optional[
         return None
     total = walk.params["total"] // per
     return Pass(walk.kernel, walk.tensors, sorted_constants({**dict(walk.constants), "CHANNELS": per}),
-                {**walk.params, "total": total}, flat_grid(total, tuning.flat_workgroup))
+                {**walk.params, **divisor_params("channel_runs", channels // per), "total": total},
+                flat_grid(total, tuning.flat_workgroup))
 
 
 @register("roi_pool")
@@ -415,8 +428,8 @@ ROI_POOL_GRAD = Kernel(
     "roi_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("bins", False),
                            Slot("mask", False, snippet="words_read.wgsl"), Slot("dx", True), PART),
     value_slot="dy",
-    library=("tile_masks.wgsl", "taps.wgsl", "gather_parts.wgsl", "bin_search.wgsl", "flat_index.wgsl"),
-    params=FLAT_GRID + ("channels", "in_h", "in_w", "rois", "pooled_h", "pooled_w") + TILE_PARAMS
+    library=("tile_masks.wgsl", "taps.wgsl", "gather_parts.wgsl", "bin_search.wgsl", "divide.wgsl", "flat_index.wgsl"),
+    params=FLAT_GRID + ("channels", "in_h") + divisor_fields("in_w") + ("rois", "pooled_h", "pooled_w") + TILE_PARAMS
     + stride_fields("dy", "arg", "dx", axes="nchw"),
     loops=roi_gather_loops,
 )
@@ -427,23 +440,22 @@ ROI_POOL_TILES = Kernel(
 )
 
 
-def _roi_gather_pass(desc, wg_x: int, tiles: dict, parts: int = 1) -> Pass:
-    """One invocation per ROI_BLOCK x ROI_BLOCK block of dx's planes, or with ``parts`` per
-    part of the ROIs, in chunks of dx's planes (dy, the argmax and the masks, read at the
-    ROIs' planes, are bound whole)."""
+def _roi_gather_pass(desc, wg_x: int, tiles: dict, channel_lanes: bool, parts: int = 1) -> Pass:
+    """One invocation per ROI_BLOCK x ROI_BLOCK block of a dx plane, or with ``parts`` per
+    part of the ROIs, numbered with the channels fastest where ``channel_lanes``
+    (roi_pool_grad.wgsl's CHANNEL_LANES), else with the blocks and parts fastest."""
     dx = desc.output_gradient
     n, c, in_h, in_w = dx.sizes
     pooled_h, pooled_w = desc.pooled_size
     blocks = -(-in_h // ROI_BLOCK) * -(-in_w // ROI_BLOCK)
     total = n * c * blocks * parts
-    params = {"total": total, "origin": 0, "channels": c, "in_h": in_h, "in_w": in_w, "rois": desc.roi.sizes[2],
-              "pooled_h": pooled_h, "pooled_w": pooled_w, **tiles}
+    params = {"total": total, "origin": 0, "channels": c, "in_h": in_h, **divisor_params("in_w", in_w),
+              "rois": desc.roi.sizes[2], "pooled_h": pooled_h, "pooled_w": pooled_w, **tiles}
     for slot, tensor in (("dy", desc.input_gradient), ("arg", desc.forward.output_indices), ("dx", dx)):
         params.update({f"{slot}_{axis}": stride for axis, stride in zip("nchw", tensor.strides)})
-    constants = sorted_constants({"WG_X": wg_x, "PARTS": parts})
-    split = Split(blocks * parts, partial(flat_regrid, wg_x), whole=("bins", "input_gradient", "argmax", "mask"))
+    constants = sorted_constants({"WG_X": wg_x, "PARTS": parts, "CHANNEL_LANES": channel_lanes})
     roles = ("input_gradient", "argmax", "bins", "mask", "output_gradient", "dx_part" if parts > 1 else None)
-    return Pass(ROI_POOL_GRAD, roles, constants, params, flat_grid(total, wg_x), split)
+    return Pass(ROI_POOL_GRAD, roles, constants, params, flat_grid(total, wg_x))   # (no Split: whole only)
 
 
 @register("roi_pool_grad")
@@ -468,7 +480,8 @@ def _roi_pool_grad_program(desc, tuning: Tuning) -> Program:
                      flat_grid(masks, wg_x))
     scratch = (("bins", table),) + argmax_scratch + (("mask", TensorDesc(DataType.UINT32, (1, 1, masks))),)
     first = (bins_pass,) + argmax + (mask_pass,)
-    whole = _roi_gather_pass(desc, wg_x, tiles)
+    lanes = tuning.roi_pool_grad_channel_lanes
+    whole = _roi_gather_pass(desc, wg_x, tiles, lanes)
     parts = fewest_parts(lambda p: loop_total(ROI_POOL_GRAD, dict(whole.constants, PARTS=p[0]), whole.params),
                          (rois,), tuning.loop_budget)[0]
     # The argmax runs over ROIs and the gather over images, which chunks of (n, c) planes
@@ -477,5 +490,5 @@ def _roi_pool_grad_program(desc, tuning: Tuning) -> Program:
         return Program(first + (whole,), scratch=scratch, whole_only=True)
     merges, merge_scratch = gradient_merge_passes(desc.output_gradient, parts, tuning.lines_workgroup,
                                                   tuning.loop_budget)
-    return Program(first + (_roi_gather_pass(desc, wg_x, tiles, parts),) + merges, scratch=scratch + merge_scratch,
-                   whole_only=True)
+    split = _roi_gather_pass(desc, wg_x, tiles, lanes, parts)
+    return Program(first + (split,) + merges, scratch=scratch + merge_scratch, whole_only=True)

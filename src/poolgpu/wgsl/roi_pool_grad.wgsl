@@ -1,8 +1,8 @@
 // ROI pooling gradient: a gather by blocks, after the bins walk (common/window_walk_bins.wgsl)
 // has written each bin's argmax (a flat logical input index; an empty bin's is never a
 // covered element) into the scratch `arg`.  One invocation per 8 x 8 block of a dx plane
-// {N, C, H, W} (blocks numbered flat, from params.origin), or in a split gather per part of
-// the ROIs (common/gather_parts.wgsl: PARTS runs of the ROIs).  It visits the ROIs its tile's
+// {N, C, H, W} (numbered as CHANNEL_LANES says), or in a split gather per part of the ROIs
+// (common/gather_parts.wgsl: PARTS runs of the ROIs).  It visits the ROIs its tile's
 // mask names (roi_pool_tiles.wgsl; tiles are 8 x 2^k elements, so a block lies in one), in
 // order, and in each only the bins meeting the block (common/bin_search.wgsl), adding the dy
 // of each bin whose argmax lies in the block to that element's sum.  An ROI costs the bins
@@ -15,11 +15,17 @@
 // Prepended by poolgpu.kernels: the value type (to_f32, from_f32) and the tensors dy (dy_load,
 // {R, C, pooled_h, pooled_w}), arg (arg_load, u32, dy's sizes), bins (bins_load: the ROI bin
 // table of roi_bins.wgsl, one row per ROI), mask (mask_word) and dx (dx_store); library:
-// tile_masks.wgsl, taps.wgsl, gather_parts.wgsl, bin_search.wgsl, flat_index.wgsl.
+// tile_masks.wgsl, taps.wgsl, gather_parts.wgsl, bin_search.wgsl, divide.wgsl, flat_index.wgsl.
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
 const BLOCK: u32 = 8u;
+
+// Invocations numbered with the channels fastest ({N, blocks, PARTS, C}), so that neighbouring
+// lanes take the same block of neighbouring planes: they visit the same ROIs and the same bins
+// (the same searches, uniform control flow), each reading its own channel's argmax and dy.
+// Else numbered {N, C, blocks, PARTS}: neighbouring lanes take neighbouring blocks of a plane.
+override CHANNEL_LANES: bool = false;
 
 @compute @workgroup_size(WG_X)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
@@ -27,14 +33,28 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
     let local = flat_index(wg, groups, lane, WG_X, params.total);
     if (local >= params.total) { return; }
     let t = params.origin + local;
-    let part = t % PARTS;
-    let rois = part_of(vec2<u32>(0u, params.rois), part, PARTS);
     let blocks_x = (params.in_w + BLOCK - 1u) / BLOCK;
     let blocks = blocks_x * ((params.in_h + BLOCK - 1u) / BLOCK);
-    let plane = t / PARTS / blocks;           // n * C + c
-    let block = t / PARTS - plane * blocks;
-    let n = plane / params.channels;
-    let c = plane - n * params.channels;
+    var part: u32;
+    var block: u32;
+    var n: u32;
+    var c: u32;
+    if (CHANNEL_LANES) {
+        c = t % params.channels;
+        let block_part = t / params.channels;   // (n * blocks + block) * PARTS + part
+        part = block_part % PARTS;
+        let image_block = block_part / PARTS;
+        n = image_block / blocks;
+        block = image_block - n * blocks;
+    } else {
+        part = t % PARTS;
+        let plane = t / PARTS / blocks;       // n * C + c
+        block = t / PARTS - plane * blocks;
+        n = plane / params.channels;
+        c = plane - n * params.channels;
+    }
+    let plane = n * params.channels + c;
+    let rois = part_of(vec2<u32>(0u, params.rois), part, PARTS);
     let y0 = (block / blocks_x) * BLOCK;
     let x0 = (block % blocks_x) * BLOCK;
     let y1 = min(y0 + BLOCK, params.in_h);
@@ -64,7 +84,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
             for (var oh = hs.x; oh < hs.y; oh++) {
                 for (var ow = ws.x; ow < ws.y; ow++) {
                     let at = arg_load(arg_roi + oh * params.arg_h + ow * params.arg_w) - first;   // wraps below
-                    let h = at / params.in_w;
+                    let h = divide(at, params.in_w, params.in_w_magic, params.in_w_shift);
                     let w = at - h * params.in_w;
                     if (at < plane_size && h >= y0 && h < y1 && w >= x0 && w < x1) {
                         let k = (h - y0) * BLOCK + w - x0;

@@ -28,20 +28,3 @@ fn bin_of(table_base: u32, n: u32, c: u32, o: vec3<u32>, sizes: vec3<u32>) -> Bi
         vec3<u32>(bins_load(d + 1u), bins_load(h + 1u), bins_load(w + 1u)),
     );
 }
-
-// Output i of the binned kernels, counted over {N, C, out_d, out_h, out_w}: its coordinates
-// and its bin.  Reads the Params fields bins_base, channels and out_d, out_h, out_w.
-struct BinnedOutput { n: u32, c: u32, o: vec3<u32>, bin: Bin }
-fn binned_output(i: u32) -> BinnedOutput { return binned_output_of(i, 1u); }
-
-// The same for outputs counted over {N, C / per, out_d, out_h, out_w} (runs of `per`
-// channels, C a multiple of it): the first channel of the run and their shared bin.
-fn binned_output_of(i: u32, per: u32) -> BinnedOutput {
-    let sizes = vec3<u32>(params.out_d, params.out_h, params.out_w);
-    let o = vec3<u32>((i / (sizes.z * sizes.y)) % sizes.x, (i / sizes.z) % sizes.y, i % sizes.z);
-    let runs = params.channels / per;
-    let nc = i / (sizes.z * sizes.y * sizes.x);
-    let n = nc / runs;
-    let c = (nc % runs) * per;
-    return BinnedOutput(n, c, o, bin_of(params.bins_base, n, c, o, sizes));
-}

@@ -31,6 +31,27 @@ override PARTS_H: u32 = 1u;
 override PARTS_W: u32 = 1u;
 override PARTS: u32 = 1u;   // their product (computed by poolgpu.kernels)
 
+// Output i of the binned kernels, counted over {N, C, out_d, out_h, out_w}: its coordinates
+// and its bin.  Reads the Params fields bins_base, channels, out_d, out_h, out_w, their
+// divisors' magic and shift and channel_runs (C / CHANNELS) with its own (common/divide.wgsl:
+// integer divisions run lane by lane on SIMD CPU adapters).
+struct BinnedOutput { n: u32, c: u32, o: vec3<u32>, bin: Bin }
+fn binned_output(i: u32) -> BinnedOutput { return binned_output_of(i, 1u); }
+
+// The same for outputs counted over {N, C / per, out_d, out_h, out_w} (runs of `per`
+// channels, C a multiple of it; params.channel_runs = C / per): the first channel of the run
+// and their shared bin.
+fn binned_output_of(i: u32, per: u32) -> BinnedOutput {
+    let sizes = vec3<u32>(params.out_d, params.out_h, params.out_w);
+    let rows = divide(i, params.out_w, params.out_w_magic, params.out_w_shift);          // (nc, od, oh)
+    let planes = divide(rows, params.out_h, params.out_h_magic, params.out_h_shift);     // (nc, od)
+    let nc = divide(planes, params.out_d, params.out_d_magic, params.out_d_shift);
+    let o = vec3<u32>(planes - nc * sizes.x, rows - planes * sizes.y, i - rows * sizes.z);
+    let n = divide(nc, params.channel_runs, params.channel_runs_magic, params.channel_runs_shift);
+    let c = (nc - n * params.channel_runs) * per;
+    return BinnedOutput(n, c, o, bin_of(params.bins_base, n, c, o, sizes));
+}
+
 // Where acc_save (common/*_partials.wgsl) puts a part's words.
 fn save_word(e: u32, v: u32) { part_word_store(e, v); }
 fn load_word(e: u32) -> u32 { return part_word(e); }
