@@ -67,7 +67,7 @@ def bins_loops(constants: dict, params: dict) -> dict:
     return {"d": iterations(1, d), "h": iterations(d, h), "w": iterations(d * h, w)}
 
 
-# common/bin_table.wgsl's divisions of an output's number: by the output's sizes, then by the
+# common/window_walk_bins.wgsl's divisions of an output's number: by the output's sizes, then by the
 # runs of channels an invocation takes (channel_runs: C / CHANNELS)
 OUTPUT_DIVISORS = divisor_fields("out_d", "out_h", "out_w", "channel_runs")
 
