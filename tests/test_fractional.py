@@ -275,9 +275,9 @@ def test_fractional_walks_give_the_bins_walks_bits(device, case):
 
 @pytest.mark.parametrize("preset", ["cpu", "gpu"])
 def test_fractional_walks_fall_back_at_other_offsets_and_past_the_loop_budget(device, preset):
-    # rows of 16 (chunks, outputs of 8: four per store); x and the outputs at offsets that
-    # are not multiples of 4 elements take the one-output walk; heavily overlapping windows
-    # past a small loop budget take the bins walk
+    # outputs of 8 (four per store); outputs at offsets that are not multiples of 4 elements
+    # take the one-output walk (x at any offset: the four-output walk loads its taps one by
+    # one); heavily overlapping windows past a small loop budget take the bins walk
     rng = np.random.default_rng(21)
     x = random_values(pg.DataType.FLOAT32, (2, 3, 12, 16), rng)
     u = rng.random((2, 3, 2)).astype(np.float32)

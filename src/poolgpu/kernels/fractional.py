@@ -1,7 +1,7 @@
 """Fractional max pooling: a table pass writes each (n, c) plane's window starts from its
 samples (wgsl/fractional_table.wgsl; one row per plane), then the fractional walk pools
 them (wgsl/fractional_max_pool.wgsl: neighbouring lanes on neighbouring outputs; four
-outputs per invocation from 4-element chunks with ``Tuning.rows_walks``).  Its gradient: the
+outputs along W per invocation with ``Tuning.rows_walks``).  Its gradient: the
 same walk writing only each window's argmax into scratch, then a gather over dx visiting the
 windows that cover each element, whose runs the table holds too
 (wgsl/fractional_max_pool_grad.wgsl).
@@ -104,26 +104,19 @@ def _padded(count: int) -> int:
     return -(-count // 4) * 4
 
 
-def _walk_loops(run: int, constants: dict, params: dict) -> dict:
+def _walk_loops(constants: dict, params: dict) -> dict:
     """fractional_max_pool.wgsl's loops: the window's rows along D and H, and per row its taps
-    past 4 (one output per invocation) or the chunks its four windows span (at most the
-    row's: the starts lie in [0, in_w - WINDOW_W])."""
+    past 4 (written out up to 4)."""
     d, h, w = (constants[f"WINDOW_{a}"] for a in "DHW")
-    loops = {"kd": iterations(1, d), "kh": iterations(d, h)}
-    if run == 1:
-        loops["kw"] = iterations(d * h, w) if w > 4 else 0
-    else:
-        loops["q"] = iterations(d * h, (params["in_w"] - 1) // 4 + 2)
-    return loops
+    return {"kd": iterations(1, d), "kh": iterations(d, h), "kw": iterations(d * h, w) if w > 4 else 0}
 
 
 def _walk_kernel(run: int, store4: bool = False) -> Kernel:
-    """fractional_max_pool.wgsl walking ``run`` outputs per invocation: one, or four from
-    4-element chunks of x, stored four at a time (``store4``) or one by one."""
-    chunks = run == 4
-    stores = ("rows_store4.wgsl",) if store4 else ("store_one.wgsl", "rows_store_tail.wgsl") if chunks else \
+    """fractional_max_pool.wgsl walking ``run`` outputs per invocation (one, or four along
+    W), stored four at a time (``store4``) or one by one."""
+    stores = ("rows_store4.wgsl",) if store4 else ("store_one.wgsl", "rows_store_tail.wgsl") if run == 4 else \
         ("store_one.wgsl",)
-    slots = (Slot("x", False, snippet="read4_{storage}.wgsl" if chunks else ""), Slot("bins", False, snippet="table_b32.wgsl"),
+    slots = (Slot("x", False), Slot("bins", False, snippet="table_b32.wgsl"),
              Slot("y", True, snippet="write4_{storage}.wgsl" if store4 else ""),
              Slot("idx", True, snippet="write4_index_{storage}.wgsl" if store4 else ""))
     return Kernel(
@@ -132,12 +125,12 @@ def _walk_kernel(run: int, store4: bool = False) -> Kernel:
                                                             f"fractional_walk{run}.wgsl") + stores,
         params=IN_SIZES + ("out_w",) + divisor_fields("out_d", "channels") + stride_fields("x", "y", "idx")
         + LINES_GRID + ("row_words", "starts_h", "starts_w"),
-        loops=partial(_walk_loops, run),
+        loops=_walk_loops,
     )
 
 
 FRACTIONAL_WALK = _walk_kernel(1)
-FRACTIONAL_WALK_CHUNKS = _walk_kernel(4)
+FRACTIONAL_WALK_FOUR = _walk_kernel(4)
 FRACTIONAL_WALK_ROWS = _walk_kernel(4, store4=True)
 
 
@@ -196,7 +189,7 @@ def _walk_pass(desc, roles: tuple, layout: dict, tuning: Tuning, run: int) -> tu
     _, _, out_d, out_h, out_w = as_5d(desc.output.sizes, desc.output.strides)[0]
     written = [t for t in (y, idx) if t is not None]
     store4 = run == 4 and out_w % 4 == 0 and contiguous_along(written, "w")
-    kernel = FRACTIONAL_WALK if run == 1 else FRACTIONAL_WALK_ROWS if store4 else FRACTIONAL_WALK_CHUNKS
+    kernel = FRACTIONAL_WALK if run == 1 else FRACTIONAL_WALK_ROWS if store4 else FRACTIONAL_WALK_FOUR
     columns = -(-out_w // run)
     constants, grid_params, grid = tuned_lines_grid(columns, out_h, n * c * out_d, tuning)
     constants.update({f"WINDOW_{a}": k for a, k in zip("DHW", as_3d(desc.window_size, 1))})
@@ -210,13 +203,14 @@ def _walk_pass(desc, roles: tuple, layout: dict, tuning: Tuning, run: int) -> tu
         return None
     split = Split(out_d, partial(lines_regrid, columns, out_h, tuning.lines_workgroup,
                                  flat=constants.get("FLAT", False)), whole=("bins",))
-    aligned = (("input",) if run == 4 else ()) + (tuple(r for r in roles if r) if store4 else ())
+    aligned = tuple(r for r in roles if r) if store4 else ()
     return Pass(kernel, ("input", "bins") + roles, sorted_constants(constants), params, grid, split), aligned
 
 
 def _walk_program(desc, roles: tuple, tuning: Tuning, covers: bool, then=None) -> "Program | None":
-    """The window table and the fractional walk (four outputs per invocation with the rows
-    walks where x is contiguous along W; at other offsets the one-output walk), followed by
+    """The window table and the fractional walk (four outputs along W per invocation with the
+    rows walks, the one-output walk where their four-at-a-time stores meet unaligned outputs),
+    followed by
     ``then(layout, tuning, run)``'s (passes, scratch, aligned roles) (None: they do not fit);
     None where no walk fits the loop budget or the table a binding."""
     table_pass, table, layout = _table(desc, covers, tuning.flat_workgroup)
@@ -235,7 +229,7 @@ def _walk_program(desc, roles: tuple, tuning: Tuning, covers: bool, then=None) -
     one = program(1)
     if one is None:
         return None
-    four = program(4) if tuning.rows_walks and contiguous_along([desc.input], "w") else None
+    four = program(4) if tuning.rows_walks else None
     if four is None:
         return one
     return replace(four, fallback=one) if four.aligned else four

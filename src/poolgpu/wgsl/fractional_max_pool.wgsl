@@ -6,7 +6,7 @@
 // The grid (common/grid.wgsl) is (column, line, plane) = (ow / RUN, oh, (n, c, od)):
 // neighbouring lanes on neighbouring outputs, whose windows are neighbours too.  The walk of
 // an invocation's RUN outputs: common/fractional_walk1.wgsl (one output, its taps loaded one
-// by one: any strides) or fractional_walk4.wgsl (four outputs along W from 4-element chunks).
+// by one: any strides) or fractional_walk4.wgsl (four outputs along W, their taps likewise).
 //
 // Prepended by poolgpu.kernels: the value type (Raw, keys) and the tensors x, bins (the window
 // table: bins_load, bins_load4), y and idx (absent where not asked for); appended:

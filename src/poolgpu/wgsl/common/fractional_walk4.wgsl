@@ -1,32 +1,34 @@
-// fractional_max_pool.wgsl's walk of four outputs along W per invocation (poolgpu.kernels
-// checks: x contiguous along W, its other steps and start at multiples of 4 elements): each
-// input row of their windows is read in 4-element chunks, from the one holding the first
-// window's first column to the one holding the last window's last, and each chunk's elements
-// fed to every window holding them (one load per chunk, not one per tap; the windows' four
-// starts one 16-byte load of the table).  Stores: rows_store4.wgsl or rows_store_tail.wgsl.
+// fractional_max_pool.wgsl's walk of four outputs along W per invocation: each window's taps
+// loaded one by one (any strides), the four windows' starts one 16-byte load of the table.
+// Each tap goes to its own window only: with windows a few elements wide, feeding every
+// element of the 4-element chunks spanning the four windows to all four made several times
+// the accumulator steps (case FR, 2 x 2 windows: 40 where 8 are the windows' taps; lavapipe
+// 0.70x the time this way).  Each window row written out up to 4 taps (as fractional_walk1.wgsl),
+// a loop past that.  Stores: rows_store4.wgsl or rows_store_tail.wgsl.
 const RUN: u32 = 4u;
 
 struct Four { a0: Acc, a1: Acc, a2: Acc, a3: Acc }
 
-// Element `e` (flat logical index) at input column p to the windows starting at `starts`.
-fn feed(f: Four, raw: Raw, p: u32, e: u32, starts: vec4<u32>) -> Four {
-    let tap = tap_of(raw);
-    let holds = (vec4<u32>(p) - starts) < vec4<u32>(WINDOW_W);   // (unsigned: columns before a window wrap)
-    return Four(acc_add(f.a0, tap, e, holds.x), acc_add(f.a1, tap, e, holds.y), acc_add(f.a2, tap, e, holds.z),
-                acc_add(f.a3, tap, e, holds.w));
+// Tap k of each of the four windows starting at `starts` in an input row.
+fn taps(f: Four, x_row: u32, e_row: u32, starts: vec4<u32>, k: u32) -> Four {
+    let p = starts + vec4<u32>(k);
+    let w = p * params.x_w;
+    return Four(acc_add(f.a0, tap_of(x_load(x_row + w.x)), e_row + p.x, true),
+                acc_add(f.a1, tap_of(x_load(x_row + w.y)), e_row + p.y, true),
+                acc_add(f.a2, tap_of(x_load(x_row + w.z)), e_row + p.z, true),
+                acc_add(f.a3, tap_of(x_load(x_row + w.w)), e_row + p.w, true));
 }
 
 fn window_rows(f_in: Four, x_row: u32, e_row: u32, starts: vec4<u32>) -> Four {
     var f = f_in;
-    let last = (starts.w + WINDOW_W - 1u) / 4u;
-    for (var q = starts.x / 4u; q <= last; q++) {
-        let chunk = x_load4(x_row + 4u * q);
-        let p = 4u * q;
-        f = feed(f, chunk[0], p, e_row + p, starts);
-        f = feed(f, chunk[1], p + 1u, e_row + p + 1u, starts);
-        f = feed(f, chunk[2], p + 2u, e_row + p + 2u, starts);
-        f = feed(f, chunk[3], p + 3u, e_row + p + 3u, starts);
+    if (WINDOW_W <= 4u) {
+        f = taps(f, x_row, e_row, starts, 0u);
+        if (WINDOW_W > 1u) { f = taps(f, x_row, e_row, starts, 1u); }
+        if (WINDOW_W > 2u) { f = taps(f, x_row, e_row, starts, 2u); }
+        if (WINDOW_W > 3u) { f = taps(f, x_row, e_row, starts, 3u); }
+        return f;
     }
+    for (var kw = 0u; kw < WINDOW_W; kw++) { f = taps(f, x_row, e_row, starts, kw); }
     return f;
 }
 
