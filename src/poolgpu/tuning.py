@@ -148,8 +148,8 @@ class Tuning:
         and 112 x 112 from 2 x 2 windows, 0.32-0.53x).
     fractional_walks : bool
         Fractional max pooling and its gradient by the fractional walks: a table of each
-        plane's window starts, a walk over each output's window (four outputs per
-        invocation from 4-element chunks with ``rows_walks``) and a gather over dx reading
+        plane's window starts, a walk over each output's window (four outputs along W per
+        invocation with ``rows_walks``) and a gather over dx reading
         its covering windows from the table; ``False``: the bins walk and a gather
         searching the bin table.  The same bits either way (lavapipe, case FR: the forward
         1.7x, the gradient 4.0-4.8x faster; H200: 1.5x, 2.4x).
