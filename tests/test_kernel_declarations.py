@@ -111,3 +111,16 @@ def test_every_shader_sizes_its_workgroups_by_the_overrides_bundles_read():
     declared = "".join((kernels.core.WGSL_DIR / "common" / name).read_text() for name in ("header.wgsl", "grid.wgsl"))
     for name, default in WORKGROUP_OVERRIDES:
         assert re.search(rf"override {name}: u32 = {default}u;", declared), name
+
+
+@pytest.mark.parametrize("module, name, file, const", [
+    ("binned", "ROI_BLOCK", "roi_pool_grad.wgsl", "BLOCK"),
+    ("roi_align", "ROI_BLOCK", "common/roi_align_block.wgsl", "BLOCK"),
+    ("roi_align", "SHARED_MAX_OUT", "roi_align_grad_shared.wgsl", "MAX_OUT"),
+    ("roi_align", "SHARED_LIST_WORDS", "roi_align_grad_shared.wgsl", "LIST_WORDS"),
+])
+def test_python_mirrors_of_shader_constants_agree(module, name, file, const):
+    # (the kernel layer sizes grids and loop declarations from these)
+    text = (kernels.core.WGSL_DIR / file).read_text()
+    value = re.search(rf"\bconst {const}: u32 = (\d+)u;", text)
+    assert value is not None and int(value.group(1)) == getattr(getattr(kernels, module), name)

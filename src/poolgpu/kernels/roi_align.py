@@ -261,8 +261,12 @@ def _shared_gather_loops(constants: dict, params: dict) -> dict:
     rois = params["roi_end"] - params["roi_first"]
     out_h, out_w = params["oh_end"] - params["oh_first"], params["ow_end"] - params["ow_first"]
     words = -(-params["roi_end"] // 32) - params["roi_first"] // 32
+    rounds = -(-words // SHARED_LIST_WORDS)
     shares = -(-(out_h + out_w) // constants["WG_X"])
-    loops = {"word": iterations(1, words), "bit": iterations(words, 32),
+    # (a round: one lane lists the ROIs of SHARED_LIST_WORDS mask words, then every lane
+    # visits them; the rounds' lists hold the run's ROIs once)
+    loops = {"word": iterations(1, rounds), "scan": iterations(rounds, SHARED_LIST_WORDS),
+             "bit": iterations(words, 32), "entry": rois + rounds,
              "m": iterations(rois, params["out_h"]) + iterations(rois, params["out_w"]),
              "k": iterations(rois, shares), "oh": iterations(rois, out_h), "ow": iterations(rois * out_h, out_w),
              "i": 0, "probe": 0}
@@ -286,6 +290,8 @@ SHARED_GATHER = Kernel(
 )
 #: roi_align_grad_shared.wgsl's MAX_OUT: the most output rows (and columns) it takes
 SHARED_MAX_OUT = 32
+#: roi_align_grad_shared.wgsl's LIST_WORDS: the mask words a round lists the ROIs of
+SHARED_LIST_WORDS = 8
 #: The most words of tile masks a gradient's program allocates: tiles grow until they fit.
 MASK_WORDS = 1 << 22
 

@@ -1,8 +1,9 @@
 // ROI align's input gradient, the average: a gather by blocks, one workgroup per 8 x 8 block
 // of WG_X channels' dx planes {N, C, H, W} (lane k: channel group * WG_X + k).  What
 // roi_align_grad.wgsl computes per invocation, with the work that depends on no channel
-// done once per workgroup: for each ROI its tile's mask names (roi_align_tiles.wgsl), in
-// increasing order, one lane finds the output rows and columns whose samples read the block
+// done once per workgroup: one lane lists the ROIs its tile's mask names (roi_align_tiles.wgsl),
+// LIST_WORDS words at a time, and for each of them, in increasing order, one lane finds the
+// output rows and columns whose samples read the block
 // (the region table's spans), the lanes share out the weights of those rows' samples on the
 // block's 8 rows and of those columns' on its 8 columns into workgroup memory, and then every
 // lane adds its channel's
@@ -22,8 +23,13 @@ override NEAR_Y: bool = false; // search the samples near the block along Y (run
 override NEAR_X: bool = false;
 
 const MAX_OUT: u32 = 32u;
+// Mask words one lane turns into a list of ROIs per round: the lanes wait for each other
+// once per round, not twice per word (a barrier costs a CPU adapter a switch of every
+// SIMD group of the workgroup).
+const LIST_WORDS: u32 = 8u;
 
-var<workgroup> mask_bits: u32;
+var<workgroup> listed: array<u32, 256>;                 // (32 LIST_WORDS) a round's ROIs, in order
+var<workgroup> listed_count: u32;
 var<workgroup> spans: vec4<u32>;                       // the rows [x, y) and columns [z, w) meeting the block
 var<workgroup> meet: array<u32, 64>;                   // row k at k, column k at MAX_OUT + k: 1 where it meets
 var<workgroup> weights: array<Weights, 64>;            // row k's Y weights at k, column k's X weights at MAX_OUT + k
@@ -99,15 +105,28 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
     var sums: array<vec4<f32>, 16>;          // row j: sums[2 j] (columns 0 to 3), sums[2 j + 1]
     if (in_c) { sums = carried_block(plane, y0, x0, y1, x1); }
     var touched = false;
-    for (var word = params.roi_first / 32u; word * 32u < params.roi_end; word++) {
-        workgroupBarrier();                  // (every lane has read the last word's bits)
-        if (lane == 0u) { mask_bits = mask_word(masks + word); }
-        var bits = workgroupUniformLoad(&mask_bits);
-        for (var bit = 0u; bit < 32u; bit++) {
-            if (bits == 0u) { break; }
-            let r = word * 32u + countTrailingZeros(bits);
-            bits &= bits - 1u;
-            if (r < params.roi_first || r >= params.roi_end) { continue; }
+    for (var word = params.roi_first / 32u; word * 32u < params.roi_end; word += LIST_WORDS) {
+        workgroupBarrier();                  // (every lane has read the last round's list)
+        if (lane == 0u) {
+            // the ROIs of the round's words that the run takes, in increasing order
+            var count = 0u;
+            for (var scan = word; scan < word + LIST_WORDS && scan * 32u < params.roi_end; scan++) {
+                var bits = mask_word(masks + scan);
+                for (var bit = 0u; bit < 32u; bit++) {
+                    if (bits == 0u) { break; }
+                    let r = scan * 32u + countTrailingZeros(bits);
+                    bits &= bits - 1u;
+                    if (r >= params.roi_first && r < params.roi_end) {
+                        listed[count] = r;
+                        count++;
+                    }
+                }
+            }
+            listed_count = count;
+        }
+        let entries = workgroupUniformLoad(&listed_count);
+        for (var entry = 0u; entry < entries; entry++) {
+            let r = listed[entry];
             touched = true;
             let row = params.table_base + r * roi_row_words();
             let ay = roi_axis(row, 0u);
