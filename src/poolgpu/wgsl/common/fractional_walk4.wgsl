@@ -3,8 +3,8 @@
 // Each tap goes to its own window only: with windows a few elements wide, feeding every
 // element of the 4-element chunks spanning the four windows to all four made several times
 // the accumulator steps (case FR, 2 x 2 windows: 40 where 8 are the windows' taps; lavapipe
-// 0.70x the time this way).  Each window row written out up to 4 taps (as fractional_walk1.wgsl),
-// a loop past that.  Stores: rows_store4.wgsl or rows_store_tail.wgsl.
+// 0.71-0.85x the time this way).  Each window row written out up to 4 taps (as
+// fractional_walk1.wgsl), a loop past that.  Stores: rows_store4.wgsl or rows_store_tail.wgsl.
 const RUN: u32 = 4u;
 
 struct Four { a0: Acc, a1: Acc, a2: Acc, a3: Acc }
