@@ -21,6 +21,7 @@ from .grids import (FLAT_GRID, IN_SIZES, OUT_SIZES, as_5d, divisor_fields, divis
                     sorted_constants, stride_fields, tensor_stride_params)
 from .planes import plane_gradient
 from .registry import register
+from .roi_align import ROI_BLOCK, tile_layout   # (roi_pool_grad.wgsl's blocks lie in its tiles, 8 x 2^k)
 from .split import Accumulator, fewest_parts, gradient_merge_passes, iterations, loop_total, merge_passes, partials_desc
 from .split import search_probes
 from .window import (AVERAGE, AVERAGE_POOL, MAX, MAX_POOL, average_pool_program, max_pool_program,
@@ -69,11 +70,11 @@ def bins_loops(constants: dict, params: dict) -> dict:
 
 # common/window_walk_bins.wgsl's divisions of an output's number: by the output's sizes, then by the
 # runs of channels an invocation takes (channel_runs: C / CHANNELS)
-OUTPUT_DIVISORS = divisor_fields("out_d", "out_h", "out_w", "channel_runs")
+BINNED_OUTPUT_DIVISORS = divisor_fields("out_d", "out_h", "out_w", "channel_runs")
 
 
-def output_divisors(out_sizes: tuple, channel_runs: int) -> dict:
-    """The OUTPUT_DIVISORS params for outputs of 5-D sizes ``out_sizes``."""
+def binned_output_divisors(out_sizes: tuple, channel_runs: int) -> dict:
+    """The BINNED_OUTPUT_DIVISORS params for outputs of 5-D sizes ``out_sizes``."""
     return {**{key: value for axis, size in zip("dhw", out_sizes[2:]) for key, value in
                divisor_params(f"out_{axis}", size).items()}, **divisor_params("channel_runs", channel_runs)}
 
@@ -86,7 +87,7 @@ def _bins_kernel(accumulator: Accumulator) -> Kernel:
                                      "divide.wgsl", "bin_table.wgsl", "flat_index.wgsl", "window_walk_bins.wgsl",
                                      "store_one.wgsl")
     # source_first, source_count: ROI pooling in chunks (window_walk_bins.wgsl)
-    params = FLAT_GRID + ("channels",) + IN_SIZES + OUTPUT_DIVISORS + stride_fields("x", "y", "idx") \
+    params = FLAT_GRID + ("channels",) + IN_SIZES + BINNED_OUTPUT_DIVISORS + stride_fields("x", "y", "idx") \
         + ("source_first", "source_count", "opaque_zero")
     return Kernel(accumulator.file, slots, "x", library=library, params=params, loops=bins_loops)
 
@@ -119,7 +120,7 @@ def binned_passes(kernel: Kernel, accumulator: Accumulator, desc, table: dict, t
     params = {
         "channels": in_sizes[1],
         "in_d": in_sizes[2], "in_h": in_sizes[3], "in_w": in_sizes[4],
-        **output_divisors(out_sizes, in_sizes[1]),
+        **binned_output_divisors(out_sizes, in_sizes[1]),
         **_source_planes(0, 2**32 - 1),
     }
     indices = getattr(desc, "output_indices", None)
@@ -423,7 +424,6 @@ def roi_gather_loops(constants: dict, params: dict) -> dict:
 
 
 TILE_PARAMS = ("tile", "tiles", "tiles_x", "mask_words")  # roi_align.tile_layout's
-ROI_BLOCK = 8  # roi_pool_grad.wgsl's BLOCK: its blocks lie in tile_layout's tiles (8 x 2^k)
 ROI_POOL_GRAD = Kernel(
     "roi_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("bins", False),
                            Slot("mask", False, snippet="words_read.wgsl"), Slot("dx", True), PART),
@@ -464,7 +464,6 @@ def _roi_pool_grad_program(desc, tuning: Tuning) -> Program:
     indices), the masks of the ROIs reaching each tile of the input, then the gather adding
     each bin's dy at its argmax, block by block, split over runs of ROIs where there are more
     than one invocation may visit."""
-    from .roi_align import tile_layout
     forward, wg_x = desc.forward, tuning.flat_workgroup
     bins_pass, table = _roi_bins_pass(forward, wg_x)
     argmax, argmax_scratch = argmax_passes(forward, {"ROI": True}, tuning)

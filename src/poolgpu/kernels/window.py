@@ -293,9 +293,11 @@ def walk_for(desc, tuning: Tuning) -> str:
 def _admitted(walk: str, tuning: Tuning) -> bool:
     """Whether "auto" may take ``walk`` under ``tuning``: the plane walk with ``plane_walk``,
     the rows walks with ``rows_walks`` (and from rows that start anywhere, ``any_rows``)."""
-    if walk == "rows_any":
-        return tuning.rows_walks and tuning.any_rows
-    return {"plane": tuning.plane_walk}.get(walk, tuning.rows_walks if walk in ROWS_WALKS else True)
+    if walk == "plane":
+        return tuning.plane_walk
+    if walk in ROWS_WALKS:
+        return tuning.rows_walks and (walk != "rows_any" or tuning.any_rows)
+    return True
 
 
 def unaligned_walk(desc, tuning: Tuning) -> str:

@@ -28,7 +28,7 @@ const MAX_OUT: u32 = 32u;
 // SIMD group of the workgroup).
 const LIST_WORDS: u32 = 8u;
 
-var<workgroup> listed: array<u32, 256>;                 // (32 LIST_WORDS) a round's ROIs, in order
+var<workgroup> listed: array<u32, 32u * LIST_WORDS>;   // a round's ROIs, in order
 var<workgroup> listed_count: u32;
 var<workgroup> spans: vec4<u32>;                       // the rows [x, y) and columns [z, w) meeting the block
 var<workgroup> meet: array<u32, 64>;                   // row k at k, column k at MAX_OUT + k: 1 where it meets
