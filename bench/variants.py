@@ -53,6 +53,10 @@ VARIANTS = {
                     "(Tuning.roi_align_channels: 1 or 4)",
     "roipoolN": "ROI pooling's walk: N channels' outputs per invocation, sharing a bin (Tuning.roi_pool_channels: "
                 "1 or 4)",
+    "roipoolchannels": "ROI pooling's walk with neighbouring lanes on neighbouring runs of four channels of a bin "
+                       "(Tuning.roi_pool_channel_lanes)",
+    "roipoolbins": "ROI pooling's walk with neighbouring lanes on neighbouring bins of a plane "
+                   "(Tuning.roi_pool_channel_lanes off)",
     "roipoolgradchannels": "ROI pooling's gradient with neighbouring lanes on neighbouring channels of a block "
                            "(Tuning.roi_pool_grad_channel_lanes)",
     "roipoolgradblocks": "ROI pooling's gradient with neighbouring lanes on neighbouring blocks of a plane "
@@ -118,6 +122,10 @@ def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
         return replace(tuning, roi_align_channels=int(digits))
     if name == "roipool" and digits:
         return replace(tuning, roi_pool_channels=int(digits))
+    if part == "roipoolchannels":
+        return replace(tuning, roi_pool_channels=4, roi_pool_channel_lanes=True)
+    if part == "roipoolbins":
+        return replace(tuning, roi_pool_channel_lanes=False)
     if part == "roipoolgradchannels":
         return replace(tuning, roi_pool_grad_channel_lanes=True)
     if part == "roipoolgradblocks":

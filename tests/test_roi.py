@@ -80,8 +80,9 @@ def test_roi_pool_matches_reference(device, case):
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_roi_pool_four_channels_per_invocation(device, dtype):
     # C a multiple of 4: the walk (and the gradient's argmax walk) takes four channels an
-    # invocation, sharing the bin; the bits of one channel an invocation and the reference's,
-    # for ROIs inside, across and outside the map, of a batch past N, with NaN among the values
+    # invocation, sharing the bin, neighbouring lanes on neighbouring bins or on neighbouring
+    # runs of channels; the bits of one channel an invocation and the reference's, for ROIs
+    # inside, across and outside the map, of a batch past N, with NaN among the values
     import dataclasses
     from helpers import tuned_for
     rng = np.random.default_rng(17)
@@ -90,8 +91,8 @@ def test_roi_pool_four_channels_per_invocation(device, dtype):
                      [3, 1, 1, 4, 4], [0, 5, 5, 5, 5]], dtype)
     dy = random_values(pg.DataType.of(dtype), (len(rois), 8, 3, 2), rng)
     got = {}
-    for channels in (4, 1):
-        tuning = dataclasses.replace(device.tuning, roi_pool_channels=channels)
+    for channels, lanes in ((4, True), (4, False), (1, False)):
+        tuning = dataclasses.replace(device.tuning, roi_pool_channels=channels, roi_pool_channel_lanes=lanes)
         x_desc, roi_desc = pg.TensorDesc(dtype, x.shape), pg.TensorDesc(dtype, (1, 1) + rois.shape)
         descs = (pg.RoiPoolingDesc(x_desc, roi_desc, spatial_scale=1.0, pooled_size=(3, 2)),
                  pg.RoiPoolingGradDesc(x_desc, roi_desc, pg.TensorDesc(dtype, dy.shape), spatial_scale=1.0,
@@ -99,11 +100,13 @@ def test_roi_pool_four_channels_per_invocation(device, dtype):
         walks = [p for desc in descs for p in pg.kernels.program_for(desc, tuning).passes
                  if p.kernel.file == "max_pool.wgsl"]
         assert [dict(p.constants).get("CHANNELS", 1) for p in walks] == [channels, channels]
+        assert [dict(p.constants).get("CHANNEL_LANES", False) for p in walks] == [lanes, lanes]
         with tuned_for(device, tuning):
-            got[channels] = (pg.roi_pool(x, rois, (3, 2), device=device),
-                             pg.roi_pool_grad(x, rois, dy, (3, 2), device=device))
-    assert same_bits(got[4][0], got[1][0]) and same_bits(got[4][1], got[1][1])
-    assert same_bits(got[4][0], reference.roi_pool(x, rois.reshape(1, 1, -1, 5), (3, 2)))
+            got[channels, lanes] = (pg.roi_pool(x, rois, (3, 2), device=device),
+                                    pg.roi_pool_grad(x, rois, dy, (3, 2), device=device))
+    for grouped in ((4, True), (4, False)):
+        assert same_bits(got[grouped][0], got[1, False][0]) and same_bits(got[grouped][1], got[1, False][1])
+    assert same_bits(got[1, False][0], reference.roi_pool(x, rois.reshape(1, 1, -1, 5), (3, 2)))
 
 
 def test_roi_pool_reads_nothing_outside_the_input_whatever_the_rois(device):

@@ -127,6 +127,13 @@ class Tuning:
         multiple of it, the bins take one part and the tensors are whole), and of its
         gradient's argmax walk: they share the output's coordinates and its bin from the
         table (lavapipe, case ROI: 0.53x the time of one channel each, the gradient 0.77x).
+    roi_pool_channel_lanes : bool
+        With ``roi_pool_channels=4``: neighbouring lanes of ROI pooling's walk (and its
+        gradient's argmax walk) on neighbouring runs of four channels of one bin, so that
+        they walk the same taps (uniform control flow), each in its own planes; ``False``:
+        on neighbouring bins of a plane.  The same bits (lavapipe, case ROI: the forward
+        0.84-1.04x the time, the gradient 0.84-0.93x; three runs).  Its loads stay one per
+        lane and tap either way, now in planes apart where they were in bins side by side.
     roi_pool_grad_channel_lanes : bool
         ROI pooling's gradient gather with neighbouring lanes on neighbouring channels of one
         8 x 8 block of dx: they visit the same ROIs and bins (uniform control flow), each
@@ -233,6 +240,7 @@ class Tuning:
     roi_align_channels: int = 4
     roi_align_grad_channels: int = 64
     roi_pool_channels: int = 4
+    roi_pool_channel_lanes: bool = True
     roi_pool_grad_channel_lanes: bool = True
     unpool_gather: bool = False
     unpool_gather_plane: int = 1
@@ -330,14 +338,16 @@ class Tuning:
             ``outputs_per_invocation=2``, ``lines_workgroup=256``, ``plane_lane_chunks=4``,
             ``channels_written_out=True``, ``unpool_gather=True``, ``unpool_gather_plane=256``,
             ``lp_gradient_one_pass=False``, ``flat_lines_under=1``, ``any_rows=False``,
-            ``roi_align_grad_channels=1``, ``roi_pool_channels=1`` and
-            ``roi_pool_grad_channel_lanes=False`` (unmeasured on GPUs); the
+            ``roi_align_grad_channels=1``, ``roi_pool_channels=1``,
+            ``roi_pool_channel_lanes=False`` and ``roi_pool_grad_channel_lanes=False``
+            (unmeasured on GPUs); the
             other fields, ``roi_align_channels=4`` among them, as :meth:`for_cpu`'s.
         """
         return cls(target="gpu", rows_walks=False, plane_walk=True, plane_lanes=256, plane_lane_chunks=4,
                    outputs_per_invocation=2, lines_workgroup=256, channels_written_out=True, unpool_gather=True,
                    unpool_gather_plane=256, lp_gradient_one_pass=False, flat_lines_under=1, any_rows=False,
-                   roi_align_grad_channels=1, roi_pool_channels=1, roi_pool_grad_channel_lanes=False)
+                   roi_align_grad_channels=1, roi_pool_channels=1, roi_pool_channel_lanes=False,
+                   roi_pool_grad_channel_lanes=False)
 
     @classmethod
     def preset(cls, target: str) -> "Tuning":

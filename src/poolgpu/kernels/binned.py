@@ -244,14 +244,16 @@ def _roi_bins_pass(desc, wg_x: int) -> tuple:
 
 def roi_channels_walk(passes: tuple, channels: int, tuning: Tuning) -> Optional[Pass]:
     """ROI pooling's walk (``passes``: binned_passes') taking ``tuning.roi_pool_channels``
-    channels per invocation (window_walk_bins.wgsl's CHANNELS), or None where it does not
+    channels per invocation (window_walk_bins.wgsl's CHANNELS; neighbouring lanes on
+    neighbouring runs of them with ``tuning.roi_pool_channel_lanes``), or None where it does not
     apply (one channel each; bins in parts; C not a multiple).  Whole tensors only: its
     invocations read several input planes each, which ranges of planes would cut."""
     walk, per = passes[0], tuning.roi_pool_channels
     if per == 1 or len(passes) > 1 or channels % per:
         return None
     total = walk.params["total"] // per
-    return Pass(walk.kernel, walk.tensors, sorted_constants({**dict(walk.constants), "CHANNELS": per}),
+    constants = {**dict(walk.constants), "CHANNELS": per, "CHANNEL_LANES": tuning.roi_pool_channel_lanes}
+    return Pass(walk.kernel, walk.tensors, sorted_constants(constants),
                 {**walk.params, **divisor_params("channel_runs", channels // per), "total": total},
                 flat_grid(total, tuning.flat_workgroup))
 

@@ -22,9 +22,14 @@ override BIN_W: u32 = 0u;
 
 // ROI pooling of whole tensors, C a multiple of 4 (poolgpu.kernels checks): 4 neighbouring
 // channels' outputs per invocation (Tuning.roi_pool_channels), numbered over {N, C / 4, out_d,
-// out_h, out_w}, sharing the bin's position and bounds; each channel's taps in the same
-// order as alone (the same bits).
+// out_h, out_w} (or as CHANNEL_LANES says), sharing the bin's position and bounds; each
+// channel's taps in the same order as alone (the same bits).
 override CHANNELS: u32 = 1u;
+// With CHANNELS = 4, the runs of channels numbered fastest ({N, out_d, out_h, out_w, C / 4}):
+// neighbouring lanes take one bin of neighbouring runs, so that they walk the same taps (the
+// same loop bounds: uniform control flow), each in its own planes
+// (Tuning.roi_pool_channel_lanes).  Else neighbouring lanes take neighbouring bins of a plane.
+override CHANNEL_LANES: bool = false;
 
 override PARTS_D: u32 = 1u;
 override PARTS_H: u32 = 1u;
@@ -52,6 +57,18 @@ fn binned_output_of(i: u32, per: u32) -> BinnedOutput {
     return BinnedOutput(n, c, o, bin_of(params.bins_base, n, c, o, sizes));
 }
 
+// The same, numbered with the runs of channels fastest ({N, out_d, out_h, out_w, C / per}).
+fn binned_output_lanes(i: u32, per: u32) -> BinnedOutput {
+    let sizes = vec3<u32>(params.out_d, params.out_h, params.out_w);
+    let spots = divide(i, params.channel_runs, params.channel_runs_magic, params.channel_runs_shift);  // (n, od, oh, ow)
+    let c = (i - spots * params.channel_runs) * per;
+    let rows = divide(spots, params.out_w, params.out_w_magic, params.out_w_shift);      // (n, od, oh)
+    let planes = divide(rows, params.out_h, params.out_h_magic, params.out_h_shift);     // (n, od)
+    let n = divide(planes, params.out_d, params.out_d_magic, params.out_d_shift);
+    let o = vec3<u32>(planes - n * sizes.x, rows - planes * sizes.y, spots - rows * sizes.z);
+    return BinnedOutput(n, c, o, bin_of(params.bins_base, n, c, o, sizes));
+}
+
 // Where acc_save (common/*_partials.wgsl) puts a part's words.
 fn save_word(e: u32, v: u32) { part_word_store(e, v); }
 fn load_word(e: u32) -> u32 { return part_word(e); }
@@ -59,7 +76,8 @@ fn load_word(e: u32) -> u32 { return part_word(e); }
 // The outputs of channels c0 .. c0 + 3 at (n, o) (CHANNELS = 4; whole tensors, no parts),
 // written out: an array of accumulators indexed by a loop variable would live in memory.
 fn pool_four_channels(i: u32) {
-    let out = binned_output_of(i, 4u);
+    var out: BinnedOutput;
+    if (CHANNEL_LANES) { out = binned_output_lanes(i, 4u); } else { out = binned_output_of(i, 4u); }
     let n = out.n;
     let c0 = out.c;
     let o = out.o;
