@@ -96,3 +96,38 @@ def test_generic_calls_0_builds_the_specialised_pipelines_at_once(device):
     assert op._generic_calls_left is None and not any(dict(p.constants).get("FLAT") for p in op._program.passes)
     with pytest.raises(pg.ValidationError, match="generic_calls"):
         pg.Tuning(generic_calls=-1)
+
+
+def test_a_new_size_of_split_planes_builds_nothing(device):
+    """Global pooling of planes larger than one workgroup's run (split into parts, then
+    merged): the shape-generic walk and merges carry no window, so a new size cut into as
+    many parts runs on the pipelines already built; the same bits as the specialised form."""
+    dev = pg.Device(backend=device.backend, adapter=device.name)
+    part = dev.tuning.plane_part
+    rng = np.random.default_rng(11)
+
+    def descs(x):
+        plane = x.sizes[2:]
+        return (pg.AveragePoolingDesc(x, window_size=plane), pg.AveragePoolingDesc(x, window_size=plane,
+                                                                                 include_padding=True),
+                pg.MaxPooling2Desc(x, window_size=plane, output_indices="uint32"),
+                pg.LpPoolingDesc(x, window_size=plane, p=2))
+
+    def parts(op):
+        return max(dict(p.constants).get("PARTS", 1) for p in op._program.passes)
+
+    side = int((1.5 * part) ** 0.5)  # planes of about 1.5 runs: two parts each
+    first = [dev.compile(d) for d in descs(pg.TensorDesc("float32", (1, 3, side, side)))]
+    assert all(op._generic_calls_left is not None and parts(op) == 2 for op in first)
+    sizes = (1, 3, side + 1, side - 2)
+    x = dev.upload(rng.standard_normal(sizes).astype(np.float32))
+    built = dev._pipelines_built
+    ops = [dev.compile(d) for d in descs(x.desc)]
+    assert all(parts(op) == 2 for op in ops)
+    results = [[t.numpy() for t in (r if isinstance(r, tuple) else (r,))] for r in (op(x) for op in ops)]
+    assert dev._pipelines_built == built, "a new size of split planes built pipelines"
+    specialised = dataclasses.replace(dev.tuning, generic_calls=0)
+    for op, got in zip(ops, results):
+        want = pg.Op(dev, op.desc, specialised)(x)
+        for a, b in zip(got, want if isinstance(want, tuple) else (want,)):
+            assert same_bits(a, b.numpy()), op.desc

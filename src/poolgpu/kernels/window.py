@@ -396,14 +396,7 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
         partial(lines_regrid, grid_params["columns"], grid_params["lines"], workgroup,
                 flat=grid_constants.get("FLAT", False))
     split = Split(per_plane, regrid, whole_n=walk == "channels", whole=tuple(r for r in operands if r is not None))
-    if walk == "plane" and tuning.shapes_in_params and _plane_divisor_counts(constants):
-        # The window is the plane: its geometry is the plane's size, which the walk reads
-        # from Params, and a padded average's divisor is its count of taps (the same number).
-        constants.update(grid_constants)
-        if "INCLUDE_PADDING" in constants:  # (average pooling's)
-            constants["INCLUDE_PADDING"] = False
-    else:
-        constants.update(grid_constants, **window_constants(desc.window))
+    constants.update(grid_constants, **_walked_window_constants(desc, walk, tuning, constants))
     params = {
         "channels": c,
         "in_d": in_sizes[2], "in_h": in_sizes[3], "in_w": in_sizes[4],
@@ -421,6 +414,17 @@ def window_walk_pass(kernels_by_walk: dict, desc, roles: tuple, tuning: Tuning, 
     if walk == "general" and constants["OUTPUTS"] == 2:
         kernel = kernels_by_walk["general_pairs" if paired else "general_two"]
     return Pass(kernel, roles, sorted_constants(constants), params, grid, split)
+
+
+def _walked_window_constants(desc, walk: str, tuning: Tuning, constants: dict) -> dict:
+    """The window's override constants for a walk over ``desc`` (and its merges), the
+    accumulator's ``constants`` given: none in the plane walk's shape-generic form, where the
+    window is the plane, whose size the walk reads from Params, and a padded average's
+    divisor is its count of taps (the same number: INCLUDE_PADDING off), so that a new size
+    builds no pipeline."""
+    if walk == "plane" and tuning.shapes_in_params and _plane_divisor_counts(constants):
+        return {"INCLUDE_PADDING": False} if "INCLUDE_PADDING" in constants else {}
+    return window_constants(desc.window)
 
 
 def _plane_divisor_counts(constants: dict) -> bool:
@@ -490,7 +494,7 @@ def window_walk_passes(kernels_by_walk: dict, accumulator: Accumulator, desc, ro
     walk_pass = window_walk_pass(kernels_by_walk, desc, roles + ("part",), tuning, walk, parts, operands=operands,
                                  **constants)
     merge_params = {key: walk_pass.params[key] for key in ("channels",) + IN_SIZES + OUT_SIZES + stride_fields("y", "idx")}
-    merge_constants = {**constants, **window_constants(desc.window)}
+    merge_constants = {**constants, **_walked_window_constants(desc, walk, tuning, constants)}
     merges, scratch = merge_passes(kernels_by_walk["merge"], accumulator, out_sizes, math.prod(parts), roles[1:],
                                    merge_params, merge_constants, tuning.lines_workgroup, tuning.loop_budget,
                                    value_type=desc.input.data_type, operands=operands)
