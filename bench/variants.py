@@ -53,6 +53,10 @@ VARIANTS = {
                     "(Tuning.roi_align_channels: 1 or 4)",
     "roipoolN": "ROI pooling's walk: N channels' outputs per invocation, sharing a bin (Tuning.roi_pool_channels: "
                 "1 or 4)",
+    "roichannelslast": "ROI align's average over a channels-last copy of the input, four channels per invocation "
+                       "read as 16-byte loads, neighbouring lanes on neighbouring runs of them "
+                       "(Tuning.roi_align_channels_last)",
+    "roinchw": "ROI align's walk over the input as it is (Tuning.roi_align_channels_last off)",
     "roipoolchannels": "ROI pooling's walk with neighbouring lanes on neighbouring runs of four channels of a bin "
                        "(Tuning.roi_pool_channel_lanes)",
     "roipoolbins": "ROI pooling's walk with neighbouring lanes on neighbouring bins of a plane "
@@ -122,6 +126,10 @@ def _apply(tuning: pg.Tuning, part: str) -> pg.Tuning:
         return replace(tuning, roi_align_channels=int(digits))
     if name == "roipool" and digits:
         return replace(tuning, roi_pool_channels=int(digits))
+    if part == "roichannelslast":
+        return replace(tuning, roi_align_channels_last=True)
+    if part == "roinchw":
+        return replace(tuning, roi_align_channels_last=False)
     if part == "roipoolchannels":
         return replace(tuning, roi_pool_channels=4, roi_pool_channel_lanes=True)
     if part == "roipoolbins":

@@ -49,6 +49,7 @@ GEOMETRIES = {
 # Pinned cases' only (not sampled: adding a geometry to GEOMETRIES would redraw the sample)
 PINNED_GEOMETRIES = {
     "quads": ((4, 8, 16), 4, (3, 3, 5), (1, 1, 1), 0, 1),  # fractional outputs 4 x 8: whole 4-element chunks
+    "small": ((2, 2, 3), 4, (1, 1, 1), (1, 1, 1), 0, 1),  # ROI align's outputs larger than the input
 }
 
 
@@ -278,6 +279,10 @@ PINNED = (
     Case("roi_align", pg.DataType.FLOAT32, "odd", 2, "channels_last", "packed", "packed", None, "cpu", 13),
     Case("roi_align", pg.DataType.FLOAT16, "long", 2, "packed", "gaps", "packed", None, "split", 14),
     Case("roi_align_grad", pg.DataType.FLOAT32, "odd", 2, "packed", "packed", "gaps", None, "cpu", 15),
+    # ROI align's average over a channels-last input (its own), and over a copy of it (an
+    # output larger than the input: three ROIs of 4 x 2 x 3 outputs from 2 x 4 x 2 x 3)
+    Case("roi_align", pg.DataType.FLOAT16, "overlap", 2, "channels_last", "packed", "packed", None, "cpu", 24),
+    Case("roi_align", pg.DataType.FLOAT32, "small", 2, "gaps", "packed", "packed", None, "cpu", 22),
     Case("roi_align_grad", pg.DataType.BFLOAT16, "overlap", 2, "packed", "channels_last", "packed", None, "split",
          16),
     # the GPU kernel variants: the plane walk in steps of chunks, the channels walk written

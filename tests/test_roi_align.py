@@ -175,6 +175,41 @@ def test_four_channels_per_invocation(device, data_type):
             np.testing.assert_allclose(got, reference_of(x, ROIS, BATCH, (2, 3), fields), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("data_type", [np.float32, np.float16])
+def test_channels_last_walk(device, data_type):
+    # The average of bilinear samples over a packed channels-last input (C a multiple of 4):
+    # the input itself where it is one (offset a multiple of 4 elements), else a copy of it
+    # (packed, with gaps, channels-last at an odd offset) where the output has as many
+    # elements as the input at least; the bits of the walk over the input as it is, in every
+    # case the walk takes, and those it leaves (maximum, nearest samples, smaller outputs)
+    from helpers import layout_strides, sentinel_input
+    x = RNG.standard_normal((2, 8, 7, 9)).astype(data_type)
+    on = dataclasses.replace(device.tuning, roi_align_channels_last=True)
+    off = dataclasses.replace(device.tuning, roi_align_channels_last=False)
+    rois = device.upload(ROIS.reshape(1, 1, -1, 4).astype(data_type))
+    batch = device.upload(BATCH.reshape(1, 1, -1).astype(np.uint32))
+    for fields in CASES:
+        taken = fields.get("reduction_function") != "max" and fields.get("interpolation_mode") != "nearest_neighbor"
+        for layout, lead, size in (("packed", 16, (5, 6)), ("gaps", 16, (5, 6)), ("packed", 16, (2, 3)),
+                                   ("channels_last", 16, (2, 3)), ("channels_last", 2 * x.itemsize, (5, 6))):
+            xt = sentinel_input(device, x, layout_strides(x.shape, layout), lead_bytes=lead)
+            desc = pg.RoiAlign1Desc(xt.desc, rois.desc, batch.desc, output_size=size, **fields)
+            copied = layout != "channels_last"
+            walked = taken and (not copied or desc.output.element_count >= x.size)   # (2 x 3: 336 outputs of 1,008)
+            files = [p.kernel.file for p in kernels.program_for(desc, on, None).passes]
+            assert ("roi_align_channels_last.wgsl" in files) == walked, (fields, files)
+            assert ("to_channels_last.wgsl" in files) == (walked and copied), (fields, files)
+            got = {}
+            for tuning in (on, off):
+                with tuned_for(device, tuning):
+                    got[tuning] = device.compile(desc)(xt, rois, batch).numpy()
+            assert np.array_equal(got[on].view(np.uint16 if data_type == np.float16 else np.uint32),
+                                  got[off].view(np.uint16 if data_type == np.float16 else np.uint32)), (fields, layout)
+            assert not np.isnan(got[on]).any()   # (nothing read outside the input's elements)
+        if data_type == np.float32:
+            np.testing.assert_allclose(got[on], reference_of(x, ROIS, BATCH, (5, 6), fields), rtol=1e-5, atol=1e-6)
+
+
 def test_same_bits_run_after_run(device):
     first = pg.roi_align(X, ROIS, BATCH, (3, 3), device=device)
     for _ in range(3):

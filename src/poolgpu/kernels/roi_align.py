@@ -1,7 +1,8 @@
 """ROI align (DirectML's ROI_ALIGN, ROI_ALIGN1 and ROI_ALIGN_GRAD): a regions pass writes each
 ROI's row of the region table (wgsl/roi_align_regions.wgsl, common/roi_align_table.wgsl),
 then the walk samples each output's bin (wgsl/roi_align.wgsl; the outputs of
-``Tuning.roi_align_channels`` neighbouring channels per invocation where they allow), split
+``Tuning.roi_align_channels`` neighbouring channels per invocation where they allow; the
+average over a channels-last input or copy with ``Tuning.roi_align_channels_last``), split
 into parts and merged (wgsl/roi_align_merge.wgsl) where an output's samples are more than one
 invocation may visit.  The input gradient: a mask pass (which ROIs reach each tile of the input,
 wgsl/roi_align_tiles.wgsl) and a gather by 8 x 8 blocks of dx (wgsl/roi_align_grad.wgsl; the
@@ -13,14 +14,17 @@ from __future__ import annotations
 
 import math
 import struct
+from dataclasses import replace
 from functools import partial
+from typing import Optional
 
 from ..dtypes import DataType
 from ..errors import ValidationError
 from ..tensor_desc import TensorDesc
 from ..tuning import Tuning
 from .core import Kernel, Pass, Program, Slot, Split
-from .grids import FLAT_GRID, divisor_fields, divisor_params, flat_grid, flat_regrid, sorted_constants, stride_fields
+from .grids import (FLAT_GRID, channels_last_desc, divisor_fields, divisor_params, flat_grid, flat_regrid,
+                    sorted_constants, stride_fields)
 from .registry import register
 from .split import LOOP_LIMIT, fewest_parts, iterations, loop_total, search_probes
 
@@ -183,6 +187,59 @@ def walk_passes(desc, output: str, argmax, tuning: Tuning) -> tuple:
         count, source, target = groups, target, source
 
 
+# The walk over a packed channels-last input (roi_align_channels_last.wgsl), and the copy of
+# another layout into one (to_channels_last.wgsl): Tuning.roi_align_channels_last.
+TO_CHANNELS_LAST = Kernel(
+    "to_channels_last.wgsl", (Slot("x", False), Slot("y", True, snippet="write4_{storage}.wgsl")), value_slot="x",
+    library=("divide.wgsl", "flat_index.wgsl"),
+    params=("total",) + divisor_fields("runs", "in_w", "in_h") + stride_fields("x", axes="nchw"),
+    loops=lambda constants, params: {},
+)
+WALK_CHANNELS_LAST = Kernel(
+    "roi_align_channels_last.wgsl", (Slot("x", False, snippet="read4_{storage}.wgsl"),
+                                     Slot("table", False, snippet="words_read.wgsl"), Slot("y", True)),
+    value_slot="x", library=("roi_align_table.wgsl", "roi_align_reduce.wgsl", "divide.wgsl", "flat_index.wgsl",
+                             "as_written.wgsl"),
+    params=("total",) + TABLE_PARAMS + OUTPUT_DIVISORS + ("oob", "opaque_zero", "x_n", "x_h", "x_w")
+    + stride_fields("y", axes="nchw"),   # (x_c is 1)
+    loops=_walk_loops,
+)
+
+
+def _channels_last_program(desc, walk: Pass, regions: Pass, scratch: tuple, tuning: Tuning) -> Optional[Program]:
+    """ROI align by the channels-last walk (``walk``: the walk it replaces, whole), reading
+    the input where it is packed channels-last, else its copy in scratch "x_channels_last";
+    None where it does not apply: C no multiple of 4, a maximum or nearest samples, or a
+    copy that would not pay: fewer outputs than input elements (each output reads at least
+    four corners; lavapipe, 8x256x56x56 float32 into 7x7 bins of 64 ROIs, an output an
+    eighth of the input: the copy and the walk took 0.96x the time of the walk over the
+    input as it is; of 1,000 ROIs, twice the input: 0.58x)."""
+    n, c, in_h, in_w = desc.input.sizes
+    if c % 4 or desc.reduction_function == "max" or desc.interpolation_mode == "nearest_neighbor":
+        return None
+    packed = channels_last_desc(desc.input.data_type, desc.input.sizes)
+    direct = desc.input.strides == packed.strides   # (its offset a multiple of 4 elements: aligned below)
+    if not direct and walk.params["total"] < desc.input.element_count:
+        return None
+    wg_x = tuning.flat_workgroup
+    total = walk.params["total"] // 4
+    params = {key: walk.params[key] for key in TABLE_PARAMS + OUTPUT_DIVISORS + ("oob",) + stride_fields("y", axes="nchw")}
+    params.update({**divisor_params("channels", c // 4), "total": total, "visit_y": walk.params["visit_y"],
+                   "visit_x": walk.params["visit_x"], "x_n": packed.strides[0], "x_h": packed.strides[2],
+                   "x_w": packed.strides[3]})
+    constants = sorted_constants({"WG_X": wg_x, "ALIGN_CORNERS": desc.align_regions_to_corners})
+    source = "input" if direct else "x_channels_last"
+    channels_last = Pass(WALK_CHANNELS_LAST, (source, "table", "output"), constants, params, flat_grid(total, wg_x))
+    if direct:
+        return Program((regions, channels_last), scratch=scratch, whole_only=True, aligned=("input",))
+    copies = n * in_h * in_w * (c // 4)
+    copy_params = {"total": copies, **divisor_params("runs", c // 4), **divisor_params("in_w", in_w),
+                   **divisor_params("in_h", in_h), **{f"x_{a}": s for a, s in zip("nchw", desc.input.strides)}}
+    copy = Pass(TO_CHANNELS_LAST, ("input", "x_channels_last"), sorted_constants({"WG_X": wg_x}), copy_params,
+                flat_grid(copies, wg_x))
+    return Program((regions, copy, channels_last), scratch=scratch + (("x_channels_last", packed),), whole_only=True)
+
+
 @register("roi_align")
 def _roi_align_program(desc, tuning: Tuning) -> Program:
     regions = regions_pass(desc, desc.input.sizes, tuning.flat_workgroup)
@@ -190,6 +247,10 @@ def _roi_align_program(desc, tuning: Tuning) -> Program:
     program = Program((regions,) + passes, scratch=(("table", region_table(desc)),) + scratch)
     walk, per = passes[0], tuning.roi_align_channels
     c = desc.input.sizes[1]
+    if len(passes) == 1 and tuning.roi_align_channels_last:
+        channels_last = _channels_last_program(desc, walk, regions, program.scratch, tuning)
+        if channels_last is not None:
+            return replace(channels_last, fallback=program)
     if per == 1 or len(passes) > 1 or c % per:
         return program
     # Channels per invocation (roi_align.wgsl's CHANNELS), whole tensors only: the
