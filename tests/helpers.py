@@ -181,14 +181,13 @@ _VARIANTS = {"plane_chunks": (4, 1), "channels_written_out": (True, False), "who
              "packed_planes": (True, False), "unpool_gather": (True, False), "fractional_walks": (True, False),
              "paired_words": (True, False), "lp_gradient_one_pass": (True, False),
              "flat_lines_under": (7, 1), "roi_align_channels": (4, 1), "roi_align_channels_last": (True, False),
-             "roi_align_grad_channels": (64, 1), "roi_pool_channels": (4, 1),
-             "roi_pool_channel_lanes": (True, False), "roi_pool_grad_channel_lanes": (True, False), "any_rows": (True, False)}   # field: (taken, left)
+             "roi_align_grad_channels": (64, 1), "roi_pool_channels": (4, 1), "roi_pool_channel_lanes": (True, False),
+             "roi_pool_grad_channel_lanes": (True, False), "any_rows": (True, False)}   # field: (taken, left)
 VARIANT_FIELDS = {field: taken for field, (taken, _) in _VARIANTS.items()}
 VARIANTS_LEFT = {field: left for field, (_, left) in _VARIANTS.items()}
 CPU_TAKEN = ("packed_planes", "fractional_walks", "paired_words", "lp_gradient_one_pass", "flat_lines_under",
              "roi_align_channels", "roi_align_channels_last", "roi_align_grad_channels", "roi_pool_channels",
-             "roi_pool_channel_lanes",
-             "roi_pool_grad_channel_lanes", "any_rows")
+             "roi_pool_channel_lanes", "roi_pool_grad_channel_lanes", "any_rows")
 GPU_TAKEN = ("packed_planes", "fractional_walks", "paired_words", "channels_written_out", "unpool_gather",
              "roi_align_channels")
 #: The sizes from which a preset takes a variant, at a value that takes it at every size: set with

@@ -348,17 +348,16 @@ class Tuning:
             ``outputs_per_invocation=2``, ``lines_workgroup=256``, ``plane_lane_chunks=4``,
             ``channels_written_out=True``, ``unpool_gather=True``, ``unpool_gather_plane=256``,
             ``lp_gradient_one_pass=False``, ``flat_lines_under=1``, ``any_rows=False``,
-            ``roi_align_channels_last=False``, ``roi_align_grad_channels=1``, ``roi_pool_channels=1``,
-            ``roi_pool_channel_lanes=False`` and ``roi_pool_grad_channel_lanes=False``
-            (unmeasured on GPUs); the
+            ``roi_align_channels_last=False``, ``roi_align_grad_channels=1``,
+            ``roi_pool_channels=1``, ``roi_pool_channel_lanes=False`` and
+            ``roi_pool_grad_channel_lanes=False`` (unmeasured on GPUs); the
             other fields, ``roi_align_channels=4`` among them, as :meth:`for_cpu`'s.
         """
         return cls(target="gpu", rows_walks=False, plane_walk=True, plane_lanes=256, plane_lane_chunks=4,
                    outputs_per_invocation=2, lines_workgroup=256, channels_written_out=True, unpool_gather=True,
                    unpool_gather_plane=256, lp_gradient_one_pass=False, flat_lines_under=1, any_rows=False,
                    roi_align_channels_last=False, roi_align_grad_channels=1, roi_pool_channels=1,
-                   roi_pool_channel_lanes=False,
-                   roi_pool_grad_channel_lanes=False)
+                   roi_pool_channel_lanes=False, roi_pool_grad_channel_lanes=False)
 
     @classmethod
     def preset(cls, target: str) -> "Tuning":

@@ -223,7 +223,8 @@ def _channels_last_program(desc, walk: Pass, regions: Pass, scratch: tuple, tuni
         return None
     wg_x = tuning.flat_workgroup
     total = walk.params["total"] // 4
-    params = {key: walk.params[key] for key in TABLE_PARAMS + OUTPUT_DIVISORS + ("oob",) + stride_fields("y", axes="nchw")}
+    kept = TABLE_PARAMS + OUTPUT_DIVISORS + ("oob",) + stride_fields("y", axes="nchw")
+    params = {key: walk.params[key] for key in kept}
     params.update({**divisor_params("channels", c // 4), "total": total, "visit_y": walk.params["visit_y"],
                    "visit_x": walk.params["visit_x"], "x_n": packed.strides[0], "x_h": packed.strides[2],
                    "x_w": packed.strides[3]})

@@ -46,7 +46,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
         @builtin(local_invocation_index) lane: u32) {
     let t = flat_index(wg, groups, lane, WG_X, params.total);
     if (t >= params.total) { return; }
-    let spot = divide(t, params.channels, params.channels_magic, params.channels_shift);   // (r, oh, ow); channels: C / 4
+    // (r, oh, ow) and the run of channels (Params' channels: C / 4)
+    let spot = divide(t, params.channels, params.channels_magic, params.channels_shift);
     let c = 4u * (t - spot * params.channels);
     let rows = divide(spot, params.out_w, params.out_w_magic, params.out_w_shift);         // (r, oh)
     let r = divide(rows, params.out_h, params.out_h_magic, params.out_h_shift);

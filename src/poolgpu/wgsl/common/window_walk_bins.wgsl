@@ -60,7 +60,7 @@ fn binned_output_of(i: u32, per: u32) -> BinnedOutput {
 // The same, numbered with the runs of channels fastest ({N, out_d, out_h, out_w, C / per}).
 fn binned_output_lanes(i: u32, per: u32) -> BinnedOutput {
     let sizes = vec3<u32>(params.out_d, params.out_h, params.out_w);
-    let spots = divide(i, params.channel_runs, params.channel_runs_magic, params.channel_runs_shift);  // (n, od, oh, ow)
+    let spots = divide(i, params.channel_runs, params.channel_runs_magic, params.channel_runs_shift);   // (n, o)
     let c = (i - spots * params.channel_runs) * per;
     let rows = divide(spots, params.out_w, params.out_w_magic, params.out_w_shift);      // (n, od, oh)
     let planes = divide(rows, params.out_h, params.out_h_magic, params.out_h_shift);     // (n, od)
