@@ -23,14 +23,9 @@ fn sample4(image: u32, ly: Lerp, lx: Lerp) -> vec4<f32> {
     let v2 = corner(image + ly.low * params.x_h + lx.high * params.x_w);
     let v3 = corner(image + ly.high * params.x_h + lx.low * params.x_w);
     let v4 = corner(image + ly.high * params.x_h + lx.high * params.x_w);
-    let hy = 1.0 - ly.frac;
-    let hx = 1.0 - lx.frac;
-    let w1 = hy * hx;
-    let w2 = hy * lx.frac;
-    let w3 = ly.frac * hx;
-    let w4 = ly.frac * lx.frac;
-    return as_written4(as_written4(as_written4(w1 * v1) + as_written4(w2 * v2)) + as_written4(w3 * v3))
-           + as_written4(w4 * v4);
+    let w = corner_weights(ly, lx);
+    return as_written4(as_written4(as_written4(w.x * v1) + as_written4(w.y * v2)) + as_written4(w.z * v3))
+           + as_written4(w.w * v4);
 }
 
 fn store(sum: f32, k: u32, r: u32, c: u32, oh: u32, ow: u32, valid: bool, ay: Axis, ax: Axis, ey: vec4<u32>,

@@ -17,19 +17,14 @@ fn sample_value(plane: u32, ly: Lerp, lx: Lerp) -> Sampled {
     let v2 = to_f32(x_load(plane + ly.low * params.x_h + lx.high * params.x_w));
     let v3 = to_f32(x_load(plane + ly.high * params.x_h + lx.low * params.x_w));
     let v4 = to_f32(x_load(plane + ly.high * params.x_h + lx.high * params.x_w));
-    let hy = 1.0 - ly.frac;
-    let hx = 1.0 - lx.frac;
-    let w1 = hy * hx;
-    let w2 = hy * lx.frac;
-    let w3 = ly.frac * hx;
-    let w4 = ly.frac * lx.frac;
+    let w = corner_weights(ly, lx);
     if (REDUCE_MAX && WEIGHTED) {   // ONNX Runtime's max(max(max(a, b), c), d): ties keep the first
-        var best = Sampled(w1 * v1, 0u);
-        if (best.value < w2 * v2) { best = Sampled(w2 * v2, 1u); }
-        if (best.value < w3 * v3) { best = Sampled(w3 * v3, 2u); }
-        if (best.value < w4 * v4) { best = Sampled(w4 * v4, 3u); }
+        var best = Sampled(w.x * v1, 0u);
+        if (best.value < w.y * v2) { best = Sampled(w.y * v2, 1u); }
+        if (best.value < w.z * v3) { best = Sampled(w.z * v3, 2u); }
+        if (best.value < w.w * v4) { best = Sampled(w.w * v4, 3u); }
         return best;
     }
-    return Sampled(as_written(as_written(as_written(w1 * v1) + as_written(w2 * v2)) + as_written(w3 * v3))
-                   + as_written(w4 * v4), 0u);
+    return Sampled(as_written(as_written(as_written(w.x * v1) + as_written(w.y * v2)) + as_written(w.z * v3))
+                   + as_written(w.w * v4), 0u);
 }

@@ -66,5 +66,12 @@ fn lerp_of(v: f32, size: u32) -> Lerp {
     return Lerp(low, low + 1u, c - f32(low));
 }
 
+// The bilinear weights of a sample's corners: low-low, low-high, high-low, high-high (y, x).
+fn corner_weights(ly: Lerp, lx: Lerp) -> vec4<f32> {
+    let hy = 1.0 - ly.frac;
+    let hx = 1.0 - lx.frac;
+    return vec4<f32>(hy * hx, hy * lx.frac, ly.frac * hx, ly.frac * lx.frac);
+}
+
 // The element nearest to a coordinate inside [-1, size] (halves to the lower one).
 fn nearest_of(l: Lerp) -> u32 { return select(l.low, l.high, l.frac > 0.5); }
