@@ -53,7 +53,7 @@ VARIANTS = {
                     "(Tuning.roi_align_channels: 1 or 4)",
     "roipoolN": "ROI pooling's walk: N channels' outputs per invocation, sharing a bin (Tuning.roi_pool_channels: "
                 "1 or 4)",
-    "roichannelslast": "ROI align's average over a channels-last copy of the input, four channels per invocation "
+    "roichannelslast": "ROI align over a channels-last copy of the input, four channels per invocation "
                        "read as 16-byte loads, neighbouring lanes on neighbouring runs of them "
                        "(Tuning.roi_align_channels_last)",
     "roinchw": "ROI align's walk over the input as it is (Tuning.roi_align_channels_last off)",

@@ -177,19 +177,21 @@ def test_four_channels_per_invocation(device, data_type):
 
 @pytest.mark.parametrize("data_type", [np.float32, np.float16])
 def test_channels_last_walk(device, data_type):
-    # The average of bilinear samples over a packed channels-last input (C a multiple of 4):
+    # Bilinear samples' average or maximum over a packed channels-last input (C a multiple of 4):
     # the input itself where it is one (offset a multiple of 4 elements), else a copy of it
-    # (packed, with gaps, channels-last at an odd offset) where the output has as many
+    # (packed, with gaps, channels-last at an odd offset; the buffers NaN outside the input's
+    # elements, so that a read there would show) where the output has as many
     # elements as the input at least; the bits of the walk over the input as it is, in every
-    # case the walk takes, and those it leaves (maximum, nearest samples, smaller outputs)
+    # case the walk takes, and those it leaves (nearest samples, smaller outputs)
     from helpers import layout_strides, sentinel_input
     x = RNG.standard_normal((2, 8, 7, 9)).astype(data_type)
+    x[0, 5, 2, 3] = x[1, 2, 4, 6] = np.nan   # (the maximum's NaN rule, channel by channel)
     on = dataclasses.replace(device.tuning, roi_align_channels_last=True)
     off = dataclasses.replace(device.tuning, roi_align_channels_last=False)
     rois = device.upload(ROIS.reshape(1, 1, -1, 4).astype(data_type))
     batch = device.upload(BATCH.reshape(1, 1, -1).astype(np.uint32))
     for fields in CASES:
-        taken = fields.get("reduction_function") != "max" and fields.get("interpolation_mode") != "nearest_neighbor"
+        taken = fields.get("interpolation_mode") != "nearest_neighbor"
         for layout, lead, size in (("packed", 16, (5, 6)), ("gaps", 16, (5, 6)), ("packed", 16, (2, 3)),
                                    ("channels_last", 16, (2, 3)), ("channels_last", 2 * x.itemsize, (5, 6))):
             xt = sentinel_input(device, x, layout_strides(x.shape, layout), lead_bytes=lead)
@@ -205,9 +207,27 @@ def test_channels_last_walk(device, data_type):
                     got[tuning] = device.compile(desc)(xt, rois, batch).numpy()
             assert np.array_equal(got[on].view(np.uint16 if data_type == np.float16 else np.uint32),
                                   got[off].view(np.uint16 if data_type == np.float16 else np.uint32)), (fields, layout)
-            assert not np.isnan(got[on]).any()   # (nothing read outside the input's elements)
         if data_type == np.float32:
             np.testing.assert_allclose(got[on], reference_of(x, ROIS, BATCH, (5, 6), fields), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_weighted_maximum_keeps_a_nan_first_corner(device, channels_last):
+    # ONNX Runtime's max(max(max(a, b), c), d) keeps a NaN a (std::max) and drops a NaN b, c
+    # or d: on every adapter (OpenGL's compiler once made the comparisons a max(), which drops
+    # a NaN a), by both walks
+    x = np.arange(2 * 4 * 6 * 6, dtype=np.float32).reshape(2, 4, 6, 6) / 10
+    x[0, 1, 2, 2] = x[0, 2, 3, 3] = x[1, 3, 1, 4] = np.nan
+    rois = np.array([[1.25, 1.25, 4.5, 4.5], [0.0, 0.0, 5.0, 5.0], [2.5, 0.5, 5.5, 3.5]], np.float32)
+    batch = [0, 0, 1]
+    fields = dict(reduction_function="max", weighted_corner_max=True)
+    tuning = dataclasses.replace(device.tuning, roi_align_channels_last=channels_last)
+    with tuned_for(device, tuning):
+        got = run(device, x, rois, batch, (4, 4), **fields)
+    want = reference_of(x, rois, batch, (4, 4), fields)
+    assert np.isnan(want).any() and not np.isnan(want).all()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
 def test_same_bits_run_after_run(device):

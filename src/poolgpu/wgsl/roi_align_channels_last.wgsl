@@ -1,16 +1,20 @@
 // ROI align over a packed channels-last input x {N, H, W, C} (C a multiple of 4; the input
-// itself, or its copy by to_channels_last.wgsl): the average of bilinear samples, four
-// neighbouring channels per invocation, numbered flat over {R, out_h, out_w, C / 4} with the
+// itself, or its copy by to_channels_last.wgsl): the average or the maximum of bilinear
+// samples (WEIGHTED: of each sample's weighted corners), four neighbouring channels per
+// invocation, numbered flat over {R, out_h, out_w, C / 4} with the
 // runs of channels fastest.  Each sample's four corners are one 16-byte load each, the four
 // channels' weights shared, and neighbouring lanes read neighbouring 16 bytes; roi_align.wgsl
 // reads each channel's corners one element at a time, planes apart.  The samples, their
-// order, weights and sums are roi_align.wgsl's, so the bits are the same.
+// order, weights, sums and comparisons are roi_align.wgsl's, so the bits are the same (it
+// writes no argmax: the gradients walk the input themselves).
 //
 // Prepended by poolgpu.kernels: the value type and the tensors x (x_load4), table (table_word)
 // and y (y_store); library: roi_align_table.wgsl, roi_align_reduce.wgsl, divide.wgsl,
 // flat_index.wgsl, as_written.wgsl.
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
+
+override WEIGHTED: bool = false;   // the maximum of each sample's weighted corners (ONNX Runtime's)
 
 fn corner(at: u32) -> vec4<f32> {
     let v = x_load4(at);
@@ -24,13 +28,19 @@ fn sample4(image: u32, ly: Lerp, lx: Lerp) -> vec4<f32> {
     let v3 = corner(image + ly.high * params.x_h + lx.low * params.x_w);
     let v4 = corner(image + ly.high * params.x_h + lx.high * params.x_w);
     let w = corner_weights(ly, lx);
+    if (REDUCE_MAX && WEIGHTED) {   // max(max(max(a, b), c), d): ties keep the first (and a NaN first)
+        var best = w.x * v1;   // (compared through as_written: roi_align_sample.wgsl says why)
+        best = select(best, w.y * v2, best < as_written4(w.y * v2));
+        best = select(best, w.z * v3, best < as_written4(w.z * v3));
+        return select(best, w.w * v4, best < as_written4(w.w * v4));
+    }
     return as_written4(as_written4(as_written4(w.x * v1) + as_written4(w.y * v2)) + as_written4(w.z * v3))
            + as_written4(w.w * v4);
 }
 
-fn store(sum: f32, k: u32, r: u32, c: u32, oh: u32, ow: u32, valid: bool, ay: Axis, ax: Axis, ey: vec4<u32>,
+fn store(value: f32, k: u32, r: u32, c: u32, oh: u32, ow: u32, valid: bool, ay: Axis, ax: Axis, ey: vec4<u32>,
          ex: vec4<u32>) {
-    let result = reduced_output(Reduced(sum, true, 0u, 0u, 4u), valid, ay.n, ax.n, ey.y - ey.x, ex.y - ex.x,
+    let result = reduced_output(Reduced(value, true, 0u, 0u, 4u), valid, ay.n, ax.n, ey.y - ey.x, ex.y - ex.x,
                                 bitcast<f32>(params.oob));
     y_store(params.y_base + r * params.y_n + (c + k) * params.y_c + oh * params.y_h + ow * params.y_w,
             from_f32(result.value));
@@ -55,19 +65,26 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: v
     let ax = roi_axis(row, 1u);
     let ey = roi_entry(row, 0u, oh);
     let ex = roi_entry(row, 1u, ow);
-    var sum = vec4<f32>(0.0);
+    var acc = vec4<f32>(0.0);   // (roi_align_reduce.wgsl's reduced_add, per channel)
+    var have = false;
     if (valid) {
         let image = params.x_base + batch * params.x_n + c;
         for (var iy = ey.x; iy < ey.y; iy++) {
             let ly = lerp_of(sample_at(ay, oh, iy, params.out_h), params.in_h);
             for (var ix = ex.x; ix < ex.y; ix++) {
                 let lx = lerp_of(sample_at(ax, ow, ix, params.out_w), params.in_w);
-                sum = as_written4(sum + sample4(image, ly, lx));
+                let s = sample4(image, ly, lx);
+                if (REDUCE_MAX) {
+                    acc = select(acc, s, vec4<bool>(!have) | (acc < s));
+                } else {
+                    acc = as_written4(acc + s);
+                }
+                have = true;
             }
         }
     }
-    store(sum.x, 0u, r, c, oh, ow, valid, ay, ax, ey, ex);
-    store(sum.y, 1u, r, c, oh, ow, valid, ay, ax, ey, ex);
-    store(sum.z, 2u, r, c, oh, ow, valid, ay, ax, ey, ex);
-    store(sum.w, 3u, r, c, oh, ow, valid, ay, ax, ey, ex);
+    store(acc.x, 0u, r, c, oh, ow, valid, ay, ax, ey, ex);
+    store(acc.y, 1u, r, c, oh, ow, valid, ay, ax, ey, ex);
+    store(acc.z, 2u, r, c, oh, ow, valid, ay, ax, ey, ex);
+    store(acc.w, 3u, r, c, oh, ow, valid, ay, ax, ey, ex);
 }

@@ -19,10 +19,12 @@ fn sample_value(plane: u32, ly: Lerp, lx: Lerp) -> Sampled {
     let v4 = to_f32(x_load(plane + ly.high * params.x_h + lx.high * params.x_w));
     let w = corner_weights(ly, lx);
     if (REDUCE_MAX && WEIGHTED) {   // ONNX Runtime's max(max(max(a, b), c), d): ties keep the first
+        // (each compared through as_written: OpenGL's compiler turned `if (a < b) { a = b; }`
+        // into max(a, b), which drops a NaN `a` where std::max keeps it)
         var best = Sampled(w.x * v1, 0u);
-        if (best.value < w.y * v2) { best = Sampled(w.y * v2, 1u); }
-        if (best.value < w.z * v3) { best = Sampled(w.z * v3, 2u); }
-        if (best.value < w.w * v4) { best = Sampled(w.w * v4, 3u); }
+        if (best.value < as_written(w.y * v2)) { best = Sampled(w.y * v2, 1u); }
+        if (best.value < as_written(w.z * v3)) { best = Sampled(w.z * v3, 2u); }
+        if (best.value < as_written(w.w * v4)) { best = Sampled(w.w * v4, 3u); }
         return best;
     }
     return Sampled(as_written(as_written(as_written(w.x * v1) + as_written(w.y * v2)) + as_written(w.z * v3))
