@@ -210,10 +210,10 @@ def _channels_last_program(desc, walk: Pass, regions: Pass, scratch: tuple, tuni
     """ROI align by the channels-last walk (``walk``: the walk it replaces, whole), reading
     the input where it is packed channels-last, else its copy in scratch "x_channels_last";
     None where it does not apply: C no multiple of 4, nearest samples, or a copy that would
-    not pay: fewer outputs than input elements (each output reads at least
-    four corners; lavapipe, 8x256x56x56 float32 into 7x7 bins of 64 ROIs, an output an
-    eighth of the input: the copy and the walk took 0.96x the time of the walk over the
-    input as it is; of 1,000 ROIs, twice the input: 0.58x)."""
+    not pay: fewer outputs than input elements (each output reads at least four corners;
+    lavapipe, 8x256x56x56 float32 into 7x7 bins of 64 ROIs, an output an eighth of the
+    input: the copy and the walk took 0.96x the time of the walk over the input as it is;
+    of 1,000 ROIs, twice the input: 0.58x)."""
     n, c, in_h, in_w = desc.input.sizes
     if c % 4 or desc.interpolation_mode == "nearest_neighbor":
         return None
