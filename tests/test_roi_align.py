@@ -177,12 +177,13 @@ def test_four_channels_per_invocation(device, data_type):
 
 @pytest.mark.parametrize("data_type", [np.float32, np.float16])
 def test_channels_last_walk(device, data_type):
-    # Bilinear samples' average or maximum over a packed channels-last input (C a multiple of 4):
+    # The average or maximum of samples (bilinear or nearest) over a packed channels-last input
+    # (C a multiple of 4):
     # the input itself where it is one (offset a multiple of 4 elements), else a copy of it
     # (packed, with gaps, channels-last at an odd offset; the buffers NaN outside the input's
     # elements, so that a read there would show) where the output has as many
     # elements as the input at least; the bits of the walk over the input as it is, in every
-    # case the walk takes, and those it leaves (nearest samples, smaller outputs)
+    # case the walk takes, and those it leaves (outputs smaller than the input, copied)
     from helpers import layout_strides, sentinel_input
     x = RNG.standard_normal((2, 8, 7, 9)).astype(data_type)
     x[0, 5, 2, 3] = x[1, 2, 4, 6] = np.nan   # (the maximum's NaN rule, channel by channel)
@@ -191,13 +192,12 @@ def test_channels_last_walk(device, data_type):
     rois = device.upload(ROIS.reshape(1, 1, -1, 4).astype(data_type))
     batch = device.upload(BATCH.reshape(1, 1, -1).astype(np.uint32))
     for fields in CASES:
-        taken = fields.get("interpolation_mode") != "nearest_neighbor"
         for layout, lead, size in (("packed", 16, (5, 6)), ("gaps", 16, (5, 6)), ("packed", 16, (2, 3)),
                                    ("channels_last", 16, (2, 3)), ("channels_last", 2 * x.itemsize, (5, 6))):
             xt = sentinel_input(device, x, layout_strides(x.shape, layout), lead_bytes=lead)
             desc = pg.RoiAlign1Desc(xt.desc, rois.desc, batch.desc, output_size=size, **fields)
             copied = layout != "channels_last"
-            walked = taken and (not copied or desc.output.element_count >= x.size)   # (2 x 3: 336 outputs of 1,008)
+            walked = not copied or desc.output.element_count >= x.size   # (2 x 3: 336 outputs of 1,008)
             files = [p.kernel.file for p in kernels.program_for(desc, on, None).passes]
             assert ("roi_align_channels_last.wgsl" in files) == walked, (fields, files)
             assert ("to_channels_last.wgsl" in files) == (walked and copied), (fields, files)

@@ -116,11 +116,11 @@ class Tuning:
         one channel each; an H200, at GPU scale: 0.47x; RADV: 545 instructions per four
         outputs against 332 per output).
     roi_align_channels_last : bool
-        ROI align of bilinear samples, average or maximum (C a multiple of 4, an output's
+        ROI align, every reduction and interpolation (C a multiple of 4, an output's
         samples in one invocation, the tensors whole), over a packed channels-last input:
         the input itself where it is one, else a copy made first; four neighbouring
         channels per invocation, neighbouring lanes on neighbouring runs of them, each
-        sample's corners read as 16-byte loads of four channels.  The copy is made only for outputs of at
+        sample's elements read as 16-byte loads of four channels.  The copy is made only for outputs of at
         least the input's element count (each output reads four corners or more).  The same
         bits (lavapipe, case ROI, 1,000 ROIs: 0.58x the time over an NCHW input, copy
         included; over an NHWC input, 64 and 1,000 ROIs: 0.66x and 0.60x; the weighted

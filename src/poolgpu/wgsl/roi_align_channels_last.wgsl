@@ -1,7 +1,7 @@
 // ROI align over a packed channels-last input x {N, H, W, C} (C a multiple of 4; the input
-// itself, or its copy by to_channels_last.wgsl): the average or the maximum of bilinear
-// samples (WEIGHTED: of each sample's weighted corners), four neighbouring channels per
-// invocation, numbered flat over {R, out_h, out_w, C / 4} with the
+// itself, or its copy by to_channels_last.wgsl): the average or the maximum of its samples
+// (bilinear, or NEAREST: the nearest element; WEIGHTED: the maximum of each sample's weighted
+// corners), four neighbouring channels per invocation, numbered flat over {R, out_h, out_w, C / 4} with the
 // runs of channels fastest.  Each sample's four corners are one 16-byte load each, the four
 // channels' weights shared, and neighbouring lanes read neighbouring 16 bytes; roi_align.wgsl
 // reads each channel's corners one element at a time, planes apart.  The samples, their
@@ -14,6 +14,7 @@
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
+override NEAREST: bool = false;    // the nearest element instead of bilinear interpolation
 override WEIGHTED: bool = false;   // the maximum of each sample's weighted corners (ONNX Runtime's)
 
 fn corner(at: u32) -> vec4<f32> {
@@ -23,6 +24,7 @@ fn corner(at: u32) -> vec4<f32> {
 
 // The four channels' values of a sample (roi_align_sample.wgsl's sample_value, per channel).
 fn sample4(image: u32, ly: Lerp, lx: Lerp) -> vec4<f32> {
+    if (NEAREST) { return corner(image + nearest_of(ly) * params.x_h + nearest_of(lx) * params.x_w); }
     let v1 = corner(image + ly.low * params.x_h + lx.low * params.x_w);
     let v2 = corner(image + ly.low * params.x_h + lx.high * params.x_w);
     let v3 = corner(image + ly.high * params.x_h + lx.low * params.x_w);
