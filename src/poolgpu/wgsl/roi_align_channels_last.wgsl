@@ -1,10 +1,11 @@
 // ROI align over a packed channels-last input x {N, H, W, C} (C a multiple of 4; the input
 // itself, or its copy by to_channels_last.wgsl): the average or the maximum of its samples
 // (bilinear, or NEAREST: the nearest element; WEIGHTED: the maximum of each sample's weighted
-// corners), four neighbouring channels per invocation, numbered flat over {R, out_h, out_w, C / 4} with the
-// runs of channels fastest.  Each sample's four corners are one 16-byte load each, the four
-// channels' weights shared, and neighbouring lanes read neighbouring 16 bytes; roi_align.wgsl
-// reads each channel's corners one element at a time, planes apart.  The samples, their
+// corners), four neighbouring channels per invocation, numbered flat over
+// {R, out_h, out_w, C / 4} with the runs of channels fastest.  Each element a sample reads is
+// one 16-byte load of four channels, their weights shared, and neighbouring lanes read
+// neighbouring 16 bytes; roi_align.wgsl reads each channel's elements one at a time, planes
+// apart.  The samples, their
 // order, weights, sums and comparisons are roi_align.wgsl's, so the bits are the same (it
 // writes no argmax: the gradients walk the input themselves).
 //
