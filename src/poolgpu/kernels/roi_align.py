@@ -1,8 +1,8 @@
 """ROI align (DirectML's ROI_ALIGN, ROI_ALIGN1 and ROI_ALIGN_GRAD): a regions pass writes each
 ROI's row of the region table (wgsl/roi_align_regions.wgsl, common/roi_align_table.wgsl),
 then the walk samples each output's bin (wgsl/roi_align.wgsl; the outputs of
-``Tuning.roi_align_channels`` neighbouring channels per invocation where they allow; the
-average over a channels-last input or copy with ``Tuning.roi_align_channels_last``), split
+``Tuning.roi_align_channels`` neighbouring channels per invocation where they allow, or with
+``Tuning.roi_align_channels_last`` four from 16-byte loads of a channels-last input or copy), split
 into parts and merged (wgsl/roi_align_merge.wgsl) where an output's samples are more than one
 invocation may visit.  The input gradient: a mask pass (which ROIs reach each tile of the input,
 wgsl/roi_align_tiles.wgsl) and a gather by 8 x 8 blocks of dx (wgsl/roi_align_grad.wgsl; the
@@ -249,19 +249,19 @@ def _roi_align_program(desc, tuning: Tuning) -> Program:
     program = Program((regions,) + passes, scratch=(("table", region_table(desc)),) + scratch)
     walk, per = passes[0], tuning.roi_align_channels
     c = desc.input.sizes[1]
+    if per > 1 and len(passes) == 1 and c % per == 0:
+        # Channels per invocation (roi_align.wgsl's CHANNELS), whole tensors only: the
+        # invocations cover several planes each, which chunks of planes would cut.
+        total = walk.params["total"] // per
+        params = {**walk.params, **divisor_params("channels", c // per), "total": total}
+        constants = sorted_constants({**dict(walk.constants), "CHANNELS": per})
+        grouped = Pass(WALK, walk.tensors, constants, params, flat_grid(total, tuning.flat_workgroup))
+        program = Program((regions, grouped), scratch=program.scratch, whole_only=True, fallback=program)
     if len(passes) == 1 and tuning.roi_align_channels_last:
         channels_last = _channels_last_program(desc, walk, regions, program.scratch, tuning)
-        if channels_last is not None:
+        if channels_last is not None:   # (for inputs at odd offsets and larger than a binding)
             return replace(channels_last, fallback=program)
-    if per == 1 or len(passes) > 1 or c % per:
-        return program
-    # Channels per invocation (roi_align.wgsl's CHANNELS), whole tensors only: the
-    # invocations cover several planes each, which chunks of planes would cut.
-    total = walk.params["total"] // per
-    params = {**walk.params, **divisor_params("channels", c // per), "total": total}
-    constants = sorted_constants({**dict(walk.constants), "CHANNELS": per})
-    grouped = Pass(WALK, walk.tensors, constants, params, flat_grid(total, tuning.flat_workgroup))
-    return Program((regions, grouped), scratch=program.scratch, whole_only=True, fallback=program)
+    return program
 
 
 # The input gradient: a mask pass (which ROIs reach each tile of the input) and the gathers.

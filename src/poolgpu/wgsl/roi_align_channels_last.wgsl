@@ -5,9 +5,8 @@
 // {R, out_h, out_w, C / 4} with the runs of channels fastest.  Each element a sample reads is
 // one 16-byte load of four channels, their weights shared, and neighbouring lanes read
 // neighbouring 16 bytes; roi_align.wgsl reads each channel's elements one at a time, planes
-// apart.  The samples, their
-// order, weights, sums and comparisons are roi_align.wgsl's, so the bits are the same (it
-// writes no argmax: the gradients walk the input themselves).
+// apart.  The samples, their order, weights, sums and comparisons are roi_align.wgsl's, so
+// the bits are the same (it writes no argmax: the gradients walk the input themselves).
 //
 // Prepended by poolgpu.kernels: the value type and the tensors x (x_load4), table (table_word)
 // and y (y_store); library: roi_align_table.wgsl, roi_align_reduce.wgsl, divide.wgsl,

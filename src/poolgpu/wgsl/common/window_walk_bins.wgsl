@@ -47,25 +47,32 @@ fn binned_output(i: u32) -> BinnedOutput { return binned_output_of(i, 1u); }
 // channels, C a multiple of it; params.channel_runs = C / per): the first channel of the run
 // and their shared bin.
 fn binned_output_of(i: u32, per: u32) -> BinnedOutput {
-    let sizes = vec3<u32>(params.out_d, params.out_h, params.out_w);
-    let rows = divide(i, params.out_w, params.out_w_magic, params.out_w_shift);          // (nc, od, oh)
-    let planes = divide(rows, params.out_h, params.out_h_magic, params.out_h_shift);     // (nc, od)
-    let nc = divide(planes, params.out_d, params.out_d_magic, params.out_d_shift);
-    let o = vec3<u32>(planes - nc * sizes.x, rows - planes * sizes.y, i - rows * sizes.z);
-    let n = divide(nc, params.channel_runs, params.channel_runs_magic, params.channel_runs_shift);
-    let c = (nc - n * params.channel_runs) * per;
-    return BinnedOutput(n, c, o, bin_of(params.bins_base, n, c, o, sizes));
+    let at = output_position(i);   // (n * C / per + run, o)
+    let n = divide(at.outer, params.channel_runs, params.channel_runs_magic, params.channel_runs_shift);
+    return binned_output_at(n, at.outer - n * params.channel_runs, per, at.o);
 }
 
 // The same, numbered with the runs of channels fastest ({N, out_d, out_h, out_w, C / per}).
 fn binned_output_lanes(i: u32, per: u32) -> BinnedOutput {
+    let spot = divide(i, params.channel_runs, params.channel_runs_magic, params.channel_runs_shift);
+    let at = output_position(spot);   // (n, o)
+    return binned_output_at(at.outer, i - spot * params.channel_runs, per, at.o);
+}
+
+// A number over {outer, out_d, out_h, out_w}: outer and the output coordinates o.
+struct OutputPosition { outer: u32, o: vec3<u32> }
+fn output_position(i: u32) -> OutputPosition {
+    let rows = divide(i, params.out_w, params.out_w_magic, params.out_w_shift);          // (outer, od, oh)
+    let planes = divide(rows, params.out_h, params.out_h_magic, params.out_h_shift);     // (outer, od)
+    let outer = divide(planes, params.out_d, params.out_d_magic, params.out_d_shift);
+    return OutputPosition(outer, vec3<u32>(planes - outer * params.out_d, rows - planes * params.out_h,
+                                           i - rows * params.out_w));
+}
+
+// Run `run` of `per` channels of image (ROI) n at output o, and its bin.
+fn binned_output_at(n: u32, run: u32, per: u32, o: vec3<u32>) -> BinnedOutput {
+    let c = run * per;
     let sizes = vec3<u32>(params.out_d, params.out_h, params.out_w);
-    let spots = divide(i, params.channel_runs, params.channel_runs_magic, params.channel_runs_shift);   // (n, o)
-    let c = (i - spots * params.channel_runs) * per;
-    let rows = divide(spots, params.out_w, params.out_w_magic, params.out_w_shift);      // (n, od, oh)
-    let planes = divide(rows, params.out_h, params.out_h_magic, params.out_h_shift);     // (n, od)
-    let n = divide(planes, params.out_d, params.out_d_magic, params.out_d_shift);
-    let o = vec3<u32>(planes - n * sizes.x, rows - planes * sizes.y, spots - rows * sizes.z);
     return BinnedOutput(n, c, o, bin_of(params.bins_base, n, c, o, sizes));
 }
 
