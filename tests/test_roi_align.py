@@ -178,13 +178,12 @@ def test_four_channels_per_invocation(device, data_type):
 @pytest.mark.parametrize("data_type", [np.float32, np.float16])
 def test_channels_last_walk(device, data_type):
     # The average or maximum of samples (bilinear or nearest) over a packed channels-last input
-    # (C a multiple of 4):
-    # the input itself where it is one (offset a multiple of 4 elements), else a copy of it
-    # (packed, with gaps, channels-last at an odd offset; the buffers NaN outside the input's
-    # elements, so that a read there would show) where the output has as many
-    # elements as the input at least; the bits of the walk over the input as it is, in every
-    # case the walk takes, and those it leaves (outputs smaller than the input, copied)
-    from helpers import layout_strides, sentinel_input
+    # (C a multiple of 4): the input itself where it is one (at an odd offset: the fallback),
+    # else a copy of it (packed, with gaps) where the output has at least the input's element
+    # count; the buffers NaN outside the input's elements, so that a read there would show.
+    # The bits of the walk over the input as it is, in every case the walk takes and those it
+    # leaves (outputs smaller than the input, copied)
+    from helpers import layout_strides, same_bits, sentinel_input
     x = RNG.standard_normal((2, 8, 7, 9)).astype(data_type)
     x[0, 5, 2, 3] = x[1, 2, 4, 6] = np.nan   # (the maximum's NaN rule, channel by channel)
     on = dataclasses.replace(device.tuning, roi_align_channels_last=True)
@@ -205,8 +204,7 @@ def test_channels_last_walk(device, data_type):
             for tuning in (on, off):
                 with tuned_for(device, tuning):
                     got[tuning] = device.compile(desc)(xt, rois, batch).numpy()
-            assert np.array_equal(got[on].view(np.uint16 if data_type == np.float16 else np.uint32),
-                                  got[off].view(np.uint16 if data_type == np.float16 else np.uint32)), (fields, layout)
+            assert same_bits(got[on], got[off]), (fields, layout)
         if data_type == np.float32:
             np.testing.assert_allclose(got[on], reference_of(x, ROIS, BATCH, (5, 6), fields), rtol=1e-5, atol=1e-6)
 
