@@ -103,22 +103,15 @@ def assert_flat(samples) -> None:
 # The OpenGL gate's memory of a wait that passed its deadline
 
 
-class _Promise:
-    """What the gate reads of a wgpu promise: the event set when it settles."""
-
-    def __init__(self):
-        self._thread_event = threading.Event()
-
-
 def test_the_gate_waits_for_a_stalled_wait_within_each_deadline():
     g = gate.Gate("test")
-    promise = _Promise()
+    settled = threading.Event()  # set when the map settles
     g.acquire(1.0)
-    g.stalled(promise, None, "reading back 4 bytes on a test adapter")
+    g.stalled(settled, None, "reading back 4 bytes on a test adapter")
     g.release()
     with pytest.raises(pg.DeviceError, match="has not answered since reading back 4 bytes .*waited 0.05 s more"):
         g.acquire(0.05)
-    promise._thread_event.set()  # the GPU answered
+    settled.set()  # the GPU answered
     g.acquire(0.05)
     g.acquire(0.05)  # re-entrant
     g.release()

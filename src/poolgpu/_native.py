@@ -2,12 +2,13 @@
 
 wgpu-py wraps every WebGPU call in Python (argument structs, error capture, an object per
 encoder, pass and command buffer, released by ``__del__``): about 10 microseconds per call
-on a cached operator, as much as poolgpu's own work.  Recording dispatches and submitting a
-one-pass command buffer are the same few C calls every time, so poolgpu makes them itself:
-with the C handles of pipelines and bind groups kept when a call's bindings are made, and
-wgpu-py's error-capturing wrappers (``libf``) where WebGPU reports errors (creating the
-encoder, ``finish``, ``submit``: a lost device or a validation error still raises, as
-from wgpu-py).  Commands recorded into a pass report their errors at ``finish``.
+on a cached operator, as much as poolgpu's own work.  Recording dispatches, submitting a
+one-pass command buffer and mapping a staging buffer to read it back are the same few C
+calls every time, so poolgpu makes them itself: with the C handles of pipelines and bind
+groups kept when a call's bindings are made, and wgpu-py's error-capturing wrappers
+(``libf``) where WebGPU reports errors (creating the encoder, ``finish``, ``submit``, the
+map: a lost device or a validation error still raises, as from wgpu-py).  Commands
+recorded into a pass report their errors at ``finish``.
 
 Elsewhere (another wgpu backend, or a wgpu-py whose internals moved) ``available`` is
 False and poolgpu uses wgpu-py's public API for the same steps.
@@ -23,6 +24,9 @@ without a deadline, to "not stopped", to nothing and to releasing on the spot.
 
 from __future__ import annotations
 
+import itertools
+import threading
+
 try:
     from wgpu.backends.wgpu_native import _api
     from wgpu.backends.wgpu_native._ffi import ffi, lib
@@ -35,6 +39,11 @@ try:
     _DEVICE, _PASS, _OBJECT = _api.GPUDevice, _api.GPUComputePassEncoder, _api.GPUObjectBase
     # wgpu-py's own mode for read-backs: the copy was just submitted, so no extra empty submission
     MAP_READ = "READ_NOSYNC"
+    _MAP_SUCCESS = lib.WGPUMapAsyncStatus_Success
+    _MAP_MODE_READ = lib.WGPUMapMode_Read
+    _ALLOW_PROCESS_EVENTS = lib.WGPUCallbackMode_AllowProcessEvents
+    _BUFFER = _api.GPUBuffer
+    _string = _api.from_c_string_view
 except Exception:  # not wgpu-native, or its layout changed: the public API serves
     lib = None
     MAP_READ = "READ"
@@ -97,6 +106,88 @@ def finished(promise):
     where wgpu-py keeps none (then only ``promise.sync_wait()`` waits, without a deadline)."""
     event = getattr(promise, "_thread_event", None)
     return event if hasattr(event, "wait") and hasattr(event, "is_set") else None
+
+
+class Mapping:
+    """A staging buffer's bytes [0, size) being mapped for reading: ``event`` (set once the
+    map settles, or None where only ``check`` can wait), ``check()`` (raises where it
+    failed), then ``view()`` (the mapped bytes, valid until ``unmap()``) and ``unmap()``.
+    Through wgpu-py's public API (any backend)."""
+
+    __slots__ = ("buffer", "size", "promise", "event")
+
+    def __init__(self, buffer, size: int) -> None:
+        self.buffer, self.size = buffer, size
+        self.promise = buffer.map_async(MAP_READ, 0, size)
+        self.event = finished(self.promise)
+
+    def check(self) -> None:
+        self.promise.sync_wait()
+
+    def view(self):
+        return self.buffer.read_mapped(0, self.size, copy=False)
+
+    def unmap(self) -> None:
+        self.buffer.unmap()
+
+
+class CMapping:
+    """A :class:`Mapping` through wgpu-native's C functions: wgpu-py's ``map_async`` makes a
+    C callback, a promise and its structs per call (~40 microseconds on a CPU adapter's
+    host, a tenth of a small call's round trip); here one callback serves every map, and
+    wgpu-py's poll thread is asked to poll as it would be.  wgpu-py's buffer object never
+    learns of the map: only poolgpu's own staging buffers are mapped so.  Where
+    ``available``."""
+
+    __slots__ = ("buffer", "size", "event", "error", "_token")
+
+    def __init__(self, wgpu_device, buffer, size: int) -> None:
+        self.buffer, self.size, self.error = buffer, size, None
+        self.event = threading.Event()
+        self._token = wgpu_device._poller.get_token()
+        key = next(_map_keys)
+        _maps[key] = self
+        info = ffi.new("WGPUBufferMapCallbackInfo *")
+        info.mode = _ALLOW_PROCESS_EVENTS
+        info.callback = _map_settled
+        info.userdata1 = ffi.cast("void *", key)
+        try:
+            _libf.wgpuBufferMapAsync(buffer._internal, _MAP_MODE_READ, 0, size, info[0])
+        except BaseException:
+            _maps.pop(key, None)
+            self._token.set_done()
+            raise
+
+    def settle(self, status, message) -> None:
+        if status != _MAP_SUCCESS:
+            self.error = f"could not map the staging buffer ({status}: {_string(message)})"
+        self._token.set_done()
+        self.event.set()
+
+    def check(self) -> None:
+        self.event.wait()
+        if self.error is not None:
+            raise RuntimeError(self.error)
+
+    def view(self):
+        pointer = lib.wgpuBufferGetConstMappedRange(self.buffer._internal, 0, self.size)
+        if pointer == _NULL:
+            raise RuntimeError("the mapped staging buffer has no mapped range")
+        return ffi.buffer(pointer, self.size)
+
+    def unmap(self) -> None:
+        lib.wgpuBufferUnmap(self.buffer._internal)
+
+
+if lib is not None:
+    _maps = {}  # key -> CMapping, until its map settles
+    _map_keys = itertools.count(1)
+
+    @ffi.callback("void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)")
+    def _map_settled(status, message, userdata1, userdata2):  # (on the thread polling the device)
+        mapping = _maps.pop(int(ffi.cast("uintptr_t", userdata1)), None)
+        if mapping is not None:
+            mapping.settle(status, message)
 
 
 def stopped(wgpu_device) -> bool:

@@ -793,14 +793,16 @@ class Device:
             if staging is None:
                 staging = self._create_buffer(staging_size, _STAGING_USAGE)
             self._submit(bound, [(source, start, staging, at, length) for source, start, at, length in copies])
-            self._wait(staging.map_async(_native.MAP_READ, 0, staged), action)
+            mapping = (_native.CMapping(self.wgpu_device, staging, staged) if self._native
+                       else _native.Mapping(staging, staged))
+            self._wait(mapping, action)
             try:
-                mapped = staging.read_mapped(0, staged, copy=False)
+                mapped = mapping.view()
                 results = [_converted(mapped, at + offset - start, size, convert)
                            for (_, start, at, _), (_, offset, size, convert) in zip(copies, regions)]
                 del mapped  # (no view of the mapped memory may outlive the map)
             finally:
-                staging.unmap()
+                mapping.unmap()
             self._staging_pool.give(staging)
         return results
 
@@ -820,21 +822,21 @@ class Device:
             encoder.copy_buffer_to_buffer(source, source_offset, target, target_offset, size)
         device.queue.submit([self._release_under_gate(encoder.finish())])
 
-    def _wait(self, promise, action: str) -> None:
-        """Wait for a wgpu promise (of this device, the caller holding the gate) at most
-        ``timeout`` seconds.  Past it, DeviceError; the Device stays usable (the work goes
-        on), and on OpenGL the gate waits for this promise before any other call."""
-        event = _native.finished(promise)
+    def _wait(self, mapping: "_native.Mapping", action: str) -> None:
+        """Wait for a staging buffer's map (of this device, the caller holding the gate) at
+        most ``timeout`` seconds.  Past it, DeviceError; the Device stays usable (the work
+        goes on), and on OpenGL the gate waits for this map before any other call."""
+        event = mapping.event
         if event is not None and not event.wait(self.timeout):
             if self._gate.gate is not None:
-                self._gate.gate.stalled(promise, self.wgpu_device, f"{action} on {self.name}")
+                self._gate.gate.stalled(event, self.wgpu_device, f"{action} on {self.name}")
             raise DeviceError(
                 f"the GPU device {self.name} did not finish {action} (and the work submitted before it) within "
                 f"{self.timeout:g} s. The Device stays usable: raise its timeout (dev.timeout = seconds) for longer "
                 "work, or make a new pg.Device() if the GPU hangs"
             )
         try:
-            promise.sync_wait()  # settled: its value, or its error raised
+            mapping.check()  # settled: its error raised
         except Exception as exc:  # (wgpu-py raises no GPUError here, even for a lost device)
             self._check_alive()
             raise DeviceError(f"the GPU device {self.name} failed {action}: {exc}") from exc

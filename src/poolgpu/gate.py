@@ -95,12 +95,10 @@ class Gate:
         _native.release_later(obj, self.pending_releases)
         return obj
 
-    def stalled(self, promise, wgpu_device, what: str) -> None:
-        """A wait on ``promise`` of ``wgpu_device`` passed its deadline (the caller holds
-        the gate): later calls wait for it to settle first."""
-        event = _native.finished(promise)
-        if event is not None:
-            self._stall = (event, wgpu_device, what)
+    def stalled(self, event: threading.Event, wgpu_device, what: str) -> None:
+        """A wait for ``event`` (set when a map of ``wgpu_device`` settles) passed its
+        deadline (the caller holds the gate): later calls wait for it to be set first."""
+        self._stall = (event, wgpu_device, what)
 
     def _wait_for_stall(self, timeout: float) -> None:
         if self._stall is None:
