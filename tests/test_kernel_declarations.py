@@ -114,8 +114,7 @@ def test_every_shader_sizes_its_workgroups_by_the_overrides_bundles_read():
 
 
 @pytest.mark.parametrize("module, name, file, const", [
-    ("roi_align", "ROI_BLOCK", "roi_pool_grad.wgsl", "BLOCK"),
-    ("roi_align", "ROI_BLOCK", "common/roi_align_block.wgsl", "BLOCK"),
+    ("roi_align", "ROI_BLOCK", "common/carried_blocks.wgsl", "BLOCK"),
     ("roi_align", "SHARED_MAX_OUT", "roi_align_grad_shared.wgsl", "MAX_OUT"),
     ("roi_align", "SHARED_LIST_WORDS", "roi_align_grad_shared.wgsl", "LIST_WORDS"),
 ])

@@ -21,7 +21,7 @@ from .grids import (FLAT_GRID, IN_SIZES, OUT_SIZES, as_5d, divisor_fields, divis
                     sorted_constants, stride_fields, tensor_stride_params)
 from .planes import plane_gradient
 from .registry import register
-from .roi_align import ROI_BLOCK, tile_layout   # (roi_pool_grad.wgsl's blocks lie in its tiles, 8 x 2^k)
+from .roi_align import ROI_BLOCK, longest_run, tile_layout   # (roi_pool_grad.wgsl's blocks lie in its tiles, 8 x 2^k)
 from .split import Accumulator, fewest_parts, gradient_merge_passes, iterations, loop_total, merge_passes, partials_desc
 from .split import search_probes
 from .window import (AVERAGE, AVERAGE_POOL, MAX, MAX_POOL, average_pool_program, max_pool_program,
@@ -413,26 +413,28 @@ def _adaptive_average_pool_grad_program(desc, tuning: Tuning) -> Program:
 
 
 def roi_gather_loops(constants: dict, params: dict) -> dict:
-    """roi_pool_grad.wgsl's loops: the mask words and bits of its part's ROIs, in each
-    ROI four searches (the runs of H and W bins meeting the block) and at most every bin, then
-    the block's elements."""
-    rois = -(-params["rois"] // constants.get("PARTS", 1))
-    words = -(-rois // 32) + 1
+    """roi_pool_grad.wgsl's loops: the mask words and bits of its run of ROIs, in each ROI four
+    searches (the runs of H and W bins meeting the block) and at most every bin, then the
+    block's elements (and before, unless FIRST, their carried sums)."""
+    rois = params["roi_end"] - params["roi_first"]
+    words = -(-params["roi_end"] // 32) - params["roi_first"] // 32
     pooled_h, pooled_w = params["pooled_h"], params["pooled_w"]
     probes = search_probes(2 * rois, pooled_h) + search_probes(2 * rois, pooled_w)
     return {"word": iterations(1, words), "bit": iterations(words, 32), "probe": probes,
             "oh": iterations(rois, pooled_h), "ow": iterations(rois * pooled_h, pooled_w),
+            "j": 0 if constants.get("FIRST", True) else iterations(1, ROI_BLOCK * ROI_BLOCK),
             "k": iterations(1, ROI_BLOCK * ROI_BLOCK)}
 
 
 TILE_PARAMS = ("tile", "tiles", "tiles_x", "mask_words")  # roi_align.tile_layout's
 ROI_POOL_GRAD = Kernel(
     "roi_pool_grad.wgsl", (Slot("dy", False), Slot("arg", False), Slot("bins", False),
-                           Slot("mask", False, snippet="words_read.wgsl"), Slot("dx", True), PART),
+                           Slot("mask", False, snippet="words_read.wgsl"), Slot("dx", True),
+                           Slot("acc", True, snippet="words_write.wgsl")),
     value_slot="dy",
-    library=("tile_masks.wgsl", "taps.wgsl", "gather_parts.wgsl", "bin_search.wgsl", "divide.wgsl", "flat_index.wgsl"),
-    params=FLAT_GRID + ("channels", "in_h") + divisor_fields("in_w") + ("rois", "pooled_h", "pooled_w") + TILE_PARAMS
-    + stride_fields("dy", "arg", "dx", axes="nchw"),
+    library=("carried_blocks.wgsl", "tile_masks.wgsl", "bin_search.wgsl", "divide.wgsl", "flat_index.wgsl"),
+    params=FLAT_GRID + ("roi_first", "roi_end", "channels", "in_h") + divisor_fields("in_w")
+    + ("pooled_h", "pooled_w") + TILE_PARAMS + stride_fields("dy", "arg", "dx", axes="nchw"),
     loops=roi_gather_loops,
 )
 ROI_POOL_TILES = Kernel(
@@ -442,30 +444,50 @@ ROI_POOL_TILES = Kernel(
 )
 
 
-def _roi_gather_pass(desc, wg_x: int, tiles: dict, channel_lanes: bool, parts: int = 1) -> Pass:
-    """One invocation per ROI_BLOCK x ROI_BLOCK block of a dx plane, or with ``parts`` per
-    part of the ROIs, numbered with the channels fastest where ``channel_lanes``
-    (roi_pool_grad.wgsl's CHANNEL_LANES), else with the blocks and parts fastest."""
+def _roi_gather_passes(desc, wg_x: int, tiles: dict, channel_lanes: bool, budget: int) -> tuple:
+    """(the gathers over dx's ROI_BLOCK x ROI_BLOCK blocks, the scratch they add): one, or one
+    per run of the ROIs where they are more than one invocation may visit (each run the longest
+    within ``budget``, one ROI at least), carrying the sums in scratch "acc"; numbered with the
+    channels fastest where ``channel_lanes`` (roi_pool_grad.wgsl's CHANNEL_LANES)."""
     dx = desc.output_gradient
     n, c, in_h, in_w = dx.sizes
     pooled_h, pooled_w = desc.pooled_size
+    rois = desc.roi.sizes[2]
     blocks = -(-in_h // ROI_BLOCK) * -(-in_w // ROI_BLOCK)
-    total = n * c * blocks * parts
+    total = n * c * blocks
     params = {"total": total, "origin": 0, "channels": c, "in_h": in_h, **divisor_params("in_w", in_w),
-              "rois": desc.roi.sizes[2], "pooled_h": pooled_h, "pooled_w": pooled_w, **tiles}
+              "pooled_h": pooled_h, "pooled_w": pooled_w, **tiles}
     for slot, tensor in (("dy", desc.input_gradient), ("arg", desc.forward.output_indices), ("dx", dx)):
         params.update({f"{slot}_{axis}": stride for axis, stride in zip("nchw", tensor.strides)})
-    constants = sorted_constants({"WG_X": wg_x, "PARTS": parts, "CHANNEL_LANES": channel_lanes})
-    roles = ("input_gradient", "argmax", "bins", "mask", "output_gradient", "dx_part" if parts > 1 else None)
-    return Pass(ROI_POOL_GRAD, roles, constants, params, flat_grid(total, wg_x))   # (no Split: whole only)
+    base = {"WG_X": wg_x, "CHANNEL_LANES": channel_lanes}
+
+    def fits(first: int, end: int) -> bool:   # (a run after the first also loads the carried sums)
+        constants = dict(base, FIRST=first == 0)
+        return loop_total(ROI_POOL_GRAD, constants, dict(params, roi_first=first, roi_end=end)) <= budget
+
+    runs, first = [], 0
+    while first < rois:
+        end = longest_run(partial(fits, first), first, rois)
+        runs.append((first, end))
+        first = end
+    runs = runs or [(0, 0)]
+    passes = []
+    for k, (first, end) in enumerate(runs):
+        first_run, last_run = k == 0, k == len(runs) - 1
+        roles = ("input_gradient", "argmax", "bins", "mask", "output_gradient" if last_run else None,
+                 None if first_run and last_run else "acc")
+        passes.append(Pass(ROI_POOL_GRAD, roles, sorted_constants({**base, "FIRST": first_run, "LAST": last_run}),
+                           dict(params, roi_first=first, roi_end=end), flat_grid(total, wg_x)))   # (no Split)
+    scratch = (("acc", TensorDesc(DataType.UINT32, (n, c, in_h * in_w))),) if len(runs) > 1 else ()
+    return tuple(passes), scratch
 
 
 @register("roi_pool_grad")
 def _roi_pool_grad_program(desc, tuning: Tuning) -> Program:
     """ROI pooling's argmax of every bin into scratch (the forward binned pass, writing only
     indices), the masks of the ROIs reaching each tile of the input, then the gather adding
-    each bin's dy at its argmax, block by block, split over runs of ROIs where there are more
-    than one invocation may visit."""
+    each bin's dy at its argmax, block by block, in runs of the ROIs carrying the sums where
+    there are more than one invocation may visit."""
     forward, wg_x = desc.forward, tuning.flat_workgroup
     bins_pass, table = _roi_bins_pass(forward, wg_x)
     argmax, argmax_scratch = argmax_passes(forward, {"ROI": True}, tuning)
@@ -481,15 +503,8 @@ def _roi_pool_grad_program(desc, tuning: Tuning) -> Program:
                      flat_grid(masks, wg_x))
     scratch = (("bins", table),) + argmax_scratch + (("mask", TensorDesc(DataType.UINT32, (1, 1, masks))),)
     first = (bins_pass,) + argmax + (mask_pass,)
-    lanes = tuning.roi_pool_grad_channel_lanes
-    whole = _roi_gather_pass(desc, wg_x, tiles, lanes)
-    parts = fewest_parts(lambda p: loop_total(ROI_POOL_GRAD, dict(whole.constants, PARTS=p[0]), whole.params),
-                         (rois,), tuning.loop_budget)[0]
+    gathers, gather_scratch = _roi_gather_passes(desc, wg_x, tiles, tuning.roi_pool_grad_channel_lanes,
+                                                 tuning.loop_budget)
     # The argmax runs over ROIs and the gather over images, which chunks of (n, c) planes
     # cannot both follow: run whole only.
-    if parts == 1:
-        return Program(first + (whole,), scratch=scratch, whole_only=True)
-    merges, merge_scratch = gradient_merge_passes(desc.output_gradient, parts, tuning.lines_workgroup,
-                                                  tuning.loop_budget)
-    split = _roi_gather_pass(desc, wg_x, tiles, lanes, parts)
-    return Program(first + (split,) + merges, scratch=scratch + merge_scratch, whole_only=True)
+    return Program(first + gathers, scratch=scratch + gather_scratch, whole_only=True)

@@ -309,7 +309,8 @@ GATHER = Kernel(
                             Slot("table", False, snippet="words_read.wgsl"),
                             Slot("mask", False, snippet="words_read.wgsl"), Slot("dx", True),
                             Slot("acc", True, snippet="words_write.wgsl")), value_slot="dy",
-    library=("roi_align_table.wgsl", "roi_align_block.wgsl", "tile_masks.wgsl", "flat_index.wgsl", "as_written.wgsl"),
+    library=("roi_align_table.wgsl", "roi_align_block.wgsl", "carried_blocks.wgsl", "tile_masks.wgsl",
+             "flat_index.wgsl", "as_written.wgsl"),
     params=FLAT_GRID + RUN_FIELDS + ("channels", "in_h", "in_w", "out_h", "out_w", "out_offset", "tile", "tiles",
                                      "tiles_x", "mask_words", "opaque_zero") + stride_fields("dy", "dx", axes="nchw"),
     loops=_gather_loops,
@@ -346,7 +347,7 @@ SHARED_GATHER = Kernel(
     "roi_align_grad_shared.wgsl", (Slot("dy", False), Slot("table", False, snippet="words_read.wgsl"),
                                    Slot("mask", False, snippet="words_read.wgsl"), Slot("dx", True),
                                    Slot("acc", True, snippet="words_write.wgsl")), value_slot="dy",
-    library=("roi_align_table.wgsl", "roi_align_block.wgsl", "tile_masks.wgsl", "as_written.wgsl"),
+    library=("roi_align_table.wgsl", "roi_align_block.wgsl", "carried_blocks.wgsl", "tile_masks.wgsl", "as_written.wgsl"),
     params=("total",) + RUN_FIELDS + ("channels", "in_h", "in_w", "out_h", "out_w", "out_offset", "tile", "tiles",
                                       "tiles_x", "mask_words", "opaque_zero") + stride_fields("dy", "dx", axes="nchw"),
     loops=_shared_gather_loops,
@@ -370,7 +371,7 @@ def tile_layout(images: int, height: int, width: int, rois: int) -> dict:
         tile *= 2
 
 
-def _longest(fits, first: int, last: int) -> int:
+def longest_run(fits, first: int, last: int) -> int:
     """The largest end in (first, last] with fits(end), or first + 1."""
     low, high = first + 1, last
     while low < high:
@@ -386,20 +387,20 @@ def gather_runs(trips, rois: int, out_h: int, out_w: int, budget: int) -> list:
     runs, r = [], 0
     while r < rois:
         if trips((r, r + 1, 0, out_h, 0, out_w)) <= budget:
-            end = _longest(lambda e: trips((r, e, 0, out_h, 0, out_w)) <= budget, r, rois)
+            end = longest_run(lambda e: trips((r, e, 0, out_h, 0, out_w)) <= budget, r, rois)
             runs.append((r, end, 0, out_h, 0, out_w))
             r = end
             continue
         oh = 0
         while oh < out_h:
             if trips((r, r + 1, oh, oh + 1, 0, out_w)) <= budget:
-                end = _longest(lambda e: trips((r, r + 1, oh, e, 0, out_w)) <= budget, oh, out_h)
+                end = longest_run(lambda e: trips((r, r + 1, oh, e, 0, out_w)) <= budget, oh, out_h)
                 runs.append((r, r + 1, oh, end, 0, out_w))
                 oh = end
                 continue
             ow = 0
             while ow < out_w:
-                end = _longest(lambda e: trips((r, r + 1, oh, oh + 1, ow, e)) <= budget, ow, out_w)
+                end = longest_run(lambda e: trips((r, r + 1, oh, oh + 1, ow, e)) <= budget, ow, out_w)
                 runs.append((r, r + 1, oh, oh + 1, ow, end))
                 ow = end
             oh += 1

@@ -12,17 +12,15 @@
 // An ROI costs the outputs and samples reaching the block, not each of the block's elements
 // searching the ROI's outputs: the work grows with ROIs x outputs x samples.  Where more ROIs
 // reach a block than one invocation may visit, passes over runs of the ROIs (or of one ROI's
-// output rows, or of one row's columns) follow one another: FIRST starts the sums at zero,
-// the others continue from the f32 scratch `acc` (planes of dx's elements, packed), LAST
-// writes dx and the others save into acc, so each element adds the ROIs in increasing order
-// in one chain of additions.  No
-// atomics: the same inputs give the same bits, run after run.  Sums in f32 (FLOAT16 and
+// output rows, or of one row's columns) follow one another, carrying the sums
+// (common/carried_blocks.wgsl), so each element adds the ROIs in increasing order in one
+// chain of additions.  No atomics: the same inputs give the same bits, run after run.  Sums in f32 (FLOAT16 and
 // BFLOAT16 rounded once at the end).
 //
 // Prepended by poolgpu.kernels: the value type (to_f32, from_f32) and the tensors dy (dy_load,
 // {R, C, out_h, out_w}), arg (arg_word), table (table_word), mask (mask_word), dx (dx_store)
 // and acc (acc_word, acc_word_store); library: roi_align_table.wgsl, roi_align_block.wgsl,
-// tile_masks.wgsl, flat_index.wgsl, as_written.wgsl.
+// carried_blocks.wgsl, tile_masks.wgsl, flat_index.wgsl, as_written.wgsl.
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 

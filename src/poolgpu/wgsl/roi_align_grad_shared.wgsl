@@ -10,12 +10,12 @@
 //     dy / samples * (the Y weights) x (the sum over the row's columns of the X weights)
 // to its block's 64 sums, as roi_align_grad.wgsl does (the same operations in the same
 // order: the same bits).  Outputs of at most MAX_OUT rows and columns.  Passes over runs of
-// the ROIs (or of one ROI's output rows or columns) continue their sums in `acc` as there.
+// the ROIs (or of one ROI's output rows or columns) carry their sums as there.
 //
 // Prepended by poolgpu.kernels: the value type (to_f32, from_f32) and the tensors dy (dy_load,
 // {R, C, out_h, out_w}), table (table_word), mask (mask_word), dx (dx_store) and acc
 // (acc_word, acc_word_store); library: roi_align_table.wgsl, roi_align_block.wgsl,
-// tile_masks.wgsl, as_written.wgsl.
+// carried_blocks.wgsl, tile_masks.wgsl, as_written.wgsl.
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
