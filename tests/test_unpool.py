@@ -162,6 +162,12 @@ def test_max_unpool_channels_last_indices_in_runs_of_four_channels(device, data_
         x = random_values(dt, (2, channels, 5, 3), rng)
         out_sizes = (2, channels, 9, 7)
         idx = random_indices(rng, x.size, int(np.prod(out_sizes)), "uint32").reshape(x.shape)
+        # every other index in its own (n, c) plane, as max pooling's are (the winner slots'
+        # shorter way to an element's offset), the others anywhere
+        out_plane = int(np.prod(out_sizes[2:]))
+        planes = np.arange(x.size).reshape(x.shape) // int(np.prod(x.shape[2:]))
+        own = planes * out_plane + rng.integers(0, out_plane, x.shape)
+        idx[..., ::2] = own[..., ::2]
         idx.flat[::7] = idx.flat[3]                 # repeats
         idx.flat[5] = np.prod(out_sizes) + 3        # outside the output
         idx_desc = pg.TensorDesc("uint32", x.shape, layout_strides(x.shape, "channels_last"))
@@ -171,6 +177,7 @@ def test_max_unpool_channels_last_indices_in_runs_of_four_channels(device, data_
                 op = device.compile(pg.MaxUnpoolingDesc(pg.TensorDesc(dt, x.shape), idx_desc, output))
             passes = op._program.passes
             assert [dict(p.constants).get("ALONG_C", False) for p in passes[1:]] == [along_c] * 2
+            assert [dict(p.constants)["SLOTS_AT_OFFSETS"] for p in passes[1:]] == [out_layout != "packed"] * 2
             want = reference.max_unpool(x, idx, out_sizes)
             xt, it = device.upload(x), device.upload(idx, strides=idx_desc.strides)
             assert same_bits(op(xt, it).numpy(), want)

@@ -38,23 +38,25 @@ def _no_loops(constants: dict, params: dict) -> dict:
     return {}  # (the passes over input elements write their four elements out)
 
 
+# The winner slots (common/unpool_slots.wgsl): divide() by the output's sizes, y's strides.
+_OUTPUT_DIVISORS = divisor_fields("out_w", "out_h", "out_d", "channels")
+_SLOTS = ("output_coordinates.wgsl", "unpool_slots.wgsl")
 MAX_UNPOOL_WINNERS, MAX_UNPOOL_WINNERS_CHUNKS = (
     _unpool_source_kernel("max_unpool_winners.wgsl", (Slot("winner", True, snippet="atomic_b32.wgsl"),), "idx", chunks,
                           # out_first, out_count: the output elements whose winners a dispatch picks
-                          ("channels",) + IN_SIZES + stride_fields("idx") + ("out_first", "out_count") + LINES_GRID)
+                          IN_SIZES + stride_fields("idx", "y") + _OUTPUT_DIVISORS + ("out_first", "out_count")
+                          + LINES_GRID, _SLOTS)
     for chunks in (False, True))
 MAX_UNPOOL_SCATTER, MAX_UNPOOL_SCATTER_CHUNKS = (
     _unpool_source_kernel(
         "max_unpool_scatter.wgsl", (Slot("winner", True, snippet="atomic_b32.wgsl"), Slot("x", False), Slot("y", True)),
         "x", chunks,
-        # divide() by the sizes y_offset divides by; out_first, out_count: the whole output
-        # (this pass does not run in chunks)
-        IN_SIZES + stride_fields("idx", "x", "y") + divisor_fields("out_w", "out_h", "out_d", "channels")
-        + ("out_first", "out_count") + LINES_GRID, ("output_coordinates.wgsl",))
+        # out_first, out_count: the whole output (this pass does not run in chunks)
+        IN_SIZES + stride_fields("idx", "x", "y") + _OUTPUT_DIVISORS + ("out_first", "out_count") + LINES_GRID,
+        _SLOTS)
     for chunks in (False, True))
 # The gather (Tuning.unpool_gather): the strays into the winner scratch, marking their planes
 # in `flags` (one word per (n, c) plane), then the gather over the output.
-_OUTPUT_DIVISORS = divisor_fields("out_w", "out_h", "out_d", "channels")
 MAX_UNPOOL_STRAYS, MAX_UNPOOL_STRAYS_CHUNKS = (
     _unpool_source_kernel(
         "max_unpool_strays.wgsl",
@@ -129,7 +131,10 @@ def _max_unpool_program(desc, tuning: Tuning) -> Program:
     out_plane, in_plane = out_d * out_h * out_w, in_d * in_h * in_w
     # the passes over input elements (common/unpool_source.wgsl)
     source_constants = {**in_constants, "WIDE_INDICES": indices.data_type == DataType.UINT64}
-    source_params = {**sizes, **tensor_stride_params("idx", indices), **in_params, **_target_range(out_plane, 0, n * c)}
+    source_params = {**sizes, **tensor_stride_params("idx", indices), **tensor_stride_params("y", y),
+                     **divisor_params("out_d", out_d), **divisor_params("out_h", out_h),
+                     **divisor_params("out_w", out_w), **divisor_params("channels", c),
+                     **in_params, **_target_range(out_plane, 0, n * c)}
     winners = Pass(
         MAX_UNPOOL_WINNERS, ("indices", "winner"), sorted_constants(source_constants), source_params, in_grid,
         # indices scatter anywhere: the winners of a chunk of output planes are picked over
@@ -177,17 +182,13 @@ def _max_unpool_program(desc, tuning: Tuning) -> Program:
             grid_constants, grid_params, in_grid = tuned_lines_grid(c // 4, in_w, n * in_d * in_h, tuning)
             source_constants = {**grid_constants, "WIDE_INDICES": source_constants["WIDE_INDICES"], "ALONG_C": True}
             source_params = {**source_params, **grid_params}
-            fast_winners = Pass(MAX_UNPOOL_WINNERS_CHUNKS, ("indices", "winner"), sorted_constants(source_constants),
-                                source_params, in_grid)
             source_kernels, aligned = (MAX_UNPOOL_WINNERS_CHUNKS, MAX_UNPOOL_SCATTER_CHUNKS), ("indices",)
-        scatter = Pass(
-            source_kernels[1], ("indices", "winner", "input", "output"),
-            sorted_constants({**source_constants, "PACKED_OUTPUT": y.is_packed}),
-            {**source_params, **divisor_params("out_d", out_d), **divisor_params("out_h", out_h),
-             **divisor_params("out_w", out_w), **divisor_params("channels", c),
-             **tensor_stride_params("x", x), **tensor_stride_params("y", y)},
-            in_grid,
-        )
+        # the winners' slots at the output elements' offsets where y is in another order
+        # (common/unpool_slots.wgsl): both passes the same
+        source_constants = sorted_constants({**source_constants, "SLOTS_AT_OFFSETS": not y.is_packed})
+        fast_winners = Pass(source_kernels[0], ("indices", "winner"), source_constants, source_params, in_grid)
+        scatter = Pass(source_kernels[1], ("indices", "winner", "input", "output"), source_constants,
+                       {**source_params, **tensor_stride_params("x", x)}, in_grid)
         sparse = Program((_zero_fill_pass(y, tuning.flat_workgroup), fast_winners, scatter), scratch=scratch, whole_only=True)
         return replace(sparse, aligned=("output",) + aligned, fallback=general)
     if out_w % 4 == 0 and contiguous_along([y], "w"):
@@ -348,14 +349,15 @@ def _max_unpool_grad_program(desc, tuning: Tuning) -> Program:
     params = {"channels": c, "in_d": in_d, "in_h": in_h, "in_w": in_w, **tensor_stride_params("idx", indices),
               **grid_params}
     regrid = partial(lines_regrid, in_columns, in_h, workgroup, flat=grid_constants.get("FLAT", False))
+    output_params = {**divisor_params("out_d", out_d), **divisor_params("out_h", out_h),
+                     **divisor_params("out_w", out_w), **divisor_params("channels", c)}
+    # (winner slots at flat logical indices: y's strides unread)
     winners = Pass(MAX_UNPOOL_WINNERS, ("indices", "winner"), constants,
-                   {**params, **_target_range(out_plane, 0, n * c)}, grid,
-                   Split(in_d, regrid, scatter="winner", filter=partial(_target_range, out_plane)))
+                   {**params, **output_params, **tensor_stride_params("y", dy), **_target_range(out_plane, 0, n * c)},
+                   grid, Split(in_d, regrid, scatter="winner", filter=partial(_target_range, out_plane)))
     gather_params = {
-        **params, "dy_count": dy.element_count,
-        **divisor_params("out_d", out_d), **divisor_params("out_h", out_h), **divisor_params("out_w", out_w),
-        **divisor_params("channels", c), **tensor_stride_params("dy", dy), **tensor_stride_params("dx", dx),
-        **_unpool_grad_range(out_plane, 0, n * c),
+        **params, "dy_count": dy.element_count, **output_params, **tensor_stride_params("dy", dy),
+        **tensor_stride_params("dx", dx), **_unpool_grad_range(out_plane, 0, n * c),
     }
     # For dy larger than a binding, chunks run over dy's planes (the winners' scratch);
     # the gather visits every dx element per chunk, reading the chunk's dy planes and

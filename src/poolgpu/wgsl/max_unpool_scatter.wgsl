@@ -9,32 +9,27 @@
 // 0, neither its own, so it writes nothing whatever the order.  The words are atomics for
 // that reason (relaxed loads and stores: plain ones on CPUs).
 //
+// The winners' slots are the output elements' offsets in y where y is not packed
+// (common/unpool_slots.wgsl's SLOTS_AT_OFFSETS; packed, an element's offset is its flat
+// logical index), so a slot is also where the winner writes.
+//
 // Prepended by poolgpu.kernels: the value type (Raw) and the tensors idx, winner (winner_load,
 // winner_clear), x (x_load) and y (y_store); appended: grid.wgsl, unpool_source.wgsl,
-// unpool_indices1.wgsl or unpool_indices4.wgsl (reading idx), divide.wgsl and
-// output_coordinates.wgsl.
-
-override PACKED_OUTPUT: bool = false;   // y packed: an element's offset is its flat index
+// unpool_indices1.wgsl or unpool_indices4.wgsl (reading idx), divide.wgsl,
+// output_coordinates.wgsl and unpool_slots.wgsl.
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
-
-// The offset in y of output element t (flat logical index).
-fn y_offset(t: u32) -> u32 {
-    if (PACKED_OUTPUT) { return params.y_base + t; }
-    let at = output_coordinates(t);
-    return params.y_base + at.n * params.y_n + at.c * params.y_c + at.d * params.y_d + at.h * params.y_h
-           + at.w * params.y_w;
-}
 
 // Element k of the run (k constant: see unpool_source.wgsl's run_index).
 fn copy_winner(r: UnpoolRow, k: u32) {
     let s = unpool_source(r, k);
     if (!s.counts) { return; }
-    let e = params.winner_base + s.dest;
+    let slot = winner_slot(s);
+    let e = params.winner_base + slot;
     if (winner_load(e) != s.j + 1u) { return; }
     winner_clear(e);
-    y_store(y_offset(s.dest), x_load(params.x_base + s.n * params.x_n + s.c * params.x_c + s.d * params.x_d
-                                     + s.h * params.x_h + s.w * params.x_w));
+    y_store(params.y_base + slot, x_load(params.x_base + s.n * params.x_n + s.c * params.x_c + s.d * params.x_d
+                                         + s.h * params.x_h + s.w * params.x_w));
 }
 
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)

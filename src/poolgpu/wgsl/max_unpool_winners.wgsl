@@ -3,15 +3,17 @@
 // (dense outputs: every winner copies itself).
 //
 // For each input element j (flat logical index; four of a row per invocation): if
-// indices[j] lies inside the output, atomicMax(winner[indices[j]], j + 1), so the largest j
+// indices[j] lies inside the output, atomicMax(winner[slot], j + 1) at the output element's
+// slot (common/unpool_slots.wgsl: its flat logical index, or its offset in y), so the largest j
 // wins wherever indices repeat, whatever order invocations run in.  0 means "no j": the
 // output element gets the type's zero.
 // For outputs larger than a binding (kernels.chunked) each chunk of output elements
 // [out_first, out_first + out_count) gets its winners from every input element in turn.
 //
-// Prepended by poolgpu.kernels: the tensors idx and winner (winner_max; packed over the
-// output's logical elements); appended: grid.wgsl, unpool_source.wgsl (the input elements
-// and their indices) and unpool_indices1.wgsl or unpool_indices4.wgsl (reading idx).
+// Prepended by poolgpu.kernels: the tensors idx and winner (winner_max; one word per output
+// element); appended: grid.wgsl, unpool_source.wgsl (the input elements and their indices),
+// unpool_indices1.wgsl or unpool_indices4.wgsl (reading idx), divide.wgsl,
+// output_coordinates.wgsl and unpool_slots.wgsl.
 
 // Params (binding 0): declared with its Kernel in poolgpu/kernels, prepended as common/header.wgsl.
 
@@ -19,7 +21,7 @@
 fn pick(r: UnpoolRow, k: u32) {
     let s = unpool_source(r, k);
     // (winner_base is the winner of output element 0: below the binding in a chunk)
-    if (s.counts) { winner_max(params.winner_base + s.dest, s.j + 1u); }
+    if (s.counts) { winner_max(params.winner_base + winner_slot(s), s.j + 1u); }
 }
 
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)
