@@ -14,7 +14,7 @@
 // logical index), so a slot is also where the winner writes.
 //
 // Prepended by poolgpu.kernels: the value type (Raw) and the tensors idx, winner (winner_load,
-// winner_clear), x (x_load) and y (y_store); appended: grid.wgsl, unpool_source.wgsl,
+// winner_clear), x (x_load) and y (y_store_over_zero); appended: grid.wgsl, unpool_source.wgsl,
 // unpool_indices1.wgsl or unpool_indices4.wgsl (reading idx), divide.wgsl,
 // output_coordinates.wgsl and unpool_slots.wgsl.
 
@@ -28,8 +28,9 @@ fn copy_winner(r: UnpoolRow, k: u32) {
     let e = params.winner_base + slot;
     if (winner_load(e) != s.j + 1u) { return; }
     winner_clear(e);
-    y_store(params.y_base + slot, x_load(params.x_base + s.n * params.x_n + s.c * params.x_c + s.d * params.x_d
-                                         + s.h * params.x_h + s.w * params.x_w));
+    // (over the fill's zeros: 8- and 16-bit elements set their bits with one atomic, not two)
+    y_store_over_zero(params.y_base + slot, x_load(params.x_base + s.n * params.x_n + s.c * params.x_c
+                                                   + s.d * params.x_d + s.h * params.x_h + s.w * params.x_w));
 }
 
 @compute @workgroup_size(WG_X, WG_Y, WG_Z)

@@ -7,5 +7,7 @@ fn ${name}_store(e: u32, v: u32) {
     atomicAnd(&${name}_words[e >> 1u], ~(0xffffu << shift));
     atomicOr(&${name}_words[e >> 1u], (v & 0xffffu) << shift);
 }
+// Element e, whose bits are zero (a tensor zero-filled before): one atomic, setting its bits.
+fn ${name}_store_over_zero(e: u32, v: u32) { atomicOr(&${name}_words[e >> 1u], (v & 0xffffu) << ((e & 1u) << 4u)); }
 // Elements e and e + 1 (e even: one word, wholly this invocation's): one store, no read.
 fn ${name}_store_pair(e: u32, v0: u32, v1: u32) { atomicStore(&${name}_words[e >> 1u], (v0 & 0xffffu) | (v1 << 16u)); }
