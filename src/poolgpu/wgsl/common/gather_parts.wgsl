@@ -1,4 +1,4 @@
-// The flat gathers' parts (the adaptive, fractional and ROI gradients): one invocation per dx
+// The flat gathers' parts (the adaptive and fractional gradients): one invocation per dx
 // element, or in a split gather (poolgpu.kernels: more bins cover an element than one
 // invocation may visit) per part of what covers it: PARTS_D x PARTS_H x PARTS_W parts (PARTS
 // of them; invocations numbered element * PARTS + part), each saved into tensor `part` for
