@@ -273,6 +273,28 @@ def test_fractional_walks_give_the_bins_walks_bits(device, case):
         assert same_bits(got[1][1], got[0][1])
 
 
+def test_the_gather_over_rows_of_dx_gives_one_rows_bits(device):
+    """The gradient's gather takes four elements along W of ``rows_per_invocation`` rows
+    (10 rows: the last invocation of each plane has two); each element adds the same windows
+    in the same order, whatever the rows (dy not integers: the bits would show another)."""
+    rng = np.random.default_rng(31)
+    x = rng.standard_normal((2, 3, 10, 16)).astype(np.float32)
+    u = rng.random((2, 3, 2)).astype(np.float32)
+    dy = rng.standard_normal((2, 3, 7, 11)).astype(np.float32)
+    desc = pg.FractionalMaxPoolingGradDesc(pg.TensorDesc("float32", x.shape), pg.TensorDesc("float32", u.shape),
+                                           pg.TensorDesc("float32", dy.shape), window_size=(2, 2))
+    xt, samples, dyt = device.upload(x), device.upload(u), device.upload(dy)
+    results = []
+    for rows in (1, 2, 3, 4):
+        tuning = dataclasses.replace(walks_tuning("cpu"), rows_per_invocation=rows)
+        gather = pg.kernels.program_for(desc, tuning).passes[-1]
+        assert gather.kernel.file == "fractional_max_pool_grad.wgsl" and dict(gather.constants)["ROWS"] == rows
+        results.append(pg.Op(device, desc, tuning)(xt, samples, dyt).numpy())
+    np.testing.assert_allclose(results[0], reference.fractional_max_pool_grad(x, dy, (2, 2), u), rtol=1e-6, atol=1e-6)
+    for got in results[1:]:
+        assert same_bits(got, results[0])
+
+
 @pytest.mark.parametrize("preset", ["cpu", "gpu"])
 def test_fractional_walks_fall_back_at_other_offsets_and_past_the_loop_budget(device, preset):
     # outputs of 8 (four per store); outputs at offsets that are not multiples of 4 elements

@@ -92,7 +92,8 @@ class Tuning:
         Neighbouring outputs along W per invocation of the general walk (it is also the
         first pass of the max pooling gradient).
     rows_per_invocation : int
-        Output rows per invocation of the rows walks, 1 to 4 (fewer where the output has).
+        Output rows per invocation of the rows walks, 1 to 4 (fewer where the output has);
+        with them, dx rows per invocation of the fractional gradient's gather.
     lines_workgroup : int
         Invocations per workgroup of the kernels over (column, line, plane) grids: the
         forward walks, the row gathers, unpooling.

@@ -282,8 +282,9 @@ def _fractional_max_pool_program(desc, tuning: Tuning) -> Program:
 
 
 def _gather_pass(desc, layout: dict, tuning: Tuning, run: int) -> tuple:
-    """(the gather over dx, ``run`` elements along W per invocation, its aligned roles), or
-    None where the windows covering them pass the loop budget."""
+    """(the gather over dx, ``run`` elements along W per invocation (of
+    ``tuning.rows_per_invocation`` rows where 4), its aligned roles), or None where the
+    windows covering them pass the loop budget."""
     forward, dy, dx = desc.forward, desc.input_gradient, desc.output_gradient
     arg = forward.output_indices
     n, c, in_d, in_h, in_w = as_5d(dx.sizes, dx.strides)[0]
@@ -291,8 +292,11 @@ def _gather_pass(desc, layout: dict, tuning: Tuning, run: int) -> tuple:
     store4 = run == 4 and in_w % 4 == 0 and contiguous_along([dx], "w")
     kernel = FRACTIONAL_GATHER_ROWS if store4 else FRACTIONAL_GATHER
     columns = -(-in_w // run)
-    constants, grid_params, grid = tuned_lines_grid(columns, in_h, n * c * in_d, tuning)
-    spans = (1, 1, run)
+    rows = min(tuning.rows_per_invocation, in_h) if run == 4 else 1
+    lines = -(-in_h // rows)
+    constants, grid_params, grid = tuned_lines_grid(columns, lines, n * c * in_d, tuning)
+    constants["ROWS"] = rows
+    spans = (1, rows, run)
     constants.update(RUN=run, **{f"COVER_{a}": covering_bound(i, k, o, forward.samples.data_type, span)
                                  for a, i, k, o, span in zip("DHW", (in_d, in_h, in_w), as_3d(forward.window_size, 1),
                                                              (out_d, out_h, out_w), spans)})
@@ -302,7 +306,7 @@ def _gather_pass(desc, layout: dict, tuning: Tuning, run: int) -> tuple:
               **{key: layout[key] for key in ("row_words", "covers_d", "covers_h", "covers_w")}}
     if loop_total(kernel, constants, params) > tuning.loop_budget:
         return None
-    split = Split(in_d, partial(lines_regrid, columns, in_h, tuning.lines_workgroup, flat=constants.get("FLAT", False)),
+    split = Split(in_d, partial(lines_regrid, columns, lines, tuning.lines_workgroup, flat=constants.get("FLAT", False)),
                   whole=("bins",))
     return (Pass(kernel, ("input_gradient", "argmax", "bins", "output_gradient"), sorted_constants(constants), params,
                  grid, split), ("output_gradient",) if store4 else ())
