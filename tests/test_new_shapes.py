@@ -81,9 +81,10 @@ def test_a_new_size_runs_on_built_pipelines_until_it_repeats(device):
     first = [run(stem(sizes), x) for _ in range(dev.tuning.generic_calls)]
     assert dev._pipelines_built == built, "a new size built pipelines on its first calls"
     ops = [dev.compile(desc) for desc in stem(sizes)]
-    assert all(op._generic_calls_left == 0 for op in ops)
+    assert all(op._generic_calls_left == 0 and op._specialised is None for op in ops)   # (not planned yet)
     again = run(stem(sizes), x)  # the size repeats: its specialised pipelines
     assert dev._pipelines_built > built and all(op._generic_calls_left is None for op in ops)
+    assert all(op._program is op._specialised.program for op in ops)
     for result in first:
         assert same_bits(result, again)
 

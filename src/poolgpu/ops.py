@@ -66,18 +66,25 @@ class Op:
         self.desc = desc
         self.tuning = device.tuning if tuning is None else tuning
         check_tuning(self.tuning, device.limits)
-        binding_limits = (device.limits["max-storage-buffer-binding-size"],
-                          device.limits.get("min-storage-buffer-offset-alignment", 256))
-        self._specialised = plan = Planner(desc, self.tuning, *binding_limits)
+        self._binding_limits = (device.limits["max-storage-buffer-binding-size"],
+                                device.limits.get("min-storage-buffer-offset-alignment", 256))
+        self._specialised = None   # its specialised plan, once planned (_specialised_plan)
         # The shape-generic program first (Tuning.generic_calls), where the specialised
         # pipelines are not built yet and the generic ones differ: a new size of an operator
         # already used then builds nothing.  None: this op runs its specialised program.
-        self._generic_calls_left = None
-        if self.tuning.generic_calls and not self._built(plan):
-            generic = Planner(desc, self.tuning.shape_generic(), *binding_limits)
-            if _pipeline_keys(generic) != _pipeline_keys(plan):
-                check_workgroups((p.constants for p in plan.program.passes), device.limits, self.tuning)
+        self._generic_calls_left = plan = None
+        if self.tuning.generic_calls:
+            generic = Planner(desc, self.tuning.shape_generic(), *self._binding_limits)
+            if self._built(generic):
+                # (an operator already used, at a new size: the usual case.  Its specialised
+                # program is planned when its calls switch to it, not at every new size.)
                 plan, self._generic_calls_left = generic, self.tuning.generic_calls
+            else:
+                specialised = self._specialised_plan()
+                if not self._built(specialised) and _pipeline_keys(generic) != _pipeline_keys(specialised):
+                    check_workgroups((p.constants for p in specialised.program.passes), device.limits, self.tuning)
+                    plan, self._generic_calls_left = generic, self.tuning.generic_calls
+        plan = plan or self._specialised_plan()
         # every workgroup within the device's limits: a clear error now, never a pipeline's
         check_workgroups((p.constants for p in plan.program.passes), device.limits, self.tuning)
         self._scratch = {}
@@ -107,6 +114,13 @@ class Op:
     def _built(self, plan: Planner) -> bool:
         return all(self.device._has_pipeline(*key) for key in _pipeline_keys(plan))
 
+    def _specialised_plan(self) -> Planner:
+        """The plan of this op's specialised program, planned on first use (by two threads
+        at once, twice: the same plan)."""
+        if self._specialised is None:
+            self._specialised = Planner(self.desc, self.tuning, *self._binding_limits)
+        return self._specialised
+
     def _count_generic_call(self) -> None:
         """A call while the op runs its shape-generic program: past ``tuning.generic_calls``
         of them, build the specialised pipelines and run those from this call on."""
@@ -116,7 +130,8 @@ class Op:
         if left > 0:
             self._generic_calls_left = left - 1
             return
-        plan = self._specialised
+        plan = self._specialised_plan()
+        check_workgroups((p.constants for p in plan.program.passes), self.device.limits, self.tuning)
         for key in _pipeline_keys(plan):  # (built before the switch: other threads' calls go on)
             self.device._pipeline(*key)
         with self._bound_lock:
@@ -161,7 +176,7 @@ class Op:
             ``directory`` is a file or holds other files, or ``limits`` is neither.
         """
         if limits == "device":
-            return write_bundle(self._specialised, self.desc, self.tuning, directory,
+            return write_bundle(self._specialised_plan(), self.desc, self.tuning, directory,
                                 planned_for=f"device: {self.device.name}")
         if limits != "webgpu":
             raise ValidationError("limits", f"expected 'webgpu' or 'device', got {limits!r}")
