@@ -134,8 +134,12 @@ class Op:
         check_workgroups((p.constants for p in plan.program.passes), self.device.limits, self.tuning)
         for key in _pipeline_keys(plan):  # (built before the switch: other threads' calls go on)
             self.device._pipeline(*key)
+        same_kernels = _pipeline_keys(plan) == _pipeline_keys(self._plan)
         with self._bound_lock:
             if self._generic_calls_left is None:  # (another thread switched first)
+                return
+            if same_kernels:  # (a program whose kernels take no sizes: the generic one serves on)
+                self._generic_calls_left = None
                 return
             self._use(plan)
             self._bound.clear()
