@@ -42,7 +42,7 @@ try:
     _MAP_SUCCESS = lib.WGPUMapAsyncStatus_Success
     _MAP_MODE_READ = lib.WGPUMapMode_Read
     _ALLOW_PROCESS_EVENTS = lib.WGPUCallbackMode_AllowProcessEvents
-    _BUFFER = _api.GPUBuffer
+    _map_async, _mapped_range, _unmap = _libf.wgpuBufferMapAsync, lib.wgpuBufferGetConstMappedRange, lib.wgpuBufferUnmap
     _string = _api.from_c_string_view
 except Exception:  # not wgpu-native, or its layout changed: the public API serves
     lib = None
@@ -50,7 +50,9 @@ except Exception:  # not wgpu-native, or its layout changed: the public API serv
 
 
 def available(wgpu_device) -> bool:
-    return lib is not None and isinstance(wgpu_device, _DEVICE)
+    # (CMapping asks wgpu-py's poll thread to poll, as wgpu-py's own map_async does)
+    return (lib is not None and isinstance(wgpu_device, _DEVICE)
+            and hasattr(getattr(wgpu_device, "_poller", None), "get_token"))
 
 
 def handles(dispatches) -> tuple:
@@ -152,7 +154,7 @@ class CMapping:
         info.callback = _map_settled
         info.userdata1 = ffi.cast("void *", key)
         try:
-            _libf.wgpuBufferMapAsync(buffer._internal, _MAP_MODE_READ, 0, size, info[0])
+            _map_async(buffer._internal, _MAP_MODE_READ, 0, size, info[0])
         except BaseException:
             _maps.pop(key, None)
             self._token.set_done()
@@ -170,13 +172,13 @@ class CMapping:
             raise RuntimeError(self.error)
 
     def view(self):
-        pointer = lib.wgpuBufferGetConstMappedRange(self.buffer._internal, 0, self.size)
+        pointer = _mapped_range(self.buffer._internal, 0, self.size)
         if pointer == _NULL:
             raise RuntimeError("the mapped staging buffer has no mapped range")
         return ffi.buffer(pointer, self.size)
 
     def unmap(self) -> None:
-        lib.wgpuBufferUnmap(self.buffer._internal)
+        _unmap(self.buffer._internal)
 
 
 if lib is not None:
