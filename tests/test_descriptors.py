@@ -102,6 +102,21 @@ def test_pooling_output_sizes_rejects_a_window_larger_than_the_padded_input():
     assert field_of(e) == "window_size"
 
 
+@pytest.mark.parametrize("sizes, window, start", [
+    ((1, 1, 4), dict(window_size=(2,), start_padding=(2,), end_padding=(0,)), -2),     # the first window
+    ((1, 1, 4), dict(window_size=(2,), start_padding=(0,), end_padding=(2,)), 4),      # the last
+    ((1, 1, 5, 4), dict(window_size=(1, 2), start_padding=(0, 3), end_padding=(0, 0), dilations=(1, 2)), -3),
+    ((1, 1, 2), dict(window_size=(2,), dilations=(3,), start_padding=(1,), end_padding=(1,)), -1),  # taps past the input
+])
+def test_a_window_of_padding_alone_is_refused(sizes, window, start):
+    with pytest.raises(pg.ValidationError, match=f"starting at {start}, .* covers only padding") as e:
+        pg.MaxPooling2Desc(pg.TensorDesc(F32, sizes), **window)
+    assert field_of(e) == "window_size"
+    ok = dict(window, window_size=tuple(k + 1 for k in window["window_size"]))   # a wider window reaches the input
+    if "dilations" not in window:
+        pg.MaxPooling2Desc(pg.TensorDesc(F32, sizes), **ok)
+
+
 # -- max pooling descriptions --------------------------------------------------------------
 
 X = pg.TensorDesc(F32, (2, 3, 8, 8))

@@ -121,15 +121,17 @@ class Window:
         ):
             if size >= d:
                 # Consecutive taps are d <= size apart, so a window straddling the input hits it;
-                # only the first and last windows can lie wholly in padding.
-                starts = np.array([-p0, (out - 1) * s - p0], dtype=np.int64)
+                # only the first and last windows can lie wholly in padding.  (Python's ints:
+                # NumPy's calls cost more than two windows' arithmetic.)
+                bad = [start for start in (-p0, (out - 1) * s - p0)
+                       if max(0, -(start // d)) > min(k - 1, (size - 1 - start) // d)]
             else:
                 starts = np.arange(out, dtype=np.int64) * s - p0
-            first_tap = np.maximum(0, -(starts // d))  # ceil(-start / d), at least 0
-            last_tap = np.minimum(k - 1, (size - 1 - starts) // d)
-            bad = np.nonzero(first_tap > last_tap)[0]
-            if bad.size:
-                window_start = int(starts[bad[0]])
+                first_tap = np.maximum(0, -(starts // d))  # ceil(-start / d), at least 0
+                last_tap = np.minimum(k - 1, (size - 1 - starts) // d)
+                bad = [int(start) for start in starts[first_tap > last_tap][:1]]
+            if bad:
+                window_start = bad[0]
                 raise ValidationError(
                     "window_size",
                     f"a window in spatial dimension {i} (starting at {window_start}, size {k}, dilation {d}) "
