@@ -121,8 +121,9 @@ class Tuning:
         samples in one invocation, the tensors whole), over a packed channels-last input:
         the input itself where it is one, else a copy made first; four neighbouring
         channels per invocation, neighbouring lanes on neighbouring runs of them, each
-        sample's elements read as 16-byte loads of four channels.  The copy is made only for outputs of at
-        least the input's element count (each output reads four corners or more).  The same
+        sample's elements read as 16-byte loads of four channels.  The copy is made only for
+        outputs of at least the input's element count (each output reads four corners or
+        more).  The same
         bits (lavapipe, case ROI, 1,000 ROIs: 0.58x the time over an NCHW input, copy
         included; over an NHWC input, 64 and 1,000 ROIs: 0.66x and 0.60x; the weighted
         maximum, 1,000 ROIs: 0.63x).

@@ -21,9 +21,9 @@ from .grids import (FLAT_GRID, IN_SIZES, OUT_SIZES, as_5d, divisor_fields, divis
                     sorted_constants, stride_fields, tensor_stride_params)
 from .planes import plane_gradient
 from .registry import register
-from .roi_align import ROI_BLOCK, longest_run, tile_layout   # (roi_pool_grad.wgsl's blocks lie in its tiles, 8 x 2^k)
-from .split import Accumulator, fewest_parts, gradient_merge_passes, iterations, loop_total, merge_passes, partials_desc
-from .split import search_probes
+from .roi_align import ROI_BLOCK, tile_layout   # (roi_pool_grad.wgsl's blocks lie in its tiles, 8 x 2^k)
+from .split import (Accumulator, fewest_parts, gradient_merge_passes, iterations, longest_run, loop_total,
+                    merge_passes, partials_desc, search_probes)
 from .window import (AVERAGE, AVERAGE_POOL, MAX, MAX_POOL, average_pool_program, max_pool_program,
                      plane_walk_fits)
 

@@ -26,7 +26,7 @@ from .core import Kernel, Pass, Program, Slot, Split
 from .grids import (FLAT_GRID, channels_last_desc, divisor_fields, divisor_params, flat_grid, flat_regrid,
                     sorted_constants, stride_fields)
 from .registry import register
-from .split import LOOP_LIMIT, fewest_parts, iterations, loop_total, search_probes
+from .split import LOOP_LIMIT, fewest_parts, iterations, longest_run, loop_total, search_probes
 
 
 def f32_bits(value: float) -> int:
@@ -369,15 +369,6 @@ def tile_layout(images: int, height: int, width: int, rois: int) -> dict:
         if images * tiles_x * tiles_y * words <= MASK_WORDS or tile >= max(height, width):
             return {"tile": tile, "tiles_x": tiles_x, "tiles": tiles_x * tiles_y, "mask_words": words}
         tile *= 2
-
-
-def longest_run(fits, first: int, last: int) -> int:
-    """The largest end in (first, last] with fits(end), or first + 1."""
-    low, high = first + 1, last
-    while low < high:
-        middle = (low + high + 1) // 2
-        low, high = (middle, high) if fits(middle) else (low, middle - 1)
-    return low
 
 
 def gather_runs(trips, rois: int, out_h: int, out_w: int, budget: int) -> list:

@@ -54,6 +54,16 @@ def search_probes(searches: int, count: int) -> int:
     return iterations(searches, count.bit_length())
 
 
+def longest_run(fits: Callable[[int], bool], first: int, last: int) -> int:
+    """The largest end in (first, last] with fits(end) (a run [first, end) of what a
+    split pass visits, fits monotonic in its length), or first + 1."""
+    low, high = first + 1, last
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle - 1)
+    return low
+
+
 def fewest_parts(trips: Callable[[tuple], int], counts: tuple, budget: int) -> tuple:
     """Parts per dimension (outer first) for a walk whose loops run ``trips(parts)``
     iterations: none where the whole walk fits ``budget``, else the outer dimensions cut
